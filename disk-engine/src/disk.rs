@@ -1,0 +1,223 @@
+//! The `Disk` trait: the only way the placement layer reaches a disk.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::error::DiskError;
+use crate::types::{KeyRecords, PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};
+
+/// How a new shard file is laid out.
+#[derive(Clone, Copy, Debug)]
+pub struct ShardOptions {
+    /// Bytes per block (a multiple of 4 KiB); each block has its own checksum.
+    pub block_size: u32,
+    /// Which shard of the stripe this file holds (recorded in its header).
+    pub shard_index: u32,
+}
+
+/// What a finished shard file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardSummary {
+    /// Bytes of shard data (excluding header and trailer).
+    pub len: u64,
+}
+
+/// Whether a disk can be used, and how full it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiskHealth {
+    /// The disk answers.
+    Online {
+        /// Size of the filesystem in bytes.
+        total_bytes: u64,
+        /// Bytes available to Granary.
+        free_bytes: u64,
+    },
+    /// The disk does not answer or is not usable.
+    Offline {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Result of [`Disk::put_record`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PutRecordOutcome {
+    /// The record is stored; `replaced` is the older write of the same
+    /// version it replaced, if any (its data may now be freed).
+    Stored {
+        /// The previous record of the same version id, if there was one.
+        replaced: Option<Record>,
+    },
+    /// The disk already holds a newer write of this version; nothing changed.
+    Superseded {
+        /// The newer record that stays.
+        current: Record,
+    },
+}
+
+/// Where a record listing starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListStart {
+    /// From the first key of the prefix.
+    Beginning,
+    /// From the first key strictly after this one.
+    After(Vec<u8>),
+    /// From this key (inclusive) or the first after it.
+    At(Vec<u8>),
+}
+
+/// Where an upload listing starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UploadListStart {
+    /// From the first upload of the prefix.
+    Beginning,
+    /// After every upload of this key.
+    AfterKey(Vec<u8>),
+    /// After this upload of this key (uploads of a key sort by id).
+    AfterUpload(Vec<u8>, Uuid),
+}
+
+/// Arguments of [`Disk::list_records`].
+#[derive(Clone, Debug)]
+pub struct RecordListOptions {
+    /// Only keys starting with these bytes.
+    pub prefix: Vec<u8>,
+    /// Where to start.
+    pub start: ListStart,
+    /// At most this many keys (each with all its versions).
+    pub max_keys: usize,
+}
+
+/// One page of a record listing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordPage {
+    /// Keys in ascending byte order, each with all its versions.
+    pub keys: Vec<KeyRecords>,
+    /// True when more keys follow the last one returned.
+    pub truncated: bool,
+}
+
+/// Streams one shard file onto a disk.
+///
+/// Blocks are appended in order; every block but the last must be exactly
+/// the block size. Nothing is visible under the shard's id until
+/// [`ShardWriter::finish`] returns. Dropping a writer without finishing it
+/// discards the partial file.
+#[async_trait]
+pub trait ShardWriter: Send {
+    /// Appends one block. Not durable until `finish`. Cancel-safe only in the
+    /// sense that a cancelled writer must then be dropped.
+    async fn append(&mut self, block: Bytes) -> Result<(), DiskError>;
+    /// Writes the checksum table, fsyncs the data, and atomically makes the
+    /// shard visible under its id (replacing an older file of the same id).
+    /// Durable when it returns; a crash before leaves no visible shard.
+    async fn finish(self: Box<Self>) -> Result<ShardSummary, DiskError>;
+}
+
+/// One disk: shard files, version records and multipart state.
+///
+/// Object-safe, so the local engine, a remote node client and test wrappers
+/// all fit behind `Arc<dyn Disk>`. Every method is safe to cancel: a
+/// cancelled write either happened entirely or not at all.
+#[async_trait]
+pub trait Disk: Send + Sync + 'static {
+    /// Human-readable location (path or endpoint) for logs and errors.
+    fn label(&self) -> &str;
+
+    /// Whether the disk answers, and its space.
+    async fn health(&self) -> DiskHealth;
+
+    /// Starts a new shard file. See [`ShardWriter`] for durability.
+    async fn create_shard(
+        &self,
+        id: ShardId,
+        opts: ShardOptions,
+    ) -> Result<Box<dyn ShardWriter>, DiskError>;
+
+    /// Reads `len` bytes of shard data at `offset`, verifying the checksum of
+    /// every block the range touches. `NotFound` if the shard is absent,
+    /// `Corrupt` if any touched block fails its checksum.
+    async fn read_shard(&self, id: ShardId, offset: u64, len: u64) -> Result<Bytes, DiskError>;
+
+    /// Length of a complete shard's data (`NotFound`/`Corrupt` as for reads).
+    async fn shard_len(&self, id: ShardId) -> Result<u64, DiskError>;
+
+    /// Deletes a shard file. Deleting a missing shard succeeds. Not synced:
+    /// after a crash the file may reappear as unreferenced garbage.
+    async fn delete_shard(&self, id: ShardId) -> Result<(), DiskError>;
+
+    /// Every version stored for `key` in `ns`.
+    async fn get_records(&self, ns: &[u8], key: &[u8]) -> Result<Vec<Record>, DiskError>;
+
+    /// Stores a version record unless a newer write (by [`Stamp`]) of the
+    /// same version is already stored. Atomic and durable on return.
+    async fn put_record(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        record: Record,
+    ) -> Result<PutRecordOutcome, DiskError>;
+
+    /// Deletes one version; with `if_stamp`, only when the stored write has
+    /// that stamp. Returns the removed record. Atomic and durable on return.
+    async fn delete_record(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        version: VersionId,
+        if_stamp: Option<Stamp>,
+    ) -> Result<Option<Record>, DiskError>;
+
+    /// Lists keys of `ns` in byte order, each with all its versions.
+    async fn list_records(
+        &self,
+        ns: &[u8],
+        opts: RecordListOptions,
+    ) -> Result<RecordPage, DiskError>;
+
+    /// Creates or overwrites a multipart upload's state. Durable on return.
+    async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError>;
+
+    /// Reads an upload's state (`NotFound` if absent).
+    async fn get_upload(&self, ns: &[u8], key: &[u8], upload_id: Uuid)
+        -> Result<Bytes, DiskError>;
+
+    /// Removes an upload and all its parts atomically; returns the removed
+    /// parts. `NotFound` if the upload does not exist. Durable on return.
+    async fn delete_upload(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        upload_id: Uuid,
+    ) -> Result<Vec<PartEntry>, DiskError>;
+
+    /// Lists uploads of `ns` whose key starts with `prefix`, ordered by
+    /// (key, upload id). Returns the page and whether more follow.
+    async fn list_uploads(
+        &self,
+        ns: &[u8],
+        prefix: &[u8],
+        start: UploadListStart,
+        max: usize,
+    ) -> Result<(Vec<UploadEntry>, bool), DiskError>;
+
+    /// Stores a part of an existing upload (`NotFound` if the upload is
+    /// gone); returns the part of the same number it replaced. Durable.
+    async fn put_part(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        upload_id: Uuid,
+        part: PartEntry,
+    ) -> Result<Option<PartEntry>, DiskError>;
+
+    /// Lists parts numbered above `after`, ascending; returns the page and
+    /// whether more follow.
+    async fn list_parts(
+        &self,
+        upload_id: Uuid,
+        after: u32,
+        max: usize,
+    ) -> Result<(Vec<PartEntry>, bool), DiskError>;
+}

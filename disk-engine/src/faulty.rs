@@ -1,0 +1,245 @@
+//! A `Disk` wrapper that injects faults: offline, failing or full writes,
+//! corrupt reads, added latency. It forwards every method to the disk it
+//! wraps when no fault applies.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use uuid::Uuid;
+
+use crate::disk::{
+    Disk, DiskHealth, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions, ShardSummary,
+    ShardWriter, UploadListStart,
+};
+use crate::error::DiskError;
+use crate::types::{PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};
+
+/// One kind of injected failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Every call fails as if the disk were unplugged.
+    Offline,
+    /// Shard appends fail with "disk full" once this many bytes were accepted.
+    FullAfter(u64),
+    /// Shard appends and record writes fail with an I/O error.
+    FailWrites,
+    /// Shard reads report a checksum failure.
+    CorruptReads,
+    /// Every call waits this long first.
+    Delay(Duration),
+}
+
+#[derive(Default)]
+struct State {
+    faults: Vec<Fault>,
+    written: u64,
+}
+
+/// Wraps a disk and applies the faults currently set.
+#[derive(Clone)]
+pub struct FaultyDisk {
+    inner: Arc<dyn Disk>,
+    state: Arc<Mutex<State>>,
+}
+
+impl FaultyDisk {
+    /// Wraps `inner` with no faults set.
+    pub fn new(inner: Arc<dyn Disk>) -> FaultyDisk {
+        FaultyDisk {
+            inner,
+            state: Arc::default(),
+        }
+    }
+
+    /// Replaces the set of active faults.
+    pub fn set_faults(&self, faults: Vec<Fault>) {
+        let mut s = self.state.lock();
+        s.faults = faults;
+        s.written = 0;
+    }
+
+    fn has(&self, f: &Fault) -> bool {
+        self.state.lock().faults.contains(f)
+    }
+
+    async fn enter(&self) -> Result<(), DiskError> {
+        let delay = self.state.lock().faults.iter().find_map(|f| match f {
+            Fault::Delay(d) => Some(*d),
+            _ => None,
+        });
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
+        if self.has(&Fault::Offline) {
+            return Err(DiskError::Offline(format!("{}: injected", self.inner.label())));
+        }
+        Ok(())
+    }
+
+    fn check_write(&self, bytes: u64) -> Result<(), DiskError> {
+        let mut s = self.state.lock();
+        if s.faults.contains(&Fault::FailWrites) {
+            return Err(DiskError::Io(std::io::Error::other("injected write failure")));
+        }
+        let limit = s.faults.iter().find_map(|f| match f {
+            Fault::FullAfter(n) => Some(*n),
+            _ => None,
+        });
+        if let Some(limit) = limit {
+            if s.written + bytes > limit {
+                return Err(DiskError::Full);
+            }
+        }
+        s.written += bytes;
+        Ok(())
+    }
+}
+
+struct FaultyWriter {
+    disk: FaultyDisk,
+    inner: Box<dyn ShardWriter>,
+}
+
+#[async_trait]
+impl ShardWriter for FaultyWriter {
+    async fn append(&mut self, block: Bytes) -> Result<(), DiskError> {
+        self.disk.enter().await?;
+        self.disk.check_write(block.len() as u64)?;
+        self.inner.append(block).await
+    }
+    async fn finish(self: Box<Self>) -> Result<ShardSummary, DiskError> {
+        self.disk.enter().await?;
+        self.disk.check_write(0)?;
+        self.inner.finish().await
+    }
+}
+
+#[async_trait]
+impl Disk for FaultyDisk {
+    fn label(&self) -> &str {
+        self.inner.label()
+    }
+    async fn health(&self) -> DiskHealth {
+        if self.has(&Fault::Offline) {
+            return DiskHealth::Offline {
+                reason: "injected".into(),
+            };
+        }
+        self.inner.health().await
+    }
+    async fn create_shard(
+        &self,
+        id: ShardId,
+        opts: ShardOptions,
+    ) -> Result<Box<dyn ShardWriter>, DiskError> {
+        self.enter().await?;
+        let inner = self.inner.create_shard(id, opts).await?;
+        Ok(Box::new(FaultyWriter {
+            disk: self.clone(),
+            inner,
+        }))
+    }
+    async fn read_shard(&self, id: ShardId, offset: u64, len: u64) -> Result<Bytes, DiskError> {
+        self.enter().await?;
+        if self.has(&Fault::CorruptReads) {
+            return Err(DiskError::corrupt("shard block", "injected corruption"));
+        }
+        self.inner.read_shard(id, offset, len).await
+    }
+    async fn shard_len(&self, id: ShardId) -> Result<u64, DiskError> {
+        self.enter().await?;
+        if self.has(&Fault::CorruptReads) {
+            return Err(DiskError::corrupt("shard block", "injected corruption"));
+        }
+        self.inner.shard_len(id).await
+    }
+    async fn delete_shard(&self, id: ShardId) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.inner.delete_shard(id).await
+    }
+    async fn get_records(&self, ns: &[u8], key: &[u8]) -> Result<Vec<Record>, DiskError> {
+        self.enter().await?;
+        self.inner.get_records(ns, key).await
+    }
+    async fn put_record(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        record: Record,
+    ) -> Result<PutRecordOutcome, DiskError> {
+        self.enter().await?;
+        self.check_write(0)?;
+        self.inner.put_record(ns, key, record).await
+    }
+    async fn delete_record(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        version: VersionId,
+        if_stamp: Option<Stamp>,
+    ) -> Result<Option<Record>, DiskError> {
+        self.enter().await?;
+        self.check_write(0)?;
+        self.inner.delete_record(ns, key, version, if_stamp).await
+    }
+    async fn list_records(
+        &self,
+        ns: &[u8],
+        opts: RecordListOptions,
+    ) -> Result<RecordPage, DiskError> {
+        self.enter().await?;
+        self.inner.list_records(ns, opts).await
+    }
+    async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.check_write(0)?;
+        self.inner.put_upload(ns, entry).await
+    }
+    async fn get_upload(&self, ns: &[u8], key: &[u8], upload_id: Uuid) -> Result<Bytes, DiskError> {
+        self.enter().await?;
+        self.inner.get_upload(ns, key, upload_id).await
+    }
+    async fn delete_upload(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        upload_id: Uuid,
+    ) -> Result<Vec<PartEntry>, DiskError> {
+        self.enter().await?;
+        self.check_write(0)?;
+        self.inner.delete_upload(ns, key, upload_id).await
+    }
+    async fn list_uploads(
+        &self,
+        ns: &[u8],
+        prefix: &[u8],
+        start: UploadListStart,
+        max: usize,
+    ) -> Result<(Vec<UploadEntry>, bool), DiskError> {
+        self.enter().await?;
+        self.inner.list_uploads(ns, prefix, start, max).await
+    }
+    async fn put_part(
+        &self,
+        ns: &[u8],
+        key: &[u8],
+        upload_id: Uuid,
+        part: PartEntry,
+    ) -> Result<Option<PartEntry>, DiskError> {
+        self.enter().await?;
+        self.check_write(0)?;
+        self.inner.put_part(ns, key, upload_id, part).await
+    }
+    async fn list_parts(
+        &self,
+        upload_id: Uuid,
+        after: u32,
+        max: usize,
+    ) -> Result<(Vec<PartEntry>, bool), DiskError> {
+        self.enter().await?;
+        self.inner.list_parts(upload_id, after, max).await
+    }
+}

@@ -1,0 +1,219 @@
+//! The per-disk format record: which deployment, pool, tier, erasure set and
+//! slot a directory belongs to. Written once at formatting, checked at every
+//! start so that a directory from elsewhere is never mixed in.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::atomic::write_file_atomic;
+use crate::error::DiskError;
+use crate::types::DiskId;
+
+/// File name of the format record inside a disk directory.
+pub const FORMAT_FILE: &str = "format.json";
+/// Current format version. Older versions get an explicit migration here.
+pub const FORMAT_VERSION: u32 = 1;
+const MAGIC: &str = "granary-disk-format";
+
+/// Storage tier of a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Fast media (NVMe); where new objects land.
+    Hot,
+    /// Dense media (QLC); where lifecycle rules move old objects.
+    Cold,
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Tier::Hot => "hot",
+            Tier::Cold => "cold",
+        })
+    }
+}
+
+/// What a disk knows about its place in the deployment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FormatRecord {
+    /// Deployment this disk belongs to; a disk of another deployment is refused.
+    pub deployment_id: Uuid,
+    /// This disk's own id.
+    pub disk_id: DiskId,
+    /// Pool index within the deployment.
+    pub pool: u32,
+    /// Tier of the pool.
+    pub tier: Tier,
+    /// Erasure set index within the pool.
+    pub set: u32,
+    /// Slot of this disk within its set (0-based).
+    pub position: u32,
+    /// Data shards per stripe (k).
+    pub data_shards: u32,
+    /// Parity shards per stripe (m).
+    pub parity_shards: u32,
+    /// Ids of every disk of the set by slot, so a slot's history is known.
+    pub set_disks: Vec<DiskId>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    magic: String,
+    version: u32,
+    format: FormatRecord,
+    /// CRC32C (hex) of the canonical JSON of `format`.
+    checksum: String,
+}
+
+impl FormatRecord {
+    /// Width of the erasure set (k + m).
+    pub fn set_size(&self) -> usize {
+        (self.data_shards + self.parity_shards) as usize
+    }
+
+    fn checksum(&self) -> String {
+        let body = serde_json::to_vec(self).expect("format record serialises");
+        format!("{:08x}", crc_fast::crc32_iscsi(&body))
+    }
+
+    /// Encodes the record with magic, version and checksum.
+    pub fn encode(&self) -> Vec<u8> {
+        let env = Envelope {
+            magic: MAGIC.to_string(),
+            version: FORMAT_VERSION,
+            format: self.clone(),
+            checksum: self.checksum(),
+        };
+        let mut out = serde_json::to_vec_pretty(&env).expect("format record serialises");
+        out.push(b'\n');
+        out
+    }
+
+    /// Decodes and verifies a record written by [`FormatRecord::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<FormatRecord, DiskError> {
+        let env: Envelope = serde_json::from_slice(bytes)
+            .map_err(|e| DiskError::corrupt("format record", e.to_string()))?;
+        if env.magic != MAGIC {
+            return Err(DiskError::corrupt("format record", "wrong magic"));
+        }
+        if env.version != FORMAT_VERSION {
+            return Err(DiskError::Format(format!(
+                "format version {} is not supported by this build (it reads version {})",
+                env.version, FORMAT_VERSION
+            )));
+        }
+        if env.format.checksum() != env.checksum {
+            return Err(DiskError::corrupt("format record", "checksum mismatch"));
+        }
+        let f = env.format;
+        if f.position as usize >= f.set_size() || f.set_disks.len() != f.set_size() {
+            return Err(DiskError::corrupt("format record", "slot outside its set"));
+        }
+        Ok(f)
+    }
+
+    /// Writes the record into `dir` atomically and durably.
+    pub fn write_to(&self, dir: &Path) -> Result<(), DiskError> {
+        fs::create_dir_all(dir)?;
+        write_file_atomic(&dir.join(FORMAT_FILE), &self.encode(), 0o644)?;
+        Ok(())
+    }
+}
+
+/// What a directory given on the command line turned out to be.
+#[derive(Debug)]
+pub enum DirState {
+    /// The path does not exist.
+    Missing,
+    /// The directory exists and is empty: new, or a replaced disk.
+    Empty,
+    /// A formatted Granary disk.
+    Formatted(FormatRecord),
+    /// Something else: not empty but without a valid format record.
+    Foreign(String),
+}
+
+/// Looks at a directory without changing it.
+pub fn probe_dir(dir: &Path) -> DirState {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return DirState::Missing,
+        Err(e) => return DirState::Foreign(format!("cannot read directory: {e}")),
+    };
+    let mut any = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        // lost+found is what a freshly made filesystem holds.
+        if name != "lost+found" {
+            any = true;
+            break;
+        }
+    }
+    if !any {
+        return DirState::Empty;
+    }
+    match fs::read(dir.join(FORMAT_FILE)) {
+        Ok(bytes) => match FormatRecord::decode(&bytes) {
+            Ok(f) => DirState::Formatted(f),
+            Err(e) => DirState::Foreign(format!("unreadable {FORMAT_FILE}: {e}")),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => DirState::Foreign(format!(
+            "directory is not empty and has no {FORMAT_FILE}; refusing to use it"
+        )),
+        Err(e) => DirState::Foreign(format!("cannot read {FORMAT_FILE}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> FormatRecord {
+        let ids: Vec<DiskId> = (0..4).map(|_| DiskId(Uuid::new_v4())).collect();
+        FormatRecord {
+            deployment_id: Uuid::new_v4(),
+            disk_id: ids[1],
+            pool: 0,
+            tier: Tier::Hot,
+            set: 0,
+            position: 1,
+            data_shards: 2,
+            parity_shards: 2,
+            set_disks: ids,
+        }
+    }
+
+    #[test]
+    fn round_trip_and_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("d");
+        assert!(matches!(probe_dir(&d), DirState::Missing));
+        fs::create_dir(&d).unwrap();
+        assert!(matches!(probe_dir(&d), DirState::Empty));
+        let f = sample();
+        f.write_to(&d).unwrap();
+        match probe_dir(&d) {
+            DirState::Formatted(g) => assert_eq!(g, f),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn detects_tampering_and_foreign_dirs() {
+        let f = sample();
+        let mut text = String::from_utf8(f.encode()).unwrap();
+        text = text.replace("\"position\": 1", "\"position\": 2");
+        assert!(matches!(
+            FormatRecord::decode(text.as_bytes()),
+            Err(DiskError::Corrupt { .. })
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("photo.jpg"), b"x").unwrap();
+        assert!(matches!(probe_dir(dir.path()), DirState::Foreign(_)));
+    }
+}

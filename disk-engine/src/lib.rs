@@ -1,0 +1,42 @@
+//! disk-engine: one [`Disk`] per device or directory — the bottom room of
+//! Granary's architecture.
+//!
+//! It stores three things and nothing else:
+//! - *shard files*: one append-only file per (object version, part) holding
+//!   this disk's shard, in fixed-size blocks that each carry a CRC64-NVME
+//!   bitrot checksum, verified on every read;
+//! - *version records* and *multipart state* in a RocksDB instance per disk,
+//!   in key order so that listing is a range scan;
+//! - the disk's [`FormatRecord`]: which deployment, pool, tier, erasure set
+//!   and slot it belongs to.
+//!
+//! It knows nothing of S3, HTTP or erasure coding: buckets and keys are opaque
+//! byte strings in a namespace, record bodies are opaque bytes, and files are
+//! named by id ([`ShardId`]), never by object key, so no key can escape the
+//! disk's directory.
+
+mod atomic;
+mod disk;
+mod error;
+mod faulty;
+mod format;
+mod io;
+mod keys;
+mod local;
+mod meta;
+mod offline;
+mod shard_file;
+mod types;
+
+pub use atomic::write_file_atomic;
+pub use disk::{
+    Disk, DiskHealth, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
+    ShardSummary, ShardWriter, UploadListStart,
+};
+pub use error::DiskError;
+pub use faulty::{Fault, FaultyDisk};
+pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
+pub use local::{LocalDisk, LocalDiskOptions};
+pub use offline::OfflineDisk;
+pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
+pub use types::{DiskId, KeyRecords, PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};

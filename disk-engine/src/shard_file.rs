@@ -1,0 +1,384 @@
+//! The on-disk layout of one shard file, and the blocking code that writes
+//! and reads it.
+//!
+//! ```text
+//! 0       4 KiB header: magic, format version, block size, shard id, index, CRC32C
+//! 4096    block 0, block 1, ... (each `block_size` bytes; only the last may be shorter)
+//! T       checksum table: one CRC64-NVME per block   (T = data end rounded up to 4 KiB)
+//! end-40  footer: table offset, block count, data length, magic, CRC32C of table+footer
+//! ```
+//!
+//! Header and blocks are 4 KiB-aligned and the block size is recorded in the
+//! header, so the same files can be read with O_DIRECT. The table goes last
+//! because the shard's length is unknown until the stream ends; a file
+//! without a valid footer is incomplete and is never made visible.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use bytes::Bytes;
+use crc_fast::CrcAlgorithm;
+
+use crate::error::DiskError;
+use crate::types::ShardId;
+
+/// Alignment of the header, of every block and of the table.
+pub const BLOCK_ALIGN: usize = 4096;
+/// Largest block size a shard file may declare.
+pub const MAX_BLOCK_SIZE: usize = 16 << 20;
+const HEADER_LEN: u64 = BLOCK_ALIGN as u64;
+const HEADER_MAGIC: &[u8; 8] = b"GRNYSHRD";
+const FOOTER_MAGIC: &[u8; 8] = b"GRNYTAIL";
+const FORMAT_VERSION: u32 = 1;
+const CHECKSUM_CRC64NVME: u8 = 1;
+const FOOTER_LEN: usize = 40;
+
+/// Bitrot checksum of one block.
+pub(crate) fn block_checksum(data: &[u8]) -> u64 {
+    crc_fast::checksum(CrcAlgorithm::Crc64Nvme, data)
+}
+
+fn align_up(n: u64) -> u64 {
+    n.div_ceil(BLOCK_ALIGN as u64) * BLOCK_ALIGN as u64
+}
+
+/// Parsed header of a shard file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub block_size: u32,
+    pub shard_id: ShardId,
+    pub shard_index: u32,
+}
+
+impl Header {
+    fn encode(&self) -> Vec<u8> {
+        let mut h = vec![0u8; HEADER_LEN as usize];
+        h[0..8].copy_from_slice(HEADER_MAGIC);
+        h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        h[12..16].copy_from_slice(&self.block_size.to_le_bytes());
+        h[16..32].copy_from_slice(self.shard_id.0.as_bytes());
+        h[32..36].copy_from_slice(&self.shard_index.to_le_bytes());
+        h[36] = CHECKSUM_CRC64NVME;
+        let crc = crc_fast::crc32_iscsi(&h[0..60]);
+        h[60..64].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+
+    fn decode(h: &[u8]) -> Result<Header, DiskError> {
+        if h.len() < 64 {
+            return Err(DiskError::corrupt("shard header", "short header"));
+        }
+        if &h[0..8] != HEADER_MAGIC {
+            return Err(DiskError::corrupt("shard header", "wrong magic"));
+        }
+        let crc = u32::from_le_bytes(h[60..64].try_into().unwrap());
+        if crc != crc_fast::crc32_iscsi(&h[0..60]) {
+            return Err(DiskError::corrupt("shard header", "checksum mismatch"));
+        }
+        let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
+        if version != FORMAT_VERSION || h[36] != CHECKSUM_CRC64NVME {
+            return Err(DiskError::corrupt(
+                "shard header",
+                format!("unsupported version {version}"),
+            ));
+        }
+        let block_size = u32::from_le_bytes(h[12..16].try_into().unwrap());
+        if block_size == 0
+            || block_size as usize > MAX_BLOCK_SIZE
+            || block_size as usize % BLOCK_ALIGN != 0
+        {
+            return Err(DiskError::corrupt("shard header", "bad block size"));
+        }
+        Ok(Header {
+            block_size,
+            shard_id: ShardId(uuid::Uuid::from_bytes(h[16..32].try_into().unwrap())),
+            shard_index: u32::from_le_bytes(h[32..36].try_into().unwrap()),
+        })
+    }
+}
+
+/// Parsed trailer: where the data ends and each block's checksum.
+#[derive(Clone, Debug)]
+pub(crate) struct Trailer {
+    pub data_len: u64,
+    pub checksums: Vec<u64>,
+}
+
+/// Writes one shard file block by block. Blocking.
+pub(crate) struct ShardFileWriter {
+    file: File,
+    block_size: u64,
+    data_len: u64,
+    checksums: Vec<u64>,
+    short_block_seen: bool,
+}
+
+impl ShardFileWriter {
+    /// Creates the file (which must not exist) and writes its header.
+    pub fn create(file: File, header: &Header) -> Result<Self, DiskError> {
+        if header.block_size as usize % BLOCK_ALIGN != 0
+            || header.block_size as usize > MAX_BLOCK_SIZE
+            || header.block_size == 0
+        {
+            return Err(DiskError::InvalidArgument(format!(
+                "block size {} must be a non-zero multiple of {BLOCK_ALIGN} up to {MAX_BLOCK_SIZE}",
+                header.block_size
+            )));
+        }
+        file.write_all_at(&header.encode(), 0)?;
+        Ok(ShardFileWriter {
+            file,
+            block_size: header.block_size as u64,
+            data_len: 0,
+            checksums: Vec::new(),
+            short_block_seen: false,
+        })
+    }
+
+    /// Appends one block. Every block but the last must be exactly
+    /// `block_size` long.
+    pub fn append_block(&mut self, block: &[u8]) -> Result<(), DiskError> {
+        if block.is_empty() || block.len() as u64 > self.block_size {
+            return Err(DiskError::InvalidArgument(format!(
+                "block of {} bytes in a shard of {}-byte blocks",
+                block.len(),
+                self.block_size
+            )));
+        }
+        if self.short_block_seen {
+            return Err(DiskError::InvalidArgument(
+                "block appended after a short (final) block".into(),
+            ));
+        }
+        self.file.write_all_at(block, HEADER_LEN + self.data_len)?;
+        self.checksums.push(block_checksum(block));
+        self.data_len += block.len() as u64;
+        self.short_block_seen = (block.len() as u64) < self.block_size;
+        Ok(())
+    }
+
+    /// Bytes of shard data appended so far.
+    pub fn data_len(&self) -> u64 {
+        self.data_len
+    }
+
+    /// Writes the checksum table and footer; with `fsync`, makes the file
+    /// durable.
+    pub fn finish(self, fsync: bool) -> Result<(File, u64), DiskError> {
+        let table_offset = align_up(HEADER_LEN + self.data_len);
+        let mut tail = Vec::with_capacity(self.checksums.len() * 8 + FOOTER_LEN);
+        for c in &self.checksums {
+            tail.extend_from_slice(&c.to_le_bytes());
+        }
+        tail.extend_from_slice(&table_offset.to_le_bytes());
+        tail.extend_from_slice(&(self.checksums.len() as u64).to_le_bytes());
+        tail.extend_from_slice(&self.data_len.to_le_bytes());
+        tail.extend_from_slice(FOOTER_MAGIC);
+        let crc = crc_fast::crc32_iscsi(&tail);
+        tail.extend_from_slice(&crc.to_le_bytes());
+        tail.extend_from_slice(&[0u8; 4]);
+        self.file.write_all_at(&tail, table_offset)?;
+        if fsync {
+            self.file.sync_data()?;
+        }
+        Ok((self.file, self.data_len))
+    }
+}
+
+/// An open, validated shard file ready for reads. Blocking.
+pub(crate) struct ShardFileReader {
+    file: File,
+    header: Header,
+    trailer: Trailer,
+}
+
+impl ShardFileReader {
+    /// Opens a complete shard file, checking header and trailer.
+    pub fn open(file: File) -> Result<Self, DiskError> {
+        let size = file.metadata()?.len();
+        if size < HEADER_LEN + FOOTER_LEN as u64 {
+            return Err(DiskError::corrupt("shard file", "too short"));
+        }
+        let mut head = vec![0u8; 64];
+        file.read_exact_at(&mut head, 0)?;
+        let header = Header::decode(&head)?;
+        let mut footer = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut footer, size - FOOTER_LEN as u64)?;
+        if &footer[24..32] != FOOTER_MAGIC {
+            return Err(DiskError::corrupt("shard trailer", "wrong magic"));
+        }
+        let table_offset = u64::from_le_bytes(footer[0..8].try_into().unwrap());
+        let blocks = u64::from_le_bytes(footer[8..16].try_into().unwrap());
+        let data_len = u64::from_le_bytes(footer[16..24].try_into().unwrap());
+        let table_len = blocks
+            .checked_mul(8)
+            .ok_or_else(|| DiskError::corrupt("shard trailer", "block count overflow"))?;
+        if table_offset != align_up(HEADER_LEN + data_len)
+            || table_offset + table_len + FOOTER_LEN as u64 != size
+            || blocks != data_len.div_ceil(header.block_size as u64)
+        {
+            return Err(DiskError::corrupt("shard trailer", "inconsistent lengths"));
+        }
+        let mut tail = vec![0u8; table_len as usize + FOOTER_LEN];
+        file.read_exact_at(&mut tail, table_offset)?;
+        let crc_at = tail.len() - 8;
+        let crc = u32::from_le_bytes(tail[crc_at..crc_at + 4].try_into().unwrap());
+        if crc != crc_fast::crc32_iscsi(&tail[..crc_at]) {
+            return Err(DiskError::corrupt("shard trailer", "checksum mismatch"));
+        }
+        let checksums = tail[..table_len as usize]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        Ok(ShardFileReader {
+            file,
+            header,
+            trailer: Trailer {
+                data_len,
+                checksums,
+            },
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn data_len(&self) -> u64 {
+        self.trailer.data_len
+    }
+
+    /// Reads `len` bytes of shard data at `offset`, verifying the checksum of
+    /// every block the range touches. Returns `Corrupt` naming the first bad
+    /// block; never returns unverified bytes.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Bytes, DiskError> {
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= self.trailer.data_len)
+            .ok_or_else(|| {
+                DiskError::InvalidArgument(format!(
+                    "read {offset}+{len} past shard end {}",
+                    self.trailer.data_len
+                ))
+            })?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let bs = self.header.block_size as u64;
+        let first = offset / bs;
+        let last = (end - 1) / bs;
+        let span_start = first * bs;
+        let span_end = ((last + 1) * bs).min(self.trailer.data_len);
+        let mut buf = vec![0u8; (span_end - span_start) as usize];
+        self.file
+            .read_exact_at(&mut buf, HEADER_LEN + span_start)
+            .map_err(|e| {
+                if e.kind() == io::ErrorKind::UnexpectedEof {
+                    DiskError::corrupt("shard file", "truncated")
+                } else {
+                    e.into()
+                }
+            })?;
+        for (i, block) in buf.chunks(bs as usize).enumerate() {
+            let n = first as usize + i;
+            if block_checksum(block) != self.trailer.checksums[n] {
+                return Err(DiskError::corrupt(
+                    "shard block",
+                    format!("block {n} of shard {} fails its checksum", self.header.shard_id),
+                ));
+            }
+        }
+        let a = (offset - span_start) as usize;
+        Ok(Bytes::from(buf).slice(a..a + len as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+
+    fn write(path: &std::path::Path, bs: u32, data: &[u8]) {
+        let f = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .read(true)
+            .open(path)
+            .unwrap();
+        let mut w = ShardFileWriter::create(
+            f,
+            &Header {
+                block_size: bs,
+                shard_id: ShardId(uuid::Uuid::nil()),
+                shard_index: 3,
+            },
+        )
+        .unwrap();
+        for c in data.chunks(bs as usize) {
+            w.append_block(c).unwrap();
+        }
+        w.finish(true).unwrap();
+    }
+
+    #[test]
+    fn round_trip_every_range_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s");
+        let data: Vec<u8> = (0..(3 * 4096 + 17)).map(|i| (i * 7 % 251) as u8).collect();
+        write(&p, 4096, &data);
+        let r = ShardFileReader::open(File::open(&p).unwrap()).unwrap();
+        assert_eq!(r.data_len(), data.len() as u64);
+        assert_eq!(r.header().shard_index, 3);
+        for (off, len) in [(0, data.len()), (0, 1), (4095, 2), (8192, 4113), (12288, 17), (5, 0)] {
+            let got = r.read(off as u64, len as u64).unwrap();
+            assert_eq!(&got[..], &data[off..off + len], "{off}+{len}");
+        }
+        assert!(matches!(
+            r.read(0, data.len() as u64 + 1),
+            Err(DiskError::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn flipped_byte_is_detected_in_its_block_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s");
+        let data = vec![9u8; 4 * 4096];
+        write(&p, 4096, &data);
+        let f = OpenOptions::new().write(true).open(&p).unwrap();
+        f.write_all_at(&[8], HEADER_LEN + 2 * 4096 + 100).unwrap();
+        let r = ShardFileReader::open(File::open(&p).unwrap()).unwrap();
+        assert!(r.read(0, 8192).is_ok());
+        assert!(matches!(r.read(8192, 10), Err(DiskError::Corrupt { .. })));
+        assert!(matches!(r.read(0, 4 * 4096), Err(DiskError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn truncated_or_unfinished_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s");
+        write(&p, 4096, &[1u8; 10000]);
+        let len = std::fs::metadata(&p).unwrap().len();
+        let f = OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(len - 3).unwrap();
+        assert!(ShardFileReader::open(File::open(&p).unwrap()).is_err());
+    }
+
+    #[test]
+    fn only_the_last_block_may_be_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = File::create(dir.path().join("s")).unwrap();
+        let mut w = ShardFileWriter::create(
+            f,
+            &Header {
+                block_size: 4096,
+                shard_id: ShardId(uuid::Uuid::nil()),
+                shard_index: 0,
+            },
+        )
+        .unwrap();
+        w.append_block(&[1; 100]).unwrap();
+        assert!(w.append_block(&[1; 100]).is_err());
+    }
+}

@@ -1,0 +1,101 @@
+//! Identifiers and the generic record shapes the disk stores.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use bytes::Bytes;
+use uuid::Uuid;
+
+/// Identity of one disk, written into its format record at formatting time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct DiskId(pub Uuid);
+
+impl fmt::Display for DiskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Names one shard file on a disk. All disks of a set use the same id for the
+/// shards of one (object version, part); the file name is derived from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ShardId(pub Uuid);
+
+impl fmt::Display for ShardId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.simple().fmt(f)
+    }
+}
+
+/// Version id of a record under one key. [`VersionId::NULL`] is the single
+/// version a key has when it is overwritten in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VersionId(pub [u8; 16]);
+
+impl VersionId {
+    /// The "null" version: overwriting it replaces the record in place.
+    pub const NULL: VersionId = VersionId([0; 16]);
+}
+
+/// Orders writes: (modification time in nanoseconds since the epoch, a
+/// UUIDv7 unique to the write). Every disk and gateway compares two stamps
+/// the same way, so all pick the same winner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+    /// Unique id of the write that produced the record.
+    pub write_id: Uuid,
+}
+
+impl Ord for Stamp {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.mtime_ns, self.write_id.as_bytes()).cmp(&(other.mtime_ns, other.write_id.as_bytes()))
+    }
+}
+
+impl PartialOrd for Stamp {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// One version record as the disk sees it: an id, a stamp and opaque bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Which version of the key this is.
+    pub version: VersionId,
+    /// When and by which write it was made; newer stamps win.
+    pub stamp: Stamp,
+    /// The layer above's encoding of the version (opaque here).
+    pub body: Bytes,
+}
+
+/// All records stored under one key, as returned by a listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRecords {
+    /// The key (opaque bytes).
+    pub key: Vec<u8>,
+    /// Every version stored on this disk for the key, in version-id order.
+    pub records: Vec<Record>,
+}
+
+/// One multipart upload's state record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UploadEntry {
+    /// Key the upload will create.
+    pub key: Vec<u8>,
+    /// The upload's id.
+    pub upload_id: Uuid,
+    /// Opaque state written by the layer above.
+    pub body: Bytes,
+}
+
+/// One uploaded part of a multipart upload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartEntry {
+    /// Part number (1..=10,000 in S3 terms; any u32 here).
+    pub number: u32,
+    /// Opaque state written by the layer above.
+    pub body: Bytes,
+}

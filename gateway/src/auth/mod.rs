@@ -1,0 +1,358 @@
+//! Request authentication: SigV4 in the Authorization header, presigned
+//! query URLs with expiry, and the payload modes that decide how the body
+//! is verified (signed hash, signed or unsigned `aws-chunked`, trailers).
+
+pub mod chunked;
+pub mod credentials;
+pub mod sigv4;
+
+use http::request::Parts;
+use http::HeaderMap;
+use time::macros::format_description;
+use time::{Duration, OffsetDateTime, PrimitiveDateTime};
+
+use crate::error::{S3Error, S3Result};
+use chunked::ChunkSigner;
+use credentials::Credentials;
+use sigv4::{Scope, ALGORITHM};
+
+/// Largest accepted difference between a request's date and our clock.
+pub const MAX_CLOCK_SKEW: Duration = Duration::minutes(15);
+/// Longest lifetime of a presigned URL (seven days).
+pub const MAX_PRESIGN_EXPIRY_SECS: i64 = 604_800;
+
+/// How the request body is protected.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// Not signed (`UNSIGNED-PAYLOAD`, or a presigned URL).
+    Unsigned,
+    /// The body must hash to this SHA-256 (hex).
+    Sha256(String),
+    /// `aws-chunked` with a signature per chunk (and maybe signed trailers).
+    SignedChunks {
+        /// Verifies the chunk chain.
+        signer: ChunkSigner,
+        /// Trailing headers follow the last chunk.
+        trailer: bool,
+    },
+    /// `aws-chunked` without signatures, with trailing headers.
+    UnsignedChunks,
+}
+
+/// Who sent the request and how its body is verified.
+#[derive(Clone, Debug)]
+pub struct Authenticated {
+    /// Access key id of the caller.
+    pub access_key: String,
+    /// Body verification mode.
+    pub payload: Payload,
+}
+
+const AMZ_DATE: &[time::format_description::BorrowedFormatItem<'static>] =
+    format_description!("[year][month][day]T[hour][minute][second]Z");
+
+fn parse_amz_date(s: &str) -> Option<OffsetDateTime> {
+    PrimitiveDateTime::parse(s, AMZ_DATE).ok().map(|t| t.assume_utc())
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn query_params(raw: &str) -> Vec<(String, String)> {
+    raw.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (
+                String::from_utf8_lossy(&sigv4::percent_decode(k)).into_owned(),
+                String::from_utf8_lossy(&sigv4::percent_decode(v)).into_owned(),
+            )
+        })
+        .collect()
+}
+
+struct Parsed {
+    access_key: String,
+    scope: Scope,
+    signed_headers: Vec<String>,
+    signature: String,
+}
+
+fn parse_credential(cred: &str, malformed: impl Fn(String) -> S3Error) -> S3Result<(String, Scope)> {
+    let parts: Vec<&str> = cred.split('/').collect();
+    if parts.len() != 5 || parts[4] != "aws4_request" {
+        return Err(malformed(format!(
+            "the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\" (got \"{cred}\")"
+        )));
+    }
+    Ok((
+        parts[0].to_string(),
+        Scope {
+            date: parts[1].to_string(),
+            region: parts[2].to_string(),
+            service: parts[3].to_string(),
+        },
+    ))
+}
+
+fn parse_authorization(value: &str) -> S3Result<Parsed> {
+    let malformed = |m: String| S3Error::AuthorizationHeaderMalformed(format!("The authorization header is malformed; {m}"), None);
+    let rest = value.strip_prefix(ALGORITHM).ok_or_else(|| {
+        S3Error::InvalidRequest("The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.".into())
+    })?;
+    let mut credential = None;
+    let mut signed = None;
+    let mut signature = None;
+    for field in rest.split(',') {
+        let field = field.trim();
+        if let Some(v) = field.strip_prefix("Credential=") {
+            credential = Some(v);
+        } else if let Some(v) = field.strip_prefix("SignedHeaders=") {
+            signed = Some(v);
+        } else if let Some(v) = field.strip_prefix("Signature=") {
+            signature = Some(v);
+        }
+    }
+    let (Some(credential), Some(signed), Some(signature)) = (credential, signed, signature) else {
+        return Err(malformed("it must contain Credential, SignedHeaders and Signature".into()));
+    };
+    let (access_key, scope) = parse_credential(credential, malformed)?;
+    Ok(Parsed {
+        access_key,
+        scope,
+        signed_headers: signed.split(';').map(|s| s.to_ascii_lowercase()).collect(),
+        signature: signature.to_string(),
+    })
+}
+
+/// What the request looks like to the signer, independent of where the
+/// signature came from.
+struct SigningInput<'a> {
+    parts: &'a Parts,
+    parsed: Parsed,
+    amz_date: String,
+    payload_hash: String,
+    query: String,
+}
+
+fn check_scope(scope: &Scope, date: &OffsetDateTime, region: &str, mk: impl Fn(String, Option<String>) -> S3Error) -> S3Result<()> {
+    if scope.region != region {
+        return Err(mk(
+            format!("the region '{}' is wrong; expecting '{region}'", scope.region),
+            Some(region.to_string()),
+        ));
+    }
+    if scope.service != "s3" {
+        return Err(mk(format!("the service '{}' is wrong; expecting 's3'", scope.service), None));
+    }
+    let day = format!("{:04}{:02}{:02}", date.year(), date.month() as u8, date.day());
+    if scope.date != day {
+        return Err(mk(
+            format!("the credential date '{}' does not match the request date '{day}'", scope.date),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+fn verify(input: SigningInput<'_>, creds: &Credentials) -> S3Result<[u8; 32]> {
+    let secret = creds
+        .secret(&input.parsed.access_key)
+        .ok_or(S3Error::InvalidAccessKeyId)?;
+    let signed: Vec<&str> = input.parsed.signed_headers.iter().map(|s| s.as_str()).collect();
+    if !signed.contains(&"host") {
+        return Err(S3Error::AuthorizationHeaderMalformed(
+            "The authorization header is malformed; the host header must be signed".into(),
+            None,
+        ));
+    }
+    let host = input.parts.uri.authority().map(|a| a.as_str());
+    let headers = sigv4::canonical_headers(&input.parts.headers, &signed, host).ok_or_else(|| {
+        S3Error::AccessDenied("There were headers present in the request which were not signed, or signed headers are missing".into())
+    })?;
+    let canonical = sigv4::canonical_request(
+        input.parts.method.as_str(),
+        &sigv4::canonical_uri(input.parts.uri.path()),
+        &input.query,
+        &headers,
+        &input.parsed.signed_headers.join(";"),
+        &input.payload_hash,
+    );
+    let sts = sigv4::string_to_sign(&input.amz_date, &input.parsed.scope, &canonical);
+    let key = sigv4::signing_key(secret, &input.parsed.scope);
+    if !sigv4::signatures_equal(&sigv4::sign(&key, &sts), &input.parsed.signature) {
+        return Err(S3Error::SignatureDoesNotMatch {
+            string_to_sign: sts,
+            canonical_request: canonical,
+        });
+    }
+    Ok(key)
+}
+
+/// Authenticates a request. `region` is the server's region; `now` the
+/// clock used for skew and expiry.
+pub fn authenticate(parts: &Parts, creds: &Credentials, region: &str, now: OffsetDateTime) -> S3Result<Authenticated> {
+    let raw_query = parts.uri.query().unwrap_or("");
+    if let Some(auth) = header(&parts.headers, "authorization") {
+        return header_auth(parts, auth, raw_query, creds, region, now);
+    }
+    let params = query_params(raw_query);
+    if params.iter().any(|(k, _)| k == "X-Amz-Algorithm" || k == "X-Amz-Credential" || k == "X-Amz-Signature") {
+        return presigned_auth(parts, &params, raw_query, creds, region, now);
+    }
+    Err(S3Error::AccessDenied("Access Denied".into()))
+}
+
+fn header_auth(
+    parts: &Parts,
+    auth: &str,
+    raw_query: &str,
+    creds: &Credentials,
+    region: &str,
+    now: OffsetDateTime,
+) -> S3Result<Authenticated> {
+    let parsed = parse_authorization(auth)?;
+    let (date, amz_date) = match header(&parts.headers, "x-amz-date") {
+        Some(d) => (
+            parse_amz_date(d).ok_or_else(|| S3Error::AccessDenied("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"".into()))?,
+            d.to_string(),
+        ),
+        None => {
+            let d = header(&parts.headers, "date")
+                .and_then(|d| httpdate::parse_http_date(d).ok())
+                .ok_or_else(|| S3Error::AccessDenied("AWS authentication requires a valid Date or x-amz-date header".into()))?;
+            let t = OffsetDateTime::from(d);
+            let s = t.format(AMZ_DATE).expect("formats");
+            (t, s)
+        }
+    };
+    if (now - date).abs() > MAX_CLOCK_SKEW {
+        return Err(S3Error::RequestTimeTooSkewed);
+    }
+    check_scope(&parsed.scope, &date, region, |m, r| {
+        S3Error::AuthorizationHeaderMalformed(format!("The authorization header is malformed; {m}"), r)
+    })?;
+    let content_sha = header(&parts.headers, "x-amz-content-sha256").ok_or_else(|| {
+        S3Error::InvalidRequest("Missing required header for this request: x-amz-content-sha256".into())
+    })?;
+    let payload_kind = classify_payload(content_sha)?;
+    let access_key = parsed.access_key.clone();
+    let scope = parsed.scope.clone();
+    let seed = parsed.signature.clone();
+    let key = verify(
+        SigningInput {
+            parts,
+            parsed,
+            amz_date: amz_date.clone(),
+            payload_hash: content_sha.to_string(),
+            query: sigv4::canonical_query(raw_query, None),
+        },
+        creds,
+    )?;
+    let payload = match payload_kind {
+        PayloadKind::Unsigned => Payload::Unsigned,
+        PayloadKind::Sha256 => Payload::Sha256(content_sha.to_ascii_lowercase()),
+        PayloadKind::SignedChunks { trailer } => Payload::SignedChunks {
+            signer: ChunkSigner::new(key, amz_date, scope.to_scope_string(), seed),
+            trailer,
+        },
+        PayloadKind::UnsignedChunks => Payload::UnsignedChunks,
+    };
+    Ok(Authenticated { access_key, payload })
+}
+
+enum PayloadKind {
+    Unsigned,
+    Sha256,
+    SignedChunks { trailer: bool },
+    UnsignedChunks,
+}
+
+fn classify_payload(v: &str) -> S3Result<PayloadKind> {
+    Ok(match v {
+        "UNSIGNED-PAYLOAD" => PayloadKind::Unsigned,
+        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" => PayloadKind::SignedChunks { trailer: false },
+        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER" => PayloadKind::SignedChunks { trailer: true },
+        "STREAMING-UNSIGNED-PAYLOAD-TRAILER" => PayloadKind::UnsignedChunks,
+        v if v.starts_with("STREAMING-AWS4-ECDSA") => {
+            return Err(S3Error::NotImplemented("SigV4a (ECDSA) signing is not supported; use AWS4-HMAC-SHA256".into()))
+        }
+        v if v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()) => PayloadKind::Sha256,
+        _ => {
+            return Err(S3Error::InvalidArgument(
+                "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, a STREAMING-* value, or a valid sha256 value.".into(),
+                Some(("x-amz-content-sha256".into(), v.to_string())),
+            ))
+        }
+    })
+}
+
+fn presigned_auth(
+    parts: &Parts,
+    params: &[(String, String)],
+    raw_query: &str,
+    creds: &Credentials,
+    region: &str,
+    now: OffsetDateTime,
+) -> S3Result<Authenticated> {
+    let get = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let bad = |m: &str| S3Error::AuthorizationQueryParametersError(m.to_string());
+    let algorithm = get("X-Amz-Algorithm").ok_or_else(|| bad("Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters."))?;
+    if algorithm != ALGORITHM {
+        return Err(bad("X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\""));
+    }
+    let (Some(cred), Some(date), Some(expires), Some(signed), Some(signature)) = (
+        get("X-Amz-Credential"),
+        get("X-Amz-Date"),
+        get("X-Amz-Expires"),
+        get("X-Amz-SignedHeaders"),
+        get("X-Amz-Signature"),
+    ) else {
+        return Err(bad("Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters."));
+    };
+    let (access_key, scope) = parse_credential(cred, |m| S3Error::AuthorizationQueryParametersError(format!("Error parsing the X-Amz-Credential parameter; {m}")))?;
+    let t = parse_amz_date(date).ok_or_else(|| bad("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\""))?;
+    let expires: i64 = expires
+        .parse()
+        .map_err(|_| bad("X-Amz-Expires should be a number"))?;
+    if expires < 0 {
+        return Err(bad("X-Amz-Expires must be non-negative"));
+    }
+    if expires > MAX_PRESIGN_EXPIRY_SECS {
+        return Err(bad("X-Amz-Expires must be less than a week (in seconds) that is 604800"));
+    }
+    if t - now > MAX_CLOCK_SKEW {
+        return Err(S3Error::AccessDenied("Request is not valid yet".into()));
+    }
+    if now > t + Duration::seconds(expires) {
+        return Err(S3Error::AccessDenied("Request has expired".into()));
+    }
+    check_scope(&scope, &t, region, |m, _| {
+        S3Error::AuthorizationQueryParametersError(format!("Error parsing the X-Amz-Credential parameter; {m}"))
+    })?;
+    let payload_hash = header(&parts.headers, "x-amz-content-sha256")
+        .unwrap_or("UNSIGNED-PAYLOAD")
+        .to_string();
+    let payload = match classify_payload(&payload_hash)? {
+        PayloadKind::Unsigned => Payload::Unsigned,
+        PayloadKind::Sha256 => Payload::Sha256(payload_hash.to_ascii_lowercase()),
+        _ => return Err(S3Error::InvalidRequest("Presigned requests cannot use aws-chunked payloads".into())),
+    };
+    verify(
+        SigningInput {
+            parts,
+            parsed: Parsed {
+                access_key: access_key.clone(),
+                scope,
+                signed_headers: signed.split(';').map(|s| s.to_ascii_lowercase()).collect(),
+                signature: signature.to_string(),
+            },
+            amz_date: date.to_string(),
+            payload_hash,
+            query: sigv4::canonical_query(raw_query, Some("X-Amz-Signature")),
+        },
+        creds,
+    )?;
+    Ok(Authenticated { access_key, payload })
+}

@@ -1,0 +1,66 @@
+//! The placement layer's error type. It says what went wrong in storage
+//! terms; the gateway alone maps these to S3 error codes.
+
+use disk_engine::DiskError;
+
+/// Error from a request body stream, passed through untouched so the caller
+/// can recover its own error type.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What went wrong in the placement layer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The bucket does not exist.
+    #[error("no such bucket")]
+    NoSuchBucket,
+    /// The bucket already exists.
+    #[error("bucket already exists")]
+    BucketExists,
+    /// The bucket still holds objects.
+    #[error("bucket is not empty")]
+    BucketNotEmpty,
+    /// No visible version of the key exists.
+    #[error("no such key")]
+    NoSuchKey,
+    /// The multipart upload does not exist (never did, completed or aborted).
+    #[error("no such upload")]
+    NoSuchUpload,
+    /// Fewer disks than the write quorum accepted the write.
+    #[error("write quorum lost: {got} of {needed} disks")]
+    WriteQuorum {
+        /// Disks needed.
+        needed: usize,
+        /// Disks that succeeded.
+        got: usize,
+    },
+    /// Fewer disks than the read quorum answered or agreed, or fewer than k
+    /// good shards were found: the data cannot be returned correctly.
+    #[error("read quorum lost: {got} of {needed}")]
+    ReadQuorum {
+        /// Disks or shards needed.
+        needed: usize,
+        /// Disks or shards available.
+        got: usize,
+    },
+    /// Disks are too full to take the write.
+    #[error("storage full")]
+    DiskFull,
+    /// The request body failed (client error, bad signature, timeout...).
+    #[error("request body: {0}")]
+    Body(BodyError),
+    /// A caller passed something invalid.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A stored structure could not be decoded.
+    #[error("corrupt metadata: {0}")]
+    Corrupt(String),
+    /// Opening or formatting the disks failed; the message says why.
+    #[error("{0}")]
+    Setup(String),
+    /// A disk error that fits none of the above.
+    #[error("disk: {0}")]
+    Disk(#[from] DiskError),
+    /// A bug or an unexpected state.
+    #[error("internal: {0}")]
+    Internal(String),
+}

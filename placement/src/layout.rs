@@ -1,0 +1,166 @@
+//! Erasure layout of an object and the stripe arithmetic that follows.
+//!
+//! A part of `size` bytes is cut into stripes of `k × block_size` bytes.
+//! Stripe `j` gives each of the `k` data shards one block of
+//! `block_len(j)` bytes (zero-padded at the end of the last stripe) and the
+//! codec adds `m` parity blocks of the same length. Block `j` of every shard
+//! file starts at `j × block_size`, so shard files are plain concatenations
+//! of their blocks.
+
+use serde::{Deserialize, Serialize};
+
+/// How one object's shards are spread: k data + m parity shards of
+/// `block_size`-byte blocks, shard `i` on disk `(i + rotation) mod (k + m)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErasureLayout {
+    /// Data shards per stripe (k).
+    pub data: u8,
+    /// Parity shards per stripe (m).
+    pub parity: u8,
+    /// Bytes per shard block; a multiple of 4 KiB.
+    pub block_size: u32,
+    /// Offset of shard 0 among the set's disks; spreads parity across disks.
+    pub rotation: u8,
+}
+
+impl ErasureLayout {
+    /// k + m.
+    pub fn width(&self) -> usize {
+        self.data as usize + self.parity as usize
+    }
+
+    /// Object bytes in one full stripe.
+    pub fn stripe_size(&self) -> u64 {
+        self.data as u64 * self.block_size as u64
+    }
+
+    /// Disk slot holding shard `shard`.
+    pub fn disk_of_shard(&self, shard: usize) -> usize {
+        (shard + self.rotation as usize) % self.width()
+    }
+
+    /// Shard held by disk slot `disk`.
+    pub fn shard_of_disk(&self, disk: usize) -> usize {
+        (disk + self.width() - self.rotation as usize % self.width()) % self.width()
+    }
+}
+
+/// Stripe geometry of one part of `size` bytes under a layout.
+#[derive(Clone, Copy, Debug)]
+pub struct PartGeometry {
+    /// Bytes of object data in the part.
+    pub size: u64,
+    /// The layout the part was written with.
+    pub layout: ErasureLayout,
+}
+
+impl PartGeometry {
+    /// Number of stripes.
+    pub fn stripes(&self) -> u64 {
+        self.size.div_ceil(self.layout.stripe_size())
+    }
+
+    /// Object bytes in stripe `j`.
+    pub fn stripe_len(&self, j: u64) -> u64 {
+        let s = self.layout.stripe_size();
+        (self.size - j * s).min(s)
+    }
+
+    /// Bytes each shard holds for stripe `j`.
+    pub fn block_len(&self, j: u64) -> u64 {
+        self.stripe_len(j).div_ceil(self.layout.data as u64)
+    }
+
+    /// Offset of stripe `j`'s block inside every shard file.
+    pub fn shard_offset(&self, j: u64) -> u64 {
+        j * self.layout.block_size as u64
+    }
+
+    /// (offset, length) of each stripe's block in a shard read that starts
+    /// at stripe `stripes.start`.
+    pub fn block_spans(&self, stripes: std::ops::Range<u64>) -> Vec<(u64, u64)> {
+        let mut at = 0;
+        stripes
+            .map(|j| {
+                let span = (at, self.block_len(j));
+                at += span.1;
+                span
+            })
+            .collect()
+    }
+
+    /// Total bytes in each shard file.
+    pub fn shard_len(&self) -> u64 {
+        match self.stripes() {
+            0 => 0,
+            n => self.shard_offset(n - 1) + self.block_len(n - 1),
+        }
+    }
+}
+
+/// Write and read quorums of a k + m set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quorum {
+    /// Disks that must durably hold a write before it is acknowledged.
+    pub write: usize,
+    /// Disks that must agree on a record (and shards needed to read data).
+    pub read: usize,
+}
+
+impl Quorum {
+    /// The design's quorums: W = k (k + 1 when k = m), R = k. Where k < m
+    /// (three-way mirrors, or a `--parity` above half) W is raised to a
+    /// majority and R so that R + W > k + m: any read quorum then meets every
+    /// acknowledged write.
+    pub fn for_layout(data: usize, parity: usize) -> Quorum {
+        let n = data + parity;
+        let write = if data == parity {
+            data + 1
+        } else {
+            data.max(n / 2 + 1)
+        }
+        .min(n);
+        let read = data.max(n + 1 - write);
+        Quorum { write, read }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn quorums_match_the_design() {
+        assert_eq!(Quorum::for_layout(1, 0), Quorum { write: 1, read: 1 });
+        assert_eq!(Quorum::for_layout(1, 1), Quorum { write: 2, read: 1 });
+        assert_eq!(Quorum::for_layout(1, 2), Quorum { write: 2, read: 2 });
+        assert_eq!(Quorum::for_layout(2, 2), Quorum { write: 3, read: 2 });
+        assert_eq!(Quorum::for_layout(4, 2), Quorum { write: 4, read: 4 });
+        assert_eq!(Quorum::for_layout(8, 4), Quorum { write: 8, read: 8 });
+        for k in 1..12 {
+            for m in 0..8 {
+                let q = Quorum::for_layout(k, m);
+                assert!(q.read + q.write > k + m, "{k}+{m}: {q:?}");
+                assert!(q.write <= k + m && q.read >= k);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn geometry_covers_every_byte(size in 0u64..5_000_000, k in 1u8..6, m in 0u8..4, rot in 0u8..10) {
+            let layout = ErasureLayout { data: k, parity: m, block_size: 65536, rotation: rot };
+            let g = PartGeometry { size, layout };
+            let total: u64 = (0..g.stripes()).map(|j| g.stripe_len(j)).sum();
+            prop_assert_eq!(total, size);
+            for j in 0..g.stripes() {
+                prop_assert!(g.block_len(j) * k as u64 >= g.stripe_len(j));
+                prop_assert!(g.block_len(j) <= layout.block_size as u64);
+            }
+            for d in 0..layout.width() {
+                prop_assert_eq!(layout.disk_of_shard(layout.shard_of_disk(d)), d);
+            }
+        }
+    }
+}

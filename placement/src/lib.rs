@@ -1,0 +1,43 @@
+//! placement: the middle room of Granary's architecture — the cluster map,
+//! erasure coding, quorums and healing.
+//!
+//! It turns "store these bytes as version V of key K in bucket B" into
+//! shard files and version records on the disks of an erasure set, and back:
+//! Reed–Solomon encoding (systematic, so healthy reads decode nothing),
+//! write quorum W and read quorum R, version resolution by (mtime, UUIDv7),
+//! reconstruction on read while at most m shards are missing or corrupt,
+//! and background repair of what a read found damaged.
+//!
+//! It reaches disks only through `disk_engine::Disk`, and it knows nothing of
+//! HTTP, XML or S3 error codes: its [`Error`] says what happened in storage
+//! terms and the gateway decides what a client sees.
+
+mod buckets;
+mod codec;
+mod error;
+mod layout;
+mod listing;
+mod local_set;
+mod locks;
+mod multipart;
+mod objects;
+mod read;
+pub mod record;
+mod repair;
+mod set;
+mod store;
+mod write;
+
+pub use codec::Codec;
+pub use disk_engine::{ListStart, Tier, UploadListStart};
+pub use error::{BodyError, Error};
+pub use layout::{ErasureLayout, PartGeometry, Quorum};
+pub use local_set::{default_parity, open_local_set, LocalSet, LocalSetConfig, MAX_SET_DISKS};
+pub use multipart::UploadInfo;
+pub use objects::ObjectListing;
+pub use read::ObjectStream;
+pub use record::{BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord};
+pub use repair::RepairStats;
+pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
+pub use store::{DiskStatus, Store};
+pub use write::{BodyStream, StagedData};

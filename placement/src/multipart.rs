@@ -1,0 +1,346 @@
+//! Multipart uploads: upload and part records on every disk, part data as
+//! shard files of their own, and completion as one version record that lists
+//! the chosen parts in order.
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use disk_engine::{DiskError, PartEntry, ShardId, UploadEntry, UploadListStart, VersionId};
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::record::{self, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord};
+use crate::store::Store;
+use crate::write::{BodyStream, StagedData};
+
+/// An upload as listed.
+#[derive(Clone, Debug)]
+pub struct UploadInfo {
+    /// Key the upload will create.
+    pub key: String,
+    /// Upload id.
+    pub upload_id: Uuid,
+    /// Its stored state.
+    pub record: UploadRecord,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Starts an upload for `bucket/key`; `meta` is what the object will carry.
+    pub async fn create_upload(&self, bucket: &str, key: &str, meta: ObjectMeta) -> Result<Uuid, Error> {
+        self.bucket(bucket).await?;
+        let upload_id = Uuid::now_v7();
+        let rec = UploadRecord {
+            initiated_ns: now_ns(),
+            layout: self.set.layout_for(bucket, key),
+            meta,
+        };
+        let entry = UploadEntry {
+            key: key.as_bytes().to_vec(),
+            upload_id,
+            body: record::encode(&rec),
+        };
+        let results = self
+            .set
+            .each_disk(|_, d| {
+                let entry = entry.clone();
+                async move { d.put_upload(bucket.as_bytes(), entry).await }
+            })
+            .await;
+        self.require_write_quorum(&results)?;
+        Ok(upload_id)
+    }
+
+    fn require_write_quorum<T>(&self, results: &[Result<T, DiskError>]) -> Result<(), Error> {
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        if ok < self.set.quorum.write {
+            if results.iter().any(|r| matches!(r, Err(DiskError::Full))) {
+                return Err(Error::DiskFull);
+            }
+            return Err(Error::WriteQuorum {
+                needed: self.set.quorum.write,
+                got: ok,
+            });
+        }
+        Ok(())
+    }
+
+    /// An upload's state (`NoSuchUpload` if it does not exist).
+    pub async fn get_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> Result<UploadRecord, Error> {
+        self.bucket(bucket).await?;
+        let results = self
+            .set
+            .each_disk(|_, d| async move { d.get_upload(bucket.as_bytes(), key.as_bytes(), upload_id).await })
+            .await;
+        let answered = results
+            .iter()
+            .filter(|r| matches!(r, Ok(_) | Err(DiskError::NotFound)))
+            .count();
+        let found: Vec<_> = results.into_iter().flatten().collect();
+        if found.len() >= self.set.quorum.read {
+            return record::decode(&found[0]);
+        }
+        if answered >= self.set.quorum.read {
+            return Err(Error::NoSuchUpload);
+        }
+        Err(Error::ReadQuorum {
+            needed: self.set.quorum.read,
+            got: answered,
+        })
+    }
+
+    /// Streams one part's data into shard files with the upload's layout.
+    pub async fn write_part_data(
+        &self,
+        upload: &UploadRecord,
+        body: BodyStream,
+        size_hint: Option<u64>,
+    ) -> Result<StagedData, Error> {
+        self.set.write_data(upload.layout, body, size_hint).await
+    }
+
+    /// Records a written part; a part of the same number is replaced and
+    /// its data freed.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn commit_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        number: u32,
+        staged: StagedData,
+        etag: String,
+        checksum: Option<ChecksumValue>,
+    ) -> Result<PartRecord, Error> {
+        let rec = PartRecord {
+            part: PartRef {
+                number,
+                size: staged.size,
+                data_id: staged.data_id,
+                etag,
+                checksum,
+            },
+            mtime_ns: now_ns(),
+            disks: staged.disks.clone(),
+        };
+        let entry = PartEntry {
+            number,
+            body: record::encode(&rec),
+        };
+        let _guard = self.set.locks.lock(bucket, key).await;
+        let results = self
+            .set
+            .each_disk(|_, d| {
+                let entry = entry.clone();
+                async move { d.put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry).await }
+            })
+            .await;
+        let gone = results
+            .iter()
+            .filter(|r| matches!(r, Err(DiskError::NotFound)))
+            .count();
+        if gone >= self.set.quorum.read {
+            return Err(Error::NoSuchUpload);
+        }
+        self.require_write_quorum(&results)?;
+        for (slot, r) in results.into_iter().enumerate() {
+            if let Ok(Some(old)) = r {
+                self.free_part_data(slot, &old, &[staged.data_id.unwrap_or_default()]).await;
+            }
+        }
+        staged.keep();
+        Ok(rec)
+    }
+
+    async fn free_part_data(&self, slot: usize, old: &PartEntry, keep: &[Uuid]) {
+        if let Ok(p) = record::decode::<PartRecord>(&old.body) {
+            if let Some(id) = p.part.data_id.filter(|id| !keep.contains(id)) {
+                let _ = self.set.disks[slot].delete_shard(ShardId(id)).await;
+            }
+        }
+    }
+
+    /// Lists parts numbered above `after`; returns the page and whether more
+    /// follow. A part counts when a read quorum of disks hold the same write.
+    pub async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        after: u32,
+        max: usize,
+    ) -> Result<(Vec<PartRecord>, bool), Error> {
+        self.get_upload(bucket, key, upload_id).await?;
+        let results = self
+            .set
+            .each_disk(|_, d| async move { d.list_parts(upload_id, after, max).await })
+            .await;
+        let mut horizon: Option<u32> = None;
+        let mut votes: HashMap<u32, HashMap<Vec<u8>, usize>> = HashMap::new();
+        for (parts, more) in results.iter().flatten() {
+            if *more {
+                let last = parts.last().map(|p| p.number).unwrap_or(after);
+                horizon = Some(horizon.map_or(last, |h| h.min(last)));
+            }
+            for p in parts {
+                *votes.entry(p.number).or_default().entry(p.body.to_vec()).or_default() += 1;
+            }
+        }
+        let mut out = Vec::new();
+        for (number, bodies) in votes {
+            if horizon.is_some_and(|h| number > h) {
+                continue;
+            }
+            let winner = bodies
+                .into_iter()
+                .filter(|(_, c)| *c >= self.set.quorum.read)
+                .filter_map(|(b, _)| record::decode::<PartRecord>(&b).ok())
+                .max_by_key(|p| p.mtime_ns);
+            if let Some(p) = winner {
+                out.push(p);
+            }
+        }
+        out.sort_by_key(|p| p.part.number);
+        Ok((out, horizon.is_some()))
+    }
+
+    /// Completes an upload with `parts` (already validated by the caller, in
+    /// order) as the new current version of `bucket/key`; frees the data of
+    /// uploaded parts that were not chosen.
+    pub async fn complete_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        parts: Vec<PartRecord>,
+        meta: ObjectMeta,
+    ) -> Result<ObjectRecord, Error> {
+        let upload = self.get_upload(bucket, key, upload_id).await?;
+        let _guard = self.set.locks.lock(bucket, key).await;
+        // The upload may have been completed or aborted while we waited.
+        self.get_upload(bucket, key, upload_id).await?;
+        let size = parts.iter().map(|p| p.part.size).sum();
+        let record = ObjectRecord {
+            version_id: None,
+            mtime_ns: 0,
+            delete_marker: false,
+            size,
+            layout: upload.layout,
+            parts: parts.iter().map(|p| p.part.clone()).collect(),
+            multipart: true,
+            meta,
+            inline: None,
+        };
+        let all = vec![true; self.set.width()];
+        let stored = self
+            .set
+            .commit_record(bucket, key, VersionId::NULL, record, &all)
+            .await?;
+        let keep: Vec<Uuid> = stored.data_ids().collect();
+        self.drop_upload(bucket, key, upload_id, &keep).await;
+        Ok(stored)
+    }
+
+    /// Removes the upload's records from every disk and frees the data of
+    /// its parts, except ids in `keep`. Returns how many disks had it.
+    async fn drop_upload(&self, bucket: &str, key: &str, upload_id: Uuid, keep: &[Uuid]) -> usize {
+        let results = self
+            .set
+            .each_disk(|_, d| async move { d.delete_upload(bucket.as_bytes(), key.as_bytes(), upload_id).await })
+            .await;
+        let mut had = 0;
+        for (slot, r) in results.into_iter().enumerate() {
+            if let Ok(parts) = r {
+                had += 1;
+                for p in &parts {
+                    self.free_part_data(slot, p, keep).await;
+                }
+            }
+        }
+        had
+    }
+
+    /// Aborts an upload and frees its parts' data. Data that the current
+    /// version of the key references (a completion that raced) is kept.
+    pub async fn abort_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> Result<(), Error> {
+        self.get_upload(bucket, key, upload_id).await?;
+        let _guard = self.set.locks.lock(bucket, key).await;
+        let keep: Vec<Uuid> = match self.set.resolve_key(bucket, key).await {
+            Ok(state) => state
+                .versions
+                .iter()
+                .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
+                .collect(),
+            Err(_) => return Err(Error::ReadQuorum { needed: self.set.quorum.read, got: 0 }),
+        };
+        if self.drop_upload(bucket, key, upload_id, &keep).await == 0 {
+            return Err(Error::NoSuchUpload);
+        }
+        Ok(())
+    }
+
+    /// Lists uploads of `bucket` under `prefix`, ordered by key then id.
+    pub async fn list_uploads(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start: UploadListStart,
+        max: usize,
+    ) -> Result<(Vec<UploadInfo>, bool), Error> {
+        self.bucket(bucket).await?;
+        let results = self
+            .set
+            .each_disk(|_, d| {
+                let start = start.clone();
+                async move { d.list_uploads(bucket.as_bytes(), prefix.as_bytes(), start, max).await }
+            })
+            .await;
+        let answered = results.iter().filter(|r| r.is_ok()).count();
+        if answered < self.set.quorum.read {
+            return Err(Error::ReadQuorum {
+                needed: self.set.quorum.read,
+                got: answered,
+            });
+        }
+        let mut horizon: Option<(Vec<u8>, Uuid)> = None;
+        let mut counts: std::collections::BTreeMap<(Vec<u8>, Uuid), (usize, bytes::Bytes)> =
+            Default::default();
+        for (ups, more) in results.iter().flatten() {
+            if *more {
+                if let Some(u) = ups.last() {
+                    let last = (u.key.clone(), u.upload_id);
+                    if horizon.as_ref().is_none_or(|h| &last < h) {
+                        horizon = Some(last);
+                    }
+                }
+            }
+            for u in ups {
+                counts
+                    .entry((u.key.clone(), u.upload_id))
+                    .or_insert((0, u.body.clone()))
+                    .0 += 1;
+            }
+        }
+        let mut out = Vec::new();
+        for ((key, upload_id), (count, body)) in counts {
+            if horizon.as_ref().is_some_and(|h| &(key.clone(), upload_id) > h) {
+                break;
+            }
+            if count < self.set.quorum.read {
+                continue;
+            }
+            out.push(UploadInfo {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                upload_id,
+                record: record::decode(&body)?,
+            });
+        }
+        Ok((out, horizon.is_some()))
+    }
+}

@@ -1,0 +1,242 @@
+//! The read path: a byte range of an object version → the stripes covering
+//! it → shard reads from the data shards only (systematic code, no decoding
+//! while all is well) → on a missing or corrupt shard, parity reads and
+//! reconstruction, and a repair request for the damaged shards.
+//!
+//! A producer task reads batches of stripes ahead of the consumer through a
+//! bounded channel, so the next batch comes off disk while the current one
+//! is sent. Memory per reader is a few batches whatever the object size.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use disk_engine::ShardId;
+use futures::future::join_all;
+use futures::Stream;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::layout::PartGeometry;
+use crate::record::ObjectRecord;
+use crate::set::ErasureSet;
+
+/// Stripe data read per batch (per shard: this ÷ k), about 4 MiB.
+const READ_BATCH_BYTES: u64 = 4 << 20;
+/// Batches queued ahead of the consumer.
+const READ_AHEAD_BATCHES: usize = 1;
+
+/// Stream of an object's bytes; ends early with an error if the data cannot
+/// be read correctly (never with wrong bytes).
+pub struct ObjectStream {
+    rx: mpsc::Receiver<Result<Vec<Bytes>, Error>>,
+    pending: VecDeque<Bytes>,
+}
+
+impl Stream for ObjectStream {
+    type Item = Result<Bytes, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Poll::Ready(Some(Ok(b)));
+            }
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(Ok(batch))) => self.pending.extend(batch),
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// Which disks failed while reading a part: reported for repair.
+type Damage = Vec<usize>;
+
+impl ErasureSet {
+    /// Streams bytes `range` of `object` (stored under `ns/key`). The range
+    /// must lie within the object.
+    pub fn read_object(
+        self: &Arc<Self>,
+        ns: &str,
+        key: &str,
+        object: ObjectRecord,
+        range: Range<u64>,
+    ) -> ObjectStream {
+        let (tx, rx) = mpsc::channel(READ_AHEAD_BATCHES);
+        let set = self.clone();
+        let (ns, key) = (ns.to_string(), key.to_string());
+        tokio::spawn(async move {
+            let mut damaged: Vec<(Uuid, usize)> = Vec::new();
+            let mut offset = 0u64;
+            for part in &object.parts {
+                let part_range = range.start.max(offset)..range.end.min(offset + part.size);
+                offset += part.size;
+                if part_range.start >= part_range.end {
+                    continue;
+                }
+                let Some(data_id) = part.data_id else {
+                    continue;
+                };
+                let geo = PartGeometry {
+                    size: part.size,
+                    layout: object.layout,
+                };
+                let local = (part_range.start - (offset - part.size))..(part_range.end - (offset - part.size));
+                let stripe = geo.layout.stripe_size();
+                let per_batch = (READ_BATCH_BYTES / stripe).max(1);
+                let first = local.start / stripe;
+                let last = (local.end - 1) / stripe;
+                let mut s = first;
+                while s <= last {
+                    let e = (s + per_batch).min(last + 1);
+                    match set.read_stripes(data_id, &geo, s..e, &local).await {
+                        Ok((chunks, damage)) => {
+                            for slot in damage {
+                                if !damaged.contains(&(data_id, slot)) {
+                                    damaged.push((data_id, slot));
+                                }
+                            }
+                            if tx.send(Ok(chunks)).await.is_err() {
+                                break;
+                            }
+                        }
+                        Err(err) => {
+                            let _ = tx.send(Err(err)).await;
+                            set.repair.request(&ns, &key, damaged);
+                            return;
+                        }
+                    }
+                    s = e;
+                }
+            }
+            if !damaged.is_empty() {
+                set.repair.request(&ns, &key, damaged);
+            }
+        });
+        ObjectStream {
+            rx,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Reads stripes `stripes` of one part and returns the slices of object
+    /// data that fall in `want` (part-relative), plus the disks that failed.
+    pub(crate) async fn read_stripes(
+        &self,
+        data_id: Uuid,
+        geo: &PartGeometry,
+        stripes: Range<u64>,
+        want: &Range<u64>,
+    ) -> Result<(Vec<Bytes>, Damage), Error> {
+        let layout = geo.layout;
+        let k = layout.data as usize;
+        let n = layout.width();
+        let stripe_size = layout.stripe_size();
+        let shard_off = geo.shard_offset(stripes.start);
+        let shard_len: u64 = stripes.clone().map(|j| geo.block_len(j)).sum();
+
+        // Which data shards hold bytes of `want` in these stripes.
+        let mut needed = vec![false; k];
+        for j in stripes.clone() {
+            let base = j * stripe_size;
+            let bl = geo.block_len(j);
+            let sl = geo.stripe_len(j);
+            for (i, need) in needed.iter_mut().enumerate() {
+                let a = base + i as u64 * bl;
+                let b = base + ((i as u64 + 1) * bl).min(sl);
+                if a < b && a < want.end && b > want.start {
+                    *need = true;
+                }
+            }
+        }
+        let mut shards: Vec<Option<Bytes>> = vec![None; n];
+        let mut tried = vec![false; n];
+        let mut damage = Vec::new();
+        let wanted: Vec<usize> = (0..k).filter(|&i| needed[i]).collect();
+        self.read_shards(data_id, layout, &wanted, shard_off, shard_len, &mut shards, &mut tried, &mut damage)
+            .await;
+
+        if wanted.iter().any(|&i| shards[i].is_none()) {
+            // Degraded: fetch every other shard and rebuild what is missing.
+            let rest: Vec<usize> = (0..n).filter(|&i| !tried[i]).collect();
+            self.read_shards(data_id, layout, &rest, shard_off, shard_len, &mut shards, &mut tried, &mut damage)
+                .await;
+            let good = shards.iter().filter(|s| s.is_some()).count();
+            if good < k {
+                return Err(Error::ReadQuorum { needed: k, got: good });
+            }
+            let codec = self.codec.clone();
+            let spans = geo.block_spans(stripes.clone());
+            let present = shards.clone();
+            let rebuilt = tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &spans, k))
+                .await
+                .map_err(|e| Error::Internal(format!("reconstruct: {e}")))??;
+            for (i, b) in rebuilt.into_iter().enumerate() {
+                if shards[i].is_none() {
+                    shards[i] = Some(b);
+                }
+            }
+        }
+
+        // Assemble the wanted bytes, stripe by stripe, as slices of the shard reads.
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        for j in stripes {
+            let base = j * stripe_size;
+            let bl = geo.block_len(j);
+            let sl = geo.stripe_len(j);
+            for (i, shard) in shards.iter().enumerate().take(k) {
+                let a = base + i as u64 * bl;
+                let b = base + ((i as u64 + 1) * bl).min(sl);
+                let (lo, hi) = (a.max(want.start), b.min(want.end));
+                if lo < hi {
+                    let shard = shard.as_ref().expect("needed shard present");
+                    let s = (at + lo - a) as usize;
+                    out.push(shard.slice(s..s + (hi - lo) as usize));
+                }
+            }
+            at += bl;
+        }
+        Ok((out, damage))
+    }
+
+    /// Reads the same shard range from the disks holding `which` shards.
+    #[allow(clippy::too_many_arguments)]
+    async fn read_shards(
+        &self,
+        data_id: Uuid,
+        layout: crate::layout::ErasureLayout,
+        which: &[usize],
+        off: u64,
+        len: u64,
+        shards: &mut [Option<Bytes>],
+        tried: &mut [bool],
+        damage: &mut Vec<usize>,
+    ) {
+        let results = join_all(which.iter().map(|&i| {
+            let disk = self.disks[layout.disk_of_shard(i)].clone();
+            async move { (i, disk.read_shard(ShardId(data_id), off, len).await) }
+        }))
+        .await;
+        for (i, r) in results {
+            tried[i] = true;
+            match r {
+                Ok(b) if b.len() as u64 == len => shards[i] = Some(b),
+                Ok(_) => damage.push(layout.disk_of_shard(i)),
+                Err(e) => {
+                    let slot = layout.disk_of_shard(i);
+                    tracing::debug!(disk = self.disks[slot].label(), error = %e, "shard read failed");
+                    if !e.is_disk_failure() {
+                        damage.push(slot);
+                    }
+                }
+            }
+        }
+    }
+}

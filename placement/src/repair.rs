@@ -1,0 +1,290 @@
+//! On-read repair: reads that met a missing or corrupt shard, or a disk
+//! without the current record, queue the object here; one background worker
+//! rebuilds the damaged shards from the healthy ones and rewrites the
+//! missing records.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+use disk_engine::{PutRecordOutcome, ShardId, ShardOptions, ShardWriter};
+use futures::future::join_all;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::layout::PartGeometry;
+use crate::set::{ErasureSet, Resolved};
+
+/// Objects waiting for repair; further requests are dropped (and logged)
+/// until the worker catches up — a later read will queue them again.
+const REPAIR_QUEUE_DEPTH: usize = 1024;
+/// Stripes rebuilt per step when rewriting a shard.
+const REPAIR_BATCH_STRIPES: u64 = 16;
+
+/// One object to repair, with the (shard id, disk slot) pairs a read found
+/// damaged.
+#[derive(Debug)]
+pub struct RepairRequest {
+    ns: String,
+    key: String,
+    damaged: Vec<(Uuid, usize)>,
+}
+
+/// Counters an admin can read.
+#[derive(Debug, Default)]
+pub struct RepairStats {
+    /// Requests accepted into the queue.
+    pub queued: AtomicU64,
+    /// Requests dropped because the queue was full.
+    pub dropped: AtomicU64,
+    /// Objects whose repair finished.
+    pub repaired: AtomicU64,
+    /// Shard files rewritten.
+    pub shards_rewritten: AtomicU64,
+    /// Records rewritten on disks that lacked them.
+    pub records_rewritten: AtomicU64,
+    /// Repairs that failed.
+    pub failed: AtomicU64,
+}
+
+/// The sending side of the repair queue, held by the set.
+pub struct RepairQueue {
+    tx: mpsc::Sender<RepairRequest>,
+    pending: Mutex<HashSet<(String, String)>>,
+    /// Counters.
+    pub stats: Arc<RepairStats>,
+}
+
+/// The receiving side, handed to [`spawn_repair_worker`].
+pub struct RepairReceiver(mpsc::Receiver<RepairRequest>);
+
+impl RepairQueue {
+    /// A new bounded queue and its receiver.
+    pub fn new() -> (RepairQueue, RepairReceiver) {
+        let (tx, rx) = mpsc::channel(REPAIR_QUEUE_DEPTH);
+        (
+            RepairQueue {
+                tx,
+                pending: Mutex::new(HashSet::new()),
+                stats: Arc::default(),
+            },
+            RepairReceiver(rx),
+        )
+    }
+
+    /// Asks for `ns/key` to be repaired. Never blocks.
+    pub fn request(&self, ns: &str, key: &str, damaged: Vec<(Uuid, usize)>) {
+        let name = (ns.to_string(), key.to_string());
+        if !self.pending.lock().insert(name) {
+            return;
+        }
+        let req = RepairRequest {
+            ns: ns.to_string(),
+            key: key.to_string(),
+            damaged,
+        };
+        match self.tx.try_send(req) {
+            Ok(()) => {
+                self.stats.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                let req = e.into_inner();
+                self.pending.lock().remove(&(req.ns, req.key));
+                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("repair queue full; a later read will queue the object again");
+            }
+        }
+    }
+
+    fn done(&self, ns: &str, key: &str) {
+        self.pending.lock().remove(&(ns.to_string(), key.to_string()));
+    }
+}
+
+/// Starts the worker that drains the repair queue until `shutdown`.
+pub fn spawn_repair_worker(
+    set: Weak<ErasureSet>,
+    rx: RepairReceiver,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let mut rx = rx.0;
+    tokio::spawn(async move {
+        loop {
+            let req = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                r = rx.recv() => match r { Some(r) => r, None => break },
+            };
+            let Some(set) = set.upgrade() else { break };
+            let r = set.heal_object(&req.ns, &req.key, &req.damaged).await;
+            set.repair.done(&req.ns, &req.key);
+            match r {
+                Ok(()) => {
+                    set.repair.stats.repaired.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    set.repair.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(ns = %req.ns, key = %req.key, error = %e, "repair failed");
+                }
+            }
+        }
+    })
+}
+
+impl ErasureSet {
+    /// Brings every visible version of `ns/key` back to full redundancy on
+    /// the disks that answer: rewrites shard files that are missing, damaged
+    /// (as reported in `damaged`) or of the wrong length, then writes the
+    /// record where it is missing or stale.
+    pub async fn heal_object(&self, ns: &str, key: &str, damaged: &[(Uuid, usize)]) -> Result<(), Error> {
+        let _guard = self.locks.lock(ns, key).await;
+        let state = self.resolve_key(ns, key).await?;
+        for v in &state.versions {
+            self.heal_version(ns, key, v, &state.responded, damaged).await?;
+        }
+        Ok(())
+    }
+
+    async fn heal_version(
+        &self,
+        ns: &str,
+        key: &str,
+        v: &Resolved,
+        responded: &[bool],
+        damaged: &[(Uuid, usize)],
+    ) -> Result<(), Error> {
+        let obj = &v.object;
+        for part in &obj.parts {
+            let Some(data_id) = part.data_id else { continue };
+            let geo = PartGeometry {
+                size: part.size,
+                layout: obj.layout,
+            };
+            let expect = geo.shard_len();
+            let lens = self
+                .each_disk(|_, d| async move { d.shard_len(ShardId(data_id)).await })
+                .await;
+            let targets: Vec<bool> = (0..self.width())
+                .map(|slot| {
+                    responded[slot]
+                        && (damaged.contains(&(data_id, slot))
+                            || !matches!(lens[slot], Ok(l) if l == expect))
+                })
+                .collect();
+            if targets.iter().any(|t| *t) {
+                self.rebuild_shards(data_id, &geo, &targets).await?;
+            }
+        }
+        let missing: Vec<bool> = (0..self.width())
+            .map(|slot| responded[slot] && !v.holders[slot])
+            .collect();
+        if missing.iter().any(|m| *m) {
+            let rec = v.record.clone();
+            let results = self
+                .some_disks(&missing, |_, d| {
+                    let rec = rec.clone();
+                    async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec).await }
+                })
+                .await;
+            for (slot, r) in results.into_iter().enumerate() {
+                match r {
+                    Some(Ok(PutRecordOutcome::Stored { replaced })) => {
+                        self.repair
+                            .stats
+                            .records_rewritten
+                            .fetch_add(1, Ordering::Relaxed);
+                        if let Some(old) = replaced {
+                            let keep: Vec<Uuid> = obj.data_ids().collect();
+                            self.free_record_data(slot, &old, &keep).await;
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(disk = self.disks[slot].label(), error = %e, "record repair failed")
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites the shard files of `data_id` on the `targets` slots from the
+    /// other disks, stripe batch by stripe batch.
+    async fn rebuild_shards(&self, data_id: Uuid, geo: &PartGeometry, targets: &[bool]) -> Result<(), Error> {
+        let layout = geo.layout;
+        let n = layout.width();
+        let opened = self
+            .some_disks(targets, |slot, d| async move {
+                d.create_shard(
+                    ShardId(data_id),
+                    ShardOptions {
+                        block_size: layout.block_size,
+                        shard_index: layout.shard_of_disk(slot) as u32,
+                    },
+                )
+                .await
+            })
+            .await;
+        let mut writers: Vec<Option<Box<dyn ShardWriter>>> =
+            opened.into_iter().map(|r| r.and_then(|r| r.ok())).collect();
+        let sources: Vec<usize> = (0..n).filter(|s| !targets[*s]).collect();
+        let stripes = geo.stripes();
+        let mut j = 0;
+        while j < stripes {
+            let e = (j + REPAIR_BATCH_STRIPES).min(stripes);
+            let off = geo.shard_offset(j);
+            let len: u64 = (j..e).map(|s| geo.block_len(s)).sum();
+            let reads = join_all(sources.iter().map(|&slot| {
+                let d = self.disks[slot].clone();
+                async move { (slot, d.read_shard(ShardId(data_id), off, len).await) }
+            }))
+            .await;
+            let mut present: Vec<Option<Bytes>> = vec![None; n];
+            for (slot, r) in reads {
+                if let Ok(b) = r {
+                    present[layout.shard_of_disk(slot)] = Some(b);
+                }
+            }
+            let codec = self.codec.clone();
+            let spans = geo.block_spans(j..e);
+            let run_spans = spans.clone();
+            let full = tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &run_spans, n))
+                .await
+                .map_err(|e| Error::Internal(format!("rebuild: {e}")))??;
+            for (slot, w) in writers.iter_mut().enumerate() {
+                let Some(writer) = w else { continue };
+                let shard = &full[layout.shard_of_disk(slot)];
+                let mut ok = true;
+                for &(at, l) in &spans {
+                    if let Err(err) = writer.append(shard.slice(at as usize..(at + l) as usize)).await {
+                        tracing::warn!(disk = self.disks[slot].label(), error = %err, "repair write failed");
+                        ok = false;
+                        break;
+                    }
+                }
+                if !ok {
+                    *w = None;
+                }
+            }
+            j = e;
+        }
+        for (slot, w) in writers.into_iter().enumerate() {
+            if let Some(w) = w {
+                match w.finish().await {
+                    Ok(_) => {
+                        self.repair
+                            .stats
+                            .shards_rewritten
+                            .fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(disk = self.disks[slot].label(), shard = %ShardId(data_id), "shard repaired");
+                    }
+                    Err(e) => tracing::warn!(disk = self.disks[slot].label(), error = %e, "repair finish failed"),
+                }
+            }
+        }
+        Ok(())
+    }
+}

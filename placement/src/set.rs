@@ -1,0 +1,430 @@
+//! One erasure set: k + m disks, their quorums, and the record primitives
+//! (fan-out, quorum resolution, commit) every operation is built from.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use disk_engine::{
+    Disk, DiskError, DiskHealth, PutRecordOutcome, Record, ShardId, Stamp, VersionId,
+};
+use futures::future::join_all;
+use uuid::Uuid;
+
+use crate::codec::Codec;
+use crate::error::Error;
+use crate::layout::{ErasureLayout, Quorum};
+use crate::locks::KeyLocks;
+use crate::record::{self, ObjectRecord};
+use crate::repair::RepairQueue;
+
+/// Default bytes per shard block. Reed–Solomon runs fastest on 64–256 KiB
+/// blocks (they stay in cache) and one CRC64 per block costs nothing.
+pub const DEFAULT_BLOCK_SIZE: u32 = 256 << 10;
+
+/// Free space each disk keeps back from object data, so metadata writes
+/// never meet a full filesystem: 1% of the disk, between 8 MiB and 1 GiB.
+fn free_space_reserve(total: u64) -> u64 {
+    (total / 100).clamp(8 << 20, 1 << 30)
+}
+
+/// An erasure set of `k + m` disks.
+pub struct ErasureSet {
+    pub(crate) disks: Vec<Arc<dyn Disk>>,
+    pub(crate) data: usize,
+    pub(crate) parity: usize,
+    pub(crate) block_size: u32,
+    pub(crate) quorum: Quorum,
+    pub(crate) codec: Arc<Codec>,
+    pub(crate) locks: KeyLocks,
+    pub(crate) repair: RepairQueue,
+    last_mtime: AtomicU64,
+}
+
+/// A version as the set resolved it: the record and which disks hold it.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolved {
+    pub record: Record,
+    pub object: ObjectRecord,
+    /// Disk slots holding exactly this write.
+    pub holders: Vec<bool>,
+}
+
+/// Outcome of resolving one key across the set.
+pub(crate) struct KeyState {
+    /// Visible versions, newest first.
+    pub versions: Vec<Resolved>,
+    /// Disk slots that answered.
+    pub responded: Vec<bool>,
+}
+
+impl KeyState {
+    /// The newest visible version.
+    pub fn latest(&self) -> Option<&Resolved> {
+        self.versions.first()
+    }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+impl ErasureSet {
+    /// Builds a set over `disks` (in slot order) with `parity` parity shards.
+    pub fn new(
+        disks: Vec<Arc<dyn Disk>>,
+        parity: usize,
+        block_size: u32,
+        repair: RepairQueue,
+    ) -> Result<ErasureSet, Error> {
+        let n = disks.len();
+        if n == 0 || parity >= n {
+            return Err(Error::InvalidArgument(format!(
+                "{n} disks cannot hold {parity} parity shards"
+            )));
+        }
+        let data = n - parity;
+        Ok(ErasureSet {
+            codec: Arc::new(Codec::new(data, parity)?),
+            quorum: Quorum::for_layout(data, parity),
+            disks,
+            data,
+            parity,
+            block_size,
+            locks: KeyLocks::new(),
+            repair,
+            last_mtime: AtomicU64::new(0),
+        })
+    }
+
+    /// Number of disks (k + m).
+    pub fn width(&self) -> usize {
+        self.disks.len()
+    }
+
+    /// Data shards (k).
+    pub fn data_shards(&self) -> usize {
+        self.data
+    }
+
+    /// Parity shards (m).
+    pub fn parity_shards(&self) -> usize {
+        self.parity
+    }
+
+    /// The set's quorums.
+    pub fn quorum(&self) -> Quorum {
+        self.quorum
+    }
+
+    /// The disks in slot order.
+    pub fn disks(&self) -> &[Arc<dyn Disk>] {
+        &self.disks
+    }
+
+    /// Layout for a new object under `bucket/key`: shard order rotates by a
+    /// stable hash of the name so parity spreads over the disks.
+    pub fn layout_for(&self, bucket: &str, key: &str) -> ErasureLayout {
+        let mut name = Vec::with_capacity(bucket.len() + key.len() + 1);
+        name.extend_from_slice(bucket.as_bytes());
+        name.push(b'/');
+        name.extend_from_slice(key.as_bytes());
+        let h = crc_fast::crc32_iscsi(&name) as usize;
+        ErasureLayout {
+            data: self.data as u8,
+            parity: self.parity as u8,
+            block_size: self.block_size,
+            rotation: (h % self.width()) as u8,
+        }
+    }
+
+    /// A fresh stamp: modification times never go backwards in this process.
+    pub(crate) fn next_stamp(&self) -> Stamp {
+        let now = now_ns();
+        let mut last = self.last_mtime.load(Ordering::Relaxed);
+        loop {
+            let t = now.max(last + 1);
+            match self
+                .last_mtime
+                .compare_exchange(last, t, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    return Stamp {
+                        mtime_ns: t,
+                        write_id: Uuid::now_v7(),
+                    }
+                }
+                Err(seen) => last = seen,
+            }
+        }
+    }
+
+    /// Runs `f` against every disk concurrently; results in slot order.
+    pub(crate) async fn each_disk<T, F, Fut>(&self, f: F) -> Vec<Result<T, DiskError>>
+    where
+        F: Fn(usize, Arc<dyn Disk>) -> Fut,
+        Fut: Future<Output = Result<T, DiskError>>,
+    {
+        join_all(self.disks.iter().enumerate().map(|(i, d)| f(i, d.clone()))).await
+    }
+
+    /// Runs `f` against the disks whose slot is set in `mask`.
+    pub(crate) async fn some_disks<T, F, Fut>(
+        &self,
+        mask: &[bool],
+        f: F,
+    ) -> Vec<Option<Result<T, DiskError>>>
+    where
+        F: Fn(usize, Arc<dyn Disk>) -> Fut,
+        Fut: Future<Output = Result<T, DiskError>>,
+    {
+        join_all(self.disks.iter().enumerate().map(|(i, d)| {
+            let run = mask.get(i).copied().unwrap_or(false);
+            let fut = run.then(|| f(i, d.clone()));
+            async move {
+                match fut {
+                    Some(fut) => Some(fut.await),
+                    None => None,
+                }
+            }
+        }))
+        .await
+    }
+
+    /// Health of every disk, in slot order.
+    pub async fn health(&self) -> Vec<DiskHealth> {
+        join_all(self.disks.iter().map(|d| d.health())).await
+    }
+
+    /// Checks that a write quorum of disks is online with room for
+    /// `incoming` more bytes of object data (spread over k data shards).
+    pub(crate) async fn check_space(&self, incoming: u64) -> Result<(), Error> {
+        let per_disk = incoming.div_ceil(self.data as u64);
+        let health = self.health().await;
+        let online = health
+            .iter()
+            .filter(|h| matches!(h, DiskHealth::Online { .. }))
+            .count();
+        let roomy = health
+            .iter()
+            .filter(|h| match h {
+                DiskHealth::Online {
+                    total_bytes,
+                    free_bytes,
+                } => *free_bytes >= per_disk.saturating_add(free_space_reserve(*total_bytes)),
+                DiskHealth::Offline { .. } => false,
+            })
+            .count();
+        if online < self.quorum.write {
+            return Err(Error::WriteQuorum {
+                needed: self.quorum.write,
+                got: online,
+            });
+        }
+        if roomy < self.quorum.write {
+            return Err(Error::DiskFull);
+        }
+        Ok(())
+    }
+
+    /// Reads every version of `key` from all disks and resolves which are
+    /// visible: a write is visible when at least R disks hold it; a version
+    /// is ambiguous (an error) when no write of it reaches R but one might
+    /// have been acknowledged on disks that did not answer.
+    pub(crate) async fn resolve_key(&self, ns: &str, key: &str) -> Result<KeyState, Error> {
+        let results = self
+            .each_disk(|_, d| async move { d.get_records(ns.as_bytes(), key.as_bytes()).await })
+            .await;
+        self.resolve_records(results)
+    }
+
+    /// Resolution over per-disk record lists (see [`Self::resolve_key`]).
+    pub(crate) fn resolve_records(
+        &self,
+        results: Vec<Result<Vec<Record>, DiskError>>,
+    ) -> Result<KeyState, Error> {
+        let n = self.width();
+        let responded: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
+        let answered = responded.iter().filter(|r| **r).count();
+        if answered < self.quorum.read {
+            return Err(Error::ReadQuorum {
+                needed: self.quorum.read,
+                got: answered,
+            });
+        }
+        let silent = n - answered;
+        // version -> stamp -> (record, holders)
+        let mut groups: HashMap<VersionId, HashMap<Stamp, (Record, Vec<bool>)>> = HashMap::new();
+        for (slot, r) in results.into_iter().enumerate() {
+            for rec in r.into_iter().flatten() {
+                let entry = groups
+                    .entry(rec.version)
+                    .or_default()
+                    .entry(rec.stamp)
+                    .or_insert_with(|| (rec.clone(), vec![false; n]));
+                entry.1[slot] = true;
+            }
+        }
+        let mut versions = Vec::new();
+        for (_, writes) in groups {
+            let mut best: Option<(Record, Vec<bool>)> = None;
+            let mut maybe_acked = false;
+            for (stamp, (rec, holders)) in writes {
+                let count = holders.iter().filter(|h| **h).count();
+                if count >= self.quorum.read {
+                    if best.as_ref().is_none_or(|(b, _)| b.stamp < stamp) {
+                        best = Some((rec, holders));
+                    }
+                } else if count + silent >= self.quorum.write {
+                    maybe_acked = true;
+                }
+            }
+            match best {
+                Some((record, holders)) => {
+                    let object: ObjectRecord = record::decode(&record.body)?;
+                    versions.push(Resolved {
+                        record,
+                        object,
+                        holders,
+                    });
+                }
+                None if maybe_acked => {
+                    return Err(Error::ReadQuorum {
+                        needed: self.quorum.read,
+                        got: answered,
+                    })
+                }
+                None => {}
+            }
+        }
+        versions.sort_by(|a, b| b.record.stamp.cmp(&a.record.stamp));
+        Ok(KeyState {
+            versions,
+            responded,
+        })
+    }
+
+    /// Writes `object` as version `version` of `key` to the disks in
+    /// `targets` and returns the stored record. Acknowledged only when a
+    /// write quorum stored it; otherwise the partial write is rolled back as
+    /// far as the disks allow. Shard files of the versions it replaced are
+    /// deleted, disk by disk. The caller holds the key lock.
+    pub(crate) async fn commit_record(
+        &self,
+        ns: &str,
+        key: &str,
+        version: VersionId,
+        mut object: ObjectRecord,
+        targets: &[bool],
+    ) -> Result<ObjectRecord, Error> {
+        let stamp = self.next_stamp();
+        object.mtime_ns = stamp.mtime_ns;
+        let rec = Record {
+            version,
+            stamp,
+            body: record::encode(&object),
+        };
+        let results = self
+            .some_disks(targets, |_, d| {
+                let rec = rec.clone();
+                async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec).await }
+            })
+            .await;
+        let stored = results
+            .iter()
+            .filter(|r| matches!(r, Some(Ok(_))))
+            .count();
+        if stored < self.quorum.write {
+            let full = results
+                .iter()
+                .any(|r| matches!(r, Some(Err(DiskError::Full))));
+            self.roll_back(ns, key, &rec, &results).await;
+            return Err(if full {
+                Error::DiskFull
+            } else {
+                Error::WriteQuorum {
+                    needed: self.quorum.write,
+                    got: stored,
+                }
+            });
+        }
+        let keep: Vec<Uuid> = object.data_ids().collect();
+        for (slot, r) in results.into_iter().enumerate() {
+            if let Some(Ok(PutRecordOutcome::Stored {
+                replaced: Some(old),
+            })) = r
+            {
+                self.free_record_data(slot, &old, &keep).await;
+            }
+        }
+        Ok(object)
+    }
+
+    async fn roll_back(
+        &self,
+        ns: &str,
+        key: &str,
+        rec: &Record,
+        results: &[Option<Result<PutRecordOutcome, DiskError>>],
+    ) {
+        for (slot, r) in results.iter().enumerate() {
+            if let Some(Ok(PutRecordOutcome::Stored { replaced })) = r {
+                let d = &self.disks[slot];
+                let undone = d
+                    .delete_record(ns.as_bytes(), key.as_bytes(), rec.version, Some(rec.stamp))
+                    .await;
+                if let (Ok(_), Some(old)) = (undone, replaced) {
+                    let _ = d.put_record(ns.as_bytes(), key.as_bytes(), old.clone()).await;
+                }
+            }
+        }
+    }
+
+    /// Deletes, on one disk, the shard files a replaced or deleted record
+    /// referenced, except those in `keep`.
+    pub(crate) async fn free_record_data(&self, slot: usize, old: &Record, keep: &[Uuid]) {
+        let Ok(obj) = record::decode::<ObjectRecord>(&old.body) else {
+            tracing::warn!(disk = self.disks[slot].label(), "undecodable replaced record");
+            return;
+        };
+        for id in obj.data_ids().filter(|id| !keep.contains(id)) {
+            if let Err(e) = self.disks[slot].delete_shard(ShardId(id)).await {
+                tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free shard");
+            }
+        }
+    }
+
+    /// Deletes one version from every disk; acknowledged when a write quorum
+    /// of disks answered. Frees each disk's shard files of that version.
+    pub(crate) async fn delete_version(
+        &self,
+        ns: &str,
+        key: &str,
+        version: VersionId,
+    ) -> Result<(), Error> {
+        let results = self
+            .each_disk(|_, d| async move {
+                d.delete_record(ns.as_bytes(), key.as_bytes(), version, None)
+                    .await
+            })
+            .await;
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        for (slot, r) in results.into_iter().enumerate() {
+            if let Ok(Some(old)) = r {
+                self.free_record_data(slot, &old, &[]).await;
+            }
+        }
+        if ok < self.quorum.write {
+            return Err(Error::WriteQuorum {
+                needed: self.quorum.write,
+                got: ok,
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! The placement layer's front door: one object store over the cluster map.
+//! Today the map is one pool of one erasure set; pools and sets slot in
+//! behind this type without the gateway noticing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use disk_engine::{Disk, DiskHealth};
+use parking_lot::Mutex;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::record::BucketRecord;
+use crate::repair::{spawn_repair_worker, RepairQueue, RepairStats};
+use crate::set::ErasureSet;
+
+/// Namespace of cluster-wide state (buckets), stored erasure-coded like any
+/// object. Its name is not a valid bucket name, so no bucket can collide.
+pub(crate) const SYSTEM_NS: &str = ".granary.sys";
+/// How long a bucket lookup is trusted without asking the disks again.
+pub(crate) const BUCKET_CACHE_TTL: Duration = Duration::from_secs(2);
+
+/// The object store: buckets, objects, multipart uploads, over erasure sets.
+pub struct Store {
+    pub(crate) set: Arc<ErasureSet>,
+    pub(crate) bucket_cache: Mutex<std::collections::HashMap<String, (BucketRecord, Instant)>>,
+    shutdown: CancellationToken,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// State of one disk slot, for health endpoints and admins.
+#[derive(Clone, Debug)]
+pub struct DiskStatus {
+    /// Slot in the set.
+    pub slot: usize,
+    /// Where the disk is.
+    pub label: String,
+    /// Online with space figures, or offline with a reason.
+    pub health: DiskHealth,
+}
+
+impl Store {
+    /// A store over one erasure set of `disks` (in slot order) with `parity`
+    /// parity shards and `block_size`-byte shard blocks. Starts the repair
+    /// worker; call [`Store::shutdown`] to stop it.
+    pub fn new(disks: Vec<Arc<dyn Disk>>, parity: usize, block_size: u32) -> Result<Arc<Store>, Error> {
+        let (queue, rx) = RepairQueue::new();
+        let set = Arc::new(ErasureSet::new(disks, parity, block_size, queue)?);
+        let shutdown = CancellationToken::new();
+        let worker = spawn_repair_worker(Arc::downgrade(&set), rx, shutdown.clone());
+        Ok(Arc::new(Store {
+            set,
+            bucket_cache: Mutex::default(),
+            shutdown,
+            workers: Mutex::new(vec![worker]),
+        }))
+    }
+
+    /// The erasure set (for tests and admin tooling).
+    pub fn set(&self) -> &Arc<ErasureSet> {
+        &self.set
+    }
+
+    /// Repair counters.
+    pub fn repair_stats(&self) -> Arc<RepairStats> {
+        self.set.repair.stats.clone()
+    }
+
+    /// Every disk slot with its health.
+    pub async fn disk_status(&self) -> Vec<DiskStatus> {
+        let health = self.set.health().await;
+        health
+            .into_iter()
+            .enumerate()
+            .map(|(slot, health)| DiskStatus {
+                slot,
+                label: self.set.disks[slot].label().to_string(),
+                health,
+            })
+            .collect()
+    }
+
+    /// True when enough disks are online to accept writes.
+    pub async fn writable(&self) -> bool {
+        let online = self
+            .set
+            .health()
+            .await
+            .iter()
+            .filter(|h| matches!(h, DiskHealth::Online { .. }))
+            .count();
+        online >= self.set.quorum.write
+    }
+
+    /// Stops background work and waits for it.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let workers = std::mem::take(&mut *self.workers.lock());
+        for w in workers {
+            let _ = w.await;
+        }
+    }
+}

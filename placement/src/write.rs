@@ -1,0 +1,298 @@
+//! The write pipeline: body → stripes → Reed–Solomon encode → k + m shard
+//! writers, as three overlapping stages joined by bounded channels.
+//!
+//! ```text
+//! [read body, cut stripes] --encode (blocking pool)--> channel(WRITE_AHEAD) --> [append to every disk]
+//! ```
+//! Memory per upload is bounded by a few stripes whatever the object size.
+//! Hashing (MD5, checksums) runs beside this in the gateway, not in series.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use disk_engine::{DiskError, ShardId, ShardOptions, ShardWriter};
+use futures::future::join_all;
+use futures::{Stream, StreamExt};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::error::{BodyError, Error};
+use crate::layout::ErasureLayout;
+use crate::set::ErasureSet;
+
+/// Encoded stripes queued between the encoder and the disk writers.
+const WRITE_AHEAD_STRIPES: usize = 2;
+
+/// A request body as the placement layer consumes it.
+pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
+/// Object data durably written to a write quorum of disks but not yet
+/// referenced by any record. Dropping it without [`StagedData::keep`]
+/// deletes the shard files again.
+pub struct StagedData {
+    /// Shard id of the data; `None` when the data was empty.
+    pub data_id: Option<Uuid>,
+    /// Bytes written.
+    pub size: u64,
+    /// Layout the shards were written with.
+    pub layout: ErasureLayout,
+    /// Disk slots holding a finished shard.
+    pub disks: Vec<bool>,
+    owner: Option<Arc<ErasureSet>>,
+}
+
+impl StagedData {
+    /// Marks the data as referenced: it will no longer be deleted on drop.
+    pub fn keep(mut self) -> (Option<Uuid>, Vec<bool>) {
+        self.owner = None;
+        (self.data_id, std::mem::take(&mut self.disks))
+    }
+}
+
+impl Drop for StagedData {
+    fn drop(&mut self) {
+        if let (Some(set), Some(id)) = (self.owner.take(), self.data_id) {
+            let disks = std::mem::take(&mut self.disks);
+            if let Ok(h) = tokio::runtime::Handle::try_current() {
+                h.spawn(async move {
+                    let _ = set
+                        .some_disks(&disks, |_, d| async move { d.delete_shard(ShardId(id)).await })
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+fn quorum_error(set: &ErasureSet, alive: usize, errors: &[DiskError]) -> Error {
+    if errors.iter().any(|e| matches!(e, DiskError::Full)) {
+        Error::DiskFull
+    } else {
+        Error::WriteQuorum {
+            needed: set.quorum.write,
+            got: alive,
+        }
+    }
+}
+
+type Writers = Vec<Option<Box<dyn ShardWriter>>>;
+
+/// Appends each encoded stripe to every live writer; drops writers that fail
+/// and gives up when fewer than a write quorum remain.
+async fn write_stage(
+    set: Arc<ErasureSet>,
+    layout: ErasureLayout,
+    mut writers: Writers,
+    mut rx: mpsc::Receiver<Vec<Bytes>>,
+    mut errors: Vec<DiskError>,
+) -> Result<(Writers, Vec<DiskError>), Error> {
+    while let Some(shards) = rx.recv().await {
+        let results = join_all(writers.iter_mut().enumerate().map(|(slot, w)| {
+            let block = shards[layout.shard_of_disk(slot)].clone();
+            async move {
+                match w {
+                    Some(w) => Some(w.append(block).await),
+                    None => None,
+                }
+            }
+        }))
+        .await;
+        for (slot, r) in results.into_iter().enumerate() {
+            if let Some(Err(e)) = r {
+                tracing::warn!(disk = set.disks[slot].label(), error = %e, "shard write failed");
+                writers[slot] = None;
+                errors.push(e);
+            }
+        }
+        let alive = writers.iter().filter(|w| w.is_some()).count();
+        if alive < set.quorum.write {
+            return Err(quorum_error(&set, alive, &errors));
+        }
+    }
+    Ok((writers, errors))
+}
+
+impl ErasureSet {
+    /// Streams `body` into new shard files with `layout` and returns once the
+    /// data is durable on a write quorum of disks. `size_hint` (if known)
+    /// lets a write that cannot fit fail before any byte is stored.
+    pub async fn write_data(
+        self: &Arc<Self>,
+        layout: ErasureLayout,
+        mut body: BodyStream,
+        size_hint: Option<u64>,
+    ) -> Result<StagedData, Error> {
+        self.check_space(size_hint.unwrap_or(0)).await?;
+        let stripe_size = layout.stripe_size() as usize;
+        let data_id = Uuid::now_v7();
+        let mut size: u64 = 0;
+        let mut buf = BytesMut::new();
+        let mut pipeline: Option<(
+            mpsc::Sender<Vec<Bytes>>,
+            tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>,
+        )> = None;
+
+        let result: Result<(), Error> = async {
+            loop {
+                let chunk = body.next().await.transpose().map_err(Error::Body)?;
+                let eof = chunk.is_none();
+                let mut chunk = chunk.unwrap_or_default();
+                size += chunk.len() as u64;
+                loop {
+                    if buf.is_empty() && chunk.len() >= stripe_size {
+                        // A whole stripe straight from the body, no copy.
+                        let stripe = chunk.split_to(stripe_size);
+                        self.send_stripe(&mut pipeline, layout, data_id, stripe).await?;
+                        continue;
+                    }
+                    let room = stripe_size - buf.len();
+                    let take = room.min(chunk.len());
+                    if buf.capacity() == 0 {
+                        buf.reserve(stripe_size);
+                    }
+                    buf.extend_from_slice(&chunk.split_to(take));
+                    if buf.len() == stripe_size {
+                        let stripe = buf.split().freeze();
+                        self.send_stripe(&mut pipeline, layout, data_id, stripe).await?;
+                    }
+                    if chunk.is_empty() {
+                        break;
+                    }
+                }
+                if eof {
+                    if !buf.is_empty() {
+                        let stripe = buf.split().freeze();
+                        self.send_stripe(&mut pipeline, layout, data_id, stripe).await?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        .await;
+
+        let Some((tx, task)) = pipeline else {
+            result?;
+            return Ok(StagedData {
+                data_id: None,
+                size: 0,
+                layout,
+                disks: vec![true; self.width()],
+                owner: None,
+            });
+        };
+        drop(tx);
+        if let Err(e) = result {
+            task.abort();
+            return Err(e);
+        }
+        let (writers, mut errors) = task
+            .await
+            .map_err(|e| Error::Internal(format!("write stage: {e}")))??;
+        let finished = join_all(writers.into_iter().map(|w| async move {
+            match w {
+                Some(w) => Some(w.finish().await),
+                None => None,
+            }
+        }))
+        .await;
+        let mut disks = vec![false; self.width()];
+        for (slot, r) in finished.into_iter().enumerate() {
+            match r {
+                Some(Ok(_)) => disks[slot] = true,
+                Some(Err(e)) => {
+                    tracing::warn!(disk = self.disks[slot].label(), error = %e, "shard finish failed");
+                    errors.push(e);
+                }
+                None => {}
+            }
+        }
+        let staged = StagedData {
+            data_id: Some(data_id),
+            size,
+            layout,
+            disks,
+            owner: Some(self.clone()),
+        };
+        let alive = staged.disks.iter().filter(|d| **d).count();
+        if alive < self.quorum.write {
+            return Err(quorum_error(self, alive, &errors));
+        }
+        Ok(staged)
+    }
+
+    async fn send_stripe(
+        self: &Arc<Self>,
+        pipeline: &mut Option<(
+            mpsc::Sender<Vec<Bytes>>,
+            tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>,
+        )>,
+        layout: ErasureLayout,
+        data_id: Uuid,
+        stripe: Bytes,
+    ) -> Result<(), Error> {
+        if pipeline.is_none() {
+            *pipeline = Some(self.open_writers(layout, data_id).await?);
+        }
+        let (tx, _) = pipeline.as_ref().expect("just opened");
+        let block_len = stripe.len().div_ceil(layout.data as usize);
+        let codec = self.codec.clone();
+        let shards = tokio::task::spawn_blocking(move || codec.encode(&stripe, block_len))
+            .await
+            .map_err(|e| Error::Internal(format!("encode: {e}")))?;
+        if tx.send(shards).await.is_err() {
+            // The write stage stopped: surface its error.
+            let (_, task) = pipeline.take().expect("pipeline open");
+            return Err(match task.await {
+                Ok(Err(e)) => e,
+                Ok(Ok(_)) => Error::Internal("write stage ended early".into()),
+                Err(e) => Error::Internal(format!("write stage: {e}")),
+            });
+        }
+        Ok(())
+    }
+
+    async fn open_writers(
+        self: &Arc<Self>,
+        layout: ErasureLayout,
+        data_id: Uuid,
+    ) -> Result<
+        (
+            mpsc::Sender<Vec<Bytes>>,
+            tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>,
+        ),
+        Error,
+    > {
+        let opened = self
+            .each_disk(|slot, d| async move {
+                d.create_shard(
+                    ShardId(data_id),
+                    ShardOptions {
+                        block_size: layout.block_size,
+                        shard_index: layout.shard_of_disk(slot) as u32,
+                    },
+                )
+                .await
+            })
+            .await;
+        let mut writers: Writers = Vec::with_capacity(opened.len());
+        let mut errors = Vec::new();
+        for (slot, r) in opened.into_iter().enumerate() {
+            match r {
+                Ok(w) => writers.push(Some(w)),
+                Err(e) => {
+                    tracing::debug!(disk = self.disks[slot].label(), error = %e, "disk skipped for write");
+                    errors.push(e);
+                    writers.push(None);
+                }
+            }
+        }
+        let alive = writers.iter().filter(|w| w.is_some()).count();
+        if alive < self.quorum.write {
+            return Err(quorum_error(self, alive, &errors));
+        }
+        let (tx, rx) = mpsc::channel(WRITE_AHEAD_STRIPES);
+        let task = tokio::spawn(write_stage(self.clone(), layout, writers, rx, errors));
+        Ok((tx, task))
+    }
+}
