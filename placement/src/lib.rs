@@ -28,6 +28,9 @@ mod set;
 mod store;
 mod write;
 
+#[cfg(test)]
+mod store_tests;
+
 pub use codec::Codec;
 pub use disk_engine::{ListStart, Tier, UploadListStart};
 pub use error::{BodyError, Error};
