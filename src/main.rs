@@ -1,1 +1,38 @@
-fn main() {}
+//! The `granary` binary: an S3-compatible object store for AI platforms.
+//!
+//! `granary server DIR...` runs everything in one process over local
+//! directories (one directory: no parity; two or three: mirroring; four to
+//! sixteen: Reed–Solomon erasure coding).
+
+mod credentials;
+mod server;
+
+use clap::{Parser, Subcommand};
+
+/// Granary: an S3-compatible object store for AI platforms.
+#[derive(Parser)]
+#[command(name = "granary", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the whole store in one process over local directories.
+    Server(server::ServerArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Command::Server(args) => server::run(args),
+    }
+}

@@ -1,1 +1,81 @@
-//! placeholder
+//! gateway: the front room of Granary's architecture — S3 over HTTP.
+//!
+//! It parses and answers S3: SigV4 (header, presigned, `aws-chunked` with
+//! signed chunks and trailers), XML documents, ETags and flexible checksums,
+//! S3 error codes (in `error.rs` and nowhere else). Bodies stream through to
+//! the placement layer; nothing buffers a whole object. It holds no state
+//! another gateway would need: every object, bucket and upload lives in the
+//! store behind `placement::Store`.
+
+pub mod auth;
+mod body;
+pub mod checksum;
+mod conditions;
+pub mod error;
+mod hashing;
+mod headers;
+mod names;
+mod ops;
+mod range;
+mod request;
+mod server;
+mod service;
+pub mod xml;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use auth::credentials::{AccessKey, Credentials};
+pub use error::S3Error;
+pub use server::{serve, ServeOptions};
+pub use service::router;
+
+/// How the gateway answers.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// Region the gateway signs for and reports (`--region`).
+    pub region: String,
+    /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`).
+    pub domain: Option<String>,
+    /// Longest pause in a request body before the request fails.
+    pub body_idle_timeout: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            region: "us-east-1".into(),
+            domain: None,
+            body_idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything a request handler needs.
+pub struct Gateway {
+    /// The object store.
+    pub store: Arc<placement::Store>,
+    /// Accepted access keys.
+    pub credentials: Credentials,
+    /// Answering options.
+    pub config: GatewayConfig,
+    /// Owner shown in listings.
+    pub owner: xml::Owner,
+}
+
+impl Gateway {
+    /// A gateway over `store`, accepting `credentials`; the owner shown in
+    /// listings is derived from `owner_key` (the root access key).
+    pub fn new(store: Arc<placement::Store>, credentials: Credentials, config: GatewayConfig, owner_key: &str) -> Gateway {
+        use sha2::Digest as _;
+        Gateway {
+            store,
+            credentials,
+            config,
+            owner: xml::Owner {
+                id: hex::encode(sha2::Sha256::digest(owner_key.as_bytes())),
+                display_name: "granary".into(),
+            },
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Object metadata carried in HTTP headers: what a write stores, what a
+//! read returns, and the write options Granary refuses rather than ignores.
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use placement::{ObjectMeta, ObjectRecord};
+use time::macros::format_description;
+use time::OffsetDateTime;
+
+use crate::checksum::ChecksumAlgorithm;
+use crate::error::{S3Error, S3Result};
+
+/// Most bytes of user metadata (names + values) per object.
+pub const MAX_USER_METADATA_BYTES: usize = 2048;
+/// The storage class every object has today.
+pub const STANDARD: &str = "STANDARD";
+/// Representation headers stored with an object and returned on reads.
+const STORED_HEADERS: [&str; 5] = [
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "expires",
+];
+/// Storage classes S3 defines; only STANDARD is served so far.
+const KNOWN_CLASSES: [&str; 10] = [
+    "STANDARD",
+    "REDUCED_REDUNDANCY",
+    "STANDARD_IA",
+    "ONEZONE_IA",
+    "INTELLIGENT_TIERING",
+    "GLACIER",
+    "DEEP_ARCHIVE",
+    "OUTPOSTS",
+    "GLACIER_IR",
+    "EXPRESS_ONEZONE",
+];
+
+/// ISO 8601 with milliseconds, as S3's XML uses.
+pub fn iso8601(ns: u64) -> String {
+    let t = OffsetDateTime::from_unix_timestamp_nanos(ns as i128).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    t.format(format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    ))
+    .expect("formats")
+}
+
+/// RFC 9110 HTTP date.
+pub fn http_date(ns: u64) -> String {
+    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns))
+}
+
+/// An ETag as sent on the wire: in double quotes.
+pub fn quoted(etag: &str) -> String {
+    format!("\"{etag}\"")
+}
+
+fn text<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Refuses write options that are not supported yet (instead of silently
+/// ignoring them): ACLs other than `private`, grants, server-side
+/// encryption, object lock, tagging.
+pub fn reject_unsupported(h: &HeaderMap) -> S3Result<()> {
+    if let Some(acl) = h.get("x-amz-acl") {
+        let acl = acl.to_str().unwrap_or("");
+        if acl != "private" && acl != "bucket-owner-full-control" {
+            return Err(S3Error::NotImplemented(format!(
+                "Canned ACL '{acl}' is not supported; objects and buckets are private"
+            )));
+        }
+    }
+    for name in h.keys() {
+        let n = name.as_str();
+        if n.starts_with("x-amz-grant-")
+            || n.starts_with("x-amz-server-side-encryption")
+            || n.starts_with("x-amz-object-lock-")
+            || n == "x-amz-tagging"
+            || n == "x-amz-website-redirect-location"
+        {
+            return Err(S3Error::NotImplemented(format!("The {n} header is not supported yet")));
+        }
+    }
+    Ok(())
+}
+
+/// The storage class a write asks for (only STANDARD is served today).
+pub fn storage_class(h: &HeaderMap) -> S3Result<()> {
+    match text(h, "x-amz-storage-class") {
+        None | Some(STANDARD) => Ok(()),
+        Some(c) if KNOWN_CLASSES.contains(&c) => Err(S3Error::NotImplemented(format!(
+            "Storage class {c} is not supported yet; use STANDARD"
+        ))),
+        Some(_) => Err(S3Error::InvalidStorageClass),
+    }
+}
+
+/// Descriptive metadata of a write from its headers (ETag and checksum are
+/// filled in by the caller).
+pub fn object_meta(h: &HeaderMap) -> S3Result<ObjectMeta> {
+    let mut meta = ObjectMeta {
+        content_type: Some(text(h, "content-type").unwrap_or("binary/octet-stream").to_string()),
+        ..ObjectMeta::default()
+    };
+    for name in STORED_HEADERS {
+        let Some(v) = h.get(name) else { continue };
+        let mut v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+        if name == "content-encoding" {
+            v = v
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.eq_ignore_ascii_case("aws-chunked") && !e.is_empty())
+                .collect::<Vec<_>>()
+                .join(",");
+            if v.is_empty() {
+                continue;
+            }
+        }
+        meta.headers.push((name.to_string(), v));
+    }
+    let mut size = 0;
+    for (name, value) in h {
+        if let Some(user) = name.as_str().strip_prefix("x-amz-meta-") {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            size += user.len() + value.len();
+            meta.user.push((user.to_string(), value));
+        }
+    }
+    if size > MAX_USER_METADATA_BYTES {
+        return Err(S3Error::MetadataTooLarge);
+    }
+    meta.storage_class = Some(STANDARD.to_string());
+    Ok(meta)
+}
+
+/// Headers describing a stored object on GET/HEAD.
+pub fn object_headers(out: &mut HeaderMap, obj: &ObjectRecord, checksum_mode: bool) {
+    let mut put = |name: &str, value: &str| {
+        if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
+            out.append(n, v);
+        } else if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::from_bytes(value.as_bytes())) {
+            out.append(n, v);
+        }
+    };
+    put("etag", &quoted(&obj.meta.etag));
+    put("last-modified", &http_date(obj.mtime_ns));
+    put("accept-ranges", "bytes");
+    if let Some(ct) = &obj.meta.content_type {
+        put("content-type", ct);
+    }
+    for (n, v) in &obj.meta.headers {
+        put(n, v);
+    }
+    for (n, v) in &obj.meta.user {
+        put(&format!("x-amz-meta-{n}"), v);
+    }
+    if let Some(class) = obj.meta.storage_class.as_deref().filter(|c| *c != STANDARD) {
+        put("x-amz-storage-class", class);
+    }
+    if checksum_mode {
+        if let Some(c) = &obj.meta.checksum {
+            if let Some(alg) = ChecksumAlgorithm::from_name(&c.algorithm) {
+                put(alg.header(), &c.value);
+                put("x-amz-checksum-type", &c.kind);
+            }
+        }
+    }
+}
+
+/// Response header overrides (`response-content-type=...`) of a GET.
+pub fn apply_overrides(out: &mut HeaderMap, query: &[(String, String)]) {
+    const OVERRIDES: [(&str, &str); 6] = [
+        ("response-content-type", "content-type"),
+        ("response-content-language", "content-language"),
+        ("response-expires", "expires"),
+        ("response-cache-control", "cache-control"),
+        ("response-content-disposition", "content-disposition"),
+        ("response-content-encoding", "content-encoding"),
+    ];
+    for (param, header) in OVERRIDES {
+        if let Some((_, v)) = query.iter().find(|(k, _)| k == param) {
+            if let Ok(v) = HeaderValue::from_str(v) {
+                out.insert(header, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(iso8601(1_255_369_830_000_000_000), "2009-10-12T17:50:30.000Z");
+        assert_eq!(http_date(1_255_369_830_000_000_000), "Mon, 12 Oct 2009 17:50:30 GMT");
+    }
+
+    #[test]
+    fn metadata_and_refusals() {
+        let mut h = HeaderMap::new();
+        h.insert("x-amz-meta-color", HeaderValue::from_static("blue"));
+        h.insert("content-encoding", HeaderValue::from_static("aws-chunked,gzip"));
+        let m = object_meta(&h).unwrap();
+        assert_eq!(m.user, vec![("color".to_string(), "blue".to_string())]);
+        assert_eq!(m.headers, vec![("content-encoding".to_string(), "gzip".to_string())]);
+        assert_eq!(m.content_type.as_deref(), Some("binary/octet-stream"));
+        h.insert("x-amz-meta-big", HeaderValue::from_str(&"x".repeat(2100)).unwrap());
+        assert!(matches!(object_meta(&h), Err(S3Error::MetadataTooLarge)));
+        let mut h = HeaderMap::new();
+        h.insert("x-amz-acl", HeaderValue::from_static("public-read"));
+        assert!(matches!(reject_unsupported(&h), Err(S3Error::NotImplemented(_))));
+        h.insert("x-amz-acl", HeaderValue::from_static("private"));
+        assert!(reject_unsupported(&h).is_ok());
+        h.insert("x-amz-server-side-encryption", HeaderValue::from_static("AES256"));
+        assert!(matches!(reject_unsupported(&h), Err(S3Error::NotImplemented(_))));
+        let mut h = HeaderMap::new();
+        h.insert("x-amz-storage-class", HeaderValue::from_static("FANCY"));
+        assert!(matches!(storage_class(&h), Err(S3Error::InvalidStorageClass)));
+    }
+}

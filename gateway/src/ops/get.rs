@@ -1,0 +1,99 @@
+//! GetObject and HeadObject: conditions, one byte range or one part, and a
+//! streamed body whose first bytes are read before the status is sent, so a
+//! read that cannot be served correctly fails with an S3 error.
+
+use std::ops::Range;
+
+use axum::body::Body;
+use futures::StreamExt;
+use http::{Response, StatusCode};
+use placement::ObjectRecord;
+
+use super::named;
+use crate::conditions::check_read;
+use crate::error::{S3Error, S3Result};
+use crate::headers::{apply_overrides, object_headers};
+use crate::range;
+use crate::request::S3Request;
+use crate::Gateway;
+
+/// Highest part number S3 allows.
+pub const MAX_PART_NUMBER: u32 = 10_000;
+
+/// Parses `partNumber` (1..=10,000).
+pub fn part_number(v: &str) -> S3Result<u32> {
+    v.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_PART_NUMBER).contains(n))
+        .ok_or_else(|| {
+            S3Error::InvalidArgument(
+                "Part number must be an integer between 1 and 10000, inclusive".into(),
+                Some(("partNumber".into(), v.into())),
+            )
+        })
+}
+
+/// The byte range a `partNumber` selects.
+fn part_range(obj: &ObjectRecord, n: u32) -> S3Result<Range<u64>> {
+    if !obj.multipart {
+        return if n == 1 { Ok(0..obj.size) } else { Err(S3Error::InvalidPartNumber) };
+    }
+    let idx = n as usize - 1;
+    if idx >= obj.parts.len() {
+        return Err(S3Error::InvalidPartNumber);
+    }
+    let start: u64 = obj.parts[..idx].iter().map(|p| p.size).sum();
+    Ok(start..start + obj.parts[idx].size)
+}
+
+/// GET (or HEAD when `head`) of an object.
+pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response<Body>> {
+    let (bucket, key) = (req.bucket(), req.key());
+    let part = req.q("partNumber").map(part_number).transpose()?;
+    let range_header = req.header("range");
+    if part.is_some() && range_header.is_some() {
+        return Err(S3Error::InvalidRequest("Cannot specify both Range header and partNumber query parameter".into()));
+    }
+    let obj = gw
+        .store
+        .head_object(bucket, key)
+        .await
+        .map_err(|e| named(e, bucket, Some(key)))?;
+    check_read(&req.parts.headers, &obj.meta.etag, obj.mtime_ns / 1_000_000_000)?;
+
+    let (range, partial) = match (part, range_header.and_then(range::parse)) {
+        (Some(n), _) => {
+            let r = part_range(&obj, n)?;
+            let partial = !r.is_empty();
+            (r, partial)
+        }
+        (None, Some(spec)) => (spec.resolve(obj.size)?, true),
+        (None, None) => (0..obj.size, false),
+    };
+    let mut resp = Response::builder().status(if partial { StatusCode::PARTIAL_CONTENT } else { StatusCode::OK });
+    let headers = resp.headers_mut().expect("builder is valid");
+    let checksum_mode = req.header("x-amz-checksum-mode").is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"));
+    object_headers(headers, &obj, checksum_mode && range.start == 0 && range.end == obj.size && part.is_none());
+    apply_overrides(headers, &req.query);
+    headers.insert(http::header::CONTENT_LENGTH, (range.end - range.start).into());
+    if partial {
+        let v = format!("bytes {}-{}/{}", range.start, range.end - 1, obj.size);
+        headers.insert(http::header::CONTENT_RANGE, v.parse().expect("ascii"));
+    }
+    if part.is_some() && obj.multipart {
+        headers.insert("x-amz-mp-parts-count", obj.parts.len().into());
+    }
+    if head || range.is_empty() {
+        return Ok(resp.body(Body::empty()).expect("valid response"));
+    }
+    let mut stream = gw.store.read_object(bucket, key, obj, range);
+    // Read the first bytes before committing to a status.
+    let first = match stream.next().await {
+        Some(Ok(b)) => b,
+        Some(Err(e)) => return Err(named(e, bucket, Some(key))),
+        None => return Err(S3Error::Internal("object stream ended before its data".into())),
+    };
+    let rest = stream.map(|r| r.map_err(std::io::Error::other));
+    let body = futures::stream::once(async move { Ok::<_, std::io::Error>(first) }).chain(rest);
+    Ok(resp.body(Body::from_stream(body)).expect("valid response"))
+}

@@ -1,0 +1,346 @@
+//! Multipart uploads: CreateMultipartUpload, UploadPart,
+//! CompleteMultipartUpload (order, ETag and size checks; MD5-of-MD5s ETag),
+//! AbortMultipartUpload, ListParts, ListMultipartUploads.
+//! (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html>)
+
+use axum::body::Body;
+use http::{Response, StatusCode};
+use md5::{Digest as _, Md5};
+use placement::{PartRecord, UploadListStart};
+use uuid::Uuid;
+
+use super::get::part_number;
+use super::receive::{receive, Target};
+use super::{empty, named, xml};
+use crate::auth::sigv4::uri_encode;
+use crate::body::read_small;
+use crate::checksum::ChecksumAlgorithm;
+use crate::error::{S3Error, S3Result};
+use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, storage_class, STANDARD};
+use crate::request::S3Request;
+use crate::xml::{
+    from_xml, to_xml, CommonPrefix, CompleteMultipartUpload, CompleteMultipartUploadResult,
+    InitiateMultipartUploadResult, Initiator, ListMultipartUploadsResult, ListPartsResult,
+    PartEntry, UploadEntry, NS,
+};
+use crate::Gateway;
+
+/// Smallest part except the last: 5 MiB.
+pub const MIN_PART_BYTES: u64 = 5 << 20;
+/// Largest CompleteMultipartUpload document (10,000 parts).
+const MAX_COMPLETE_BYTES: u64 = 4 << 20;
+/// Most parts or uploads per listing page.
+const MAX_LIST: usize = 1000;
+
+fn upload_id(req: &S3Request) -> S3Result<Uuid> {
+    req.q("uploadId")
+        .and_then(|v| Uuid::try_parse(v).ok())
+        .ok_or(S3Error::NoSuchUpload)
+}
+
+fn initiator(gw: &Gateway) -> Initiator {
+    Initiator {
+        id: gw.owner.id.clone(),
+        display_name: gw.owner.display_name.clone(),
+    }
+}
+
+fn page_size(req: &S3Request, name: &str) -> S3Result<usize> {
+    match req.q(name) {
+        None => Ok(MAX_LIST),
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(|n| (n as usize).min(MAX_LIST))
+            .ok_or_else(|| S3Error::InvalidArgument(format!("Provided {name} not an integer or within integer range"), Some((name.into(), v.into())))),
+    }
+}
+
+/// CreateMultipartUpload.
+pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    reject_unsupported(&req.parts.headers)?;
+    storage_class(&req.parts.headers)?;
+    if let Some(a) = req.header("x-amz-checksum-algorithm") {
+        ChecksumAlgorithm::from_name(a).ok_or_else(|| S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported")))?;
+    }
+    let meta = object_meta(&req.parts.headers)?;
+    let id = gw
+        .store
+        .create_upload(req.bucket(), req.key(), meta)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let doc = InitiateMultipartUploadResult {
+        xmlns: NS,
+        bucket: req.bucket().into(),
+        key: req.key().into(),
+        upload_id: id.simple().to_string(),
+    };
+    Ok(xml(StatusCode::OK, to_xml("InitiateMultipartUploadResult", &doc)))
+}
+
+/// UploadPart.
+pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    let number = part_number(req.q("partNumber").unwrap_or(""))?;
+    let id = upload_id(req)?;
+    let upload = gw
+        .store
+        .get_upload(req.bucket(), req.key(), id)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let received = receive(gw, req, body, Target::Part(&upload)).await?;
+    let etag = hex::encode(received.md5);
+    let checksum = received.explicit_checksum.then(|| received.checksum.clone());
+    gw.store
+        .commit_part(req.bucket(), req.key(), id, number, received.staged, etag.clone(), checksum.clone())
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let mut resp = Response::builder().status(StatusCode::OK).header(http::header::ETAG, quoted(&etag));
+    if let Some(c) = checksum {
+        if let Some(alg) = ChecksumAlgorithm::from_name(&c.algorithm) {
+            resp = resp.header(alg.header(), c.value);
+        }
+    }
+    Ok(resp.body(Body::empty()).expect("valid response"))
+}
+
+async fn all_parts(gw: &Gateway, req: &S3Request, id: Uuid) -> S3Result<Vec<PartRecord>> {
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let (page, more) = gw
+            .store
+            .list_parts(req.bucket(), req.key(), id, after, MAX_LIST)
+            .await
+            .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        if let Some(last) = page.last() {
+            after = last.part.number;
+        }
+        let empty_page = page.is_empty();
+        out.extend(page);
+        if !more || empty_page {
+            return Ok(out);
+        }
+    }
+}
+
+/// The multipart ETag: MD5 of the parts' binary MD5s, then `-N`.
+pub fn multipart_etag(part_etags: &[&str]) -> Option<String> {
+    let mut h = Md5::new();
+    for e in part_etags {
+        h.update(hex::decode(e).ok()?);
+    }
+    Some(format!("{}-{}", hex::encode(h.finalize()), part_etags.len()))
+}
+
+/// CompleteMultipartUpload.
+pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    let id = upload_id(req)?;
+    let upload = gw
+        .store
+        .get_upload(req.bucket(), req.key(), id)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let len = req.payload_length()?;
+    if len == 0 {
+        return Err(S3Error::MalformedXml("The XML you provided was not well-formed or did not validate against our published schema".into()));
+    }
+    let doc = read_small(body, req.auth.payload.clone(), len, MAX_COMPLETE_BYTES, gw.config.body_idle_timeout).await?;
+    let wanted: CompleteMultipartUpload = from_xml(&doc)?;
+    if wanted.parts.is_empty() {
+        return Err(S3Error::MalformedXml("The XML you provided was not well-formed or did not validate against our published schema".into()));
+    }
+    if wanted.parts.windows(2).any(|w| w[0].part_number >= w[1].part_number) {
+        return Err(S3Error::InvalidPartOrder);
+    }
+    let stored = all_parts(gw, req, id).await?;
+    let invalid = || S3Error::InvalidPart("One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.".into());
+    let mut chosen = Vec::with_capacity(wanted.parts.len());
+    for w in &wanted.parts {
+        let p = stored
+            .iter()
+            .find(|p| p.part.number == w.part_number)
+            .ok_or_else(invalid)?;
+        if w.etag.trim().trim_matches('"') != p.part.etag {
+            return Err(invalid());
+        }
+        chosen.push(p.clone());
+    }
+    if chosen[..chosen.len() - 1].iter().any(|p| p.part.size < MIN_PART_BYTES) {
+        return Err(S3Error::EntityTooSmall("Your proposed upload is smaller than the minimum allowed object size.".into()));
+    }
+    let etags: Vec<&str> = chosen.iter().map(|p| p.part.etag.as_str()).collect();
+    let etag = multipart_etag(&etags).ok_or_else(|| S3Error::Internal("stored part ETag is not hex".into()))?;
+    let mut meta = upload.meta.clone();
+    meta.etag = etag.clone();
+    meta.checksum = None;
+    gw.store
+        .complete_upload(req.bucket(), req.key(), id, chosen, meta)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let host = req.header("host").unwrap_or("localhost");
+    let doc = CompleteMultipartUploadResult {
+        xmlns: NS,
+        location: format!("http://{host}/{}/{}", req.bucket(), uri_encode(req.key().as_bytes(), false)),
+        bucket: req.bucket().into(),
+        key: req.key().into(),
+        etag: quoted(&etag),
+    };
+    Ok(xml(StatusCode::OK, to_xml("CompleteMultipartUploadResult", &doc)))
+}
+
+/// AbortMultipartUpload.
+pub async fn abort(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    let id = upload_id(req)?;
+    gw.store
+        .abort_upload(req.bucket(), req.key(), id)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// ListParts.
+pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    let id = upload_id(req)?;
+    let max = page_size(req, "max-parts")?;
+    let marker: u32 = match req.q("part-number-marker") {
+        None | Some("") => 0,
+        Some(v) => v.parse().map_err(|_| S3Error::InvalidArgument("Provided part-number-marker not an integer or within integer range".into(), Some(("part-number-marker".into(), v.into()))))?,
+    };
+    let (mut parts, mut more) = gw
+        .store
+        .list_parts(req.bucket(), req.key(), id, marker, max.max(1))
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    if parts.len() > max {
+        parts.truncate(max);
+        more = true;
+    }
+    let next = parts.last().map(|p| p.part.number).unwrap_or(marker);
+    let doc = ListPartsResult {
+        xmlns: NS,
+        bucket: req.bucket().into(),
+        key: req.key().into(),
+        upload_id: id.simple().to_string(),
+        initiator: initiator(gw),
+        owner: gw.owner.clone(),
+        storage_class: STANDARD.into(),
+        part_number_marker: marker,
+        next_part_number_marker: next,
+        max_parts: max,
+        is_truncated: more && max > 0,
+        parts: parts
+            .into_iter()
+            .map(|p| PartEntry {
+                part_number: p.part.number,
+                last_modified: iso8601(p.mtime_ns),
+                etag: quoted(&p.part.etag),
+                size: p.part.size,
+            })
+            .collect(),
+    };
+    Ok(xml(StatusCode::OK, to_xml("ListPartsResult", &doc)))
+}
+
+/// ListMultipartUploads.
+pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    let max = page_size(req, "max-uploads")?;
+    let prefix = req.q("prefix").unwrap_or("").to_string();
+    let delimiter = req.q("delimiter").filter(|d| !d.is_empty()).map(str::to_string);
+    let key_marker = req.q("key-marker").unwrap_or("").to_string();
+    let id_marker = req.q("upload-id-marker").unwrap_or("").to_string();
+    let url = req.q("encoding-type").is_some_and(|e| e.eq_ignore_ascii_case("url"));
+    let mut start = if key_marker.is_empty() {
+        UploadListStart::Beginning
+    } else {
+        match Uuid::try_parse(&id_marker) {
+            Ok(id) => UploadListStart::AfterUpload(key_marker.clone().into_bytes(), id),
+            Err(_) => UploadListStart::AfterKey(key_marker.clone().into_bytes()),
+        }
+    };
+    let mut uploads = Vec::new();
+    let mut prefixes: Vec<String> = Vec::new();
+    let mut truncated = false;
+    let mut last: Option<(String, Option<Uuid>)> = None;
+    'pages: loop {
+        let (page, more) = gw
+            .store
+            .list_uploads(req.bucket(), &prefix, start.clone(), MAX_LIST)
+            .await
+            .map_err(|e| named(e, req.bucket(), None))?;
+        for u in &page {
+            let rolled = delimiter.as_deref().and_then(|d| {
+                u.key[prefix.len()..].find(d).map(|i| u.key[..prefix.len() + i + d.len()].to_string())
+            });
+            if let Some(cp) = &rolled {
+                if prefixes.last() == Some(cp) {
+                    continue;
+                }
+            }
+            if uploads.len() + prefixes.len() == max {
+                truncated = true;
+                break 'pages;
+            }
+            match rolled {
+                Some(cp) => {
+                    last = Some((cp.clone(), None));
+                    prefixes.push(cp);
+                }
+                None => {
+                    last = Some((u.key.clone(), Some(u.upload_id)));
+                    uploads.push(u.clone());
+                }
+            }
+        }
+        match page.last() {
+            Some(u) if more => start = UploadListStart::AfterUpload(u.key.clone().into_bytes(), u.upload_id),
+            _ => break,
+        }
+    }
+    let enc = |s: &str| if url { uri_encode(s.as_bytes(), false) } else { s.to_string() };
+    let doc = ListMultipartUploadsResult {
+        xmlns: NS,
+        bucket: req.bucket().into(),
+        key_marker: enc(&key_marker),
+        upload_id_marker: id_marker,
+        next_key_marker: truncated.then(|| last.as_ref().map(|(k, _)| enc(k))).flatten(),
+        next_upload_id_marker: truncated
+            .then(|| last.as_ref().and_then(|(_, id)| id.map(|i| i.simple().to_string())))
+            .flatten(),
+        prefix: enc(&prefix),
+        delimiter: delimiter.as_deref().map(enc),
+        max_uploads: max,
+        is_truncated: truncated,
+        encoding_type: url.then(|| "url".to_string()),
+        uploads: uploads
+            .into_iter()
+            .map(|u| UploadEntry {
+                key: enc(&u.key),
+                upload_id: u.upload_id.simple().to_string(),
+                initiator: initiator(gw),
+                owner: gw.owner.clone(),
+                storage_class: STANDARD.into(),
+                initiated: iso8601(u.record.initiated_ns),
+            })
+            .collect(),
+        common_prefixes: prefixes.into_iter().map(|p| CommonPrefix { prefix: enc(&p) }).collect(),
+    };
+    Ok(xml(StatusCode::OK, to_xml("ListMultipartUploadsResult", &doc)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_of_parts() {
+        // MD5 of the two binary MD5s of "a" and "b", then "-2".
+        let a = hex::encode(Md5::digest(b"a"));
+        let b = hex::encode(Md5::digest(b"b"));
+        let mut h = Md5::new();
+        h.update(Md5::digest(b"a"));
+        h.update(Md5::digest(b"b"));
+        assert_eq!(multipart_etag(&[&a, &b]).unwrap(), format!("{}-2", hex::encode(h.finalize())));
+        assert!(multipart_etag(&["zz"]).is_none());
+    }
+}

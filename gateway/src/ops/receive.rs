@@ -1,0 +1,198 @@
+//! Receiving a write's body: decode and verify it while it streams into
+//! shard files, with MD5 and a flexible checksum computed beside it, then
+//! check the digests the client supplied (Content-MD5, `x-amz-checksum-*`
+//! headers or trailers) before anything is committed.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use placement::{ChecksumValue, StagedData, UploadRecord};
+
+use super::named;
+use crate::body::{request_body, BodyOptions};
+use crate::checksum::{self, ChecksumAlgorithm, ALL};
+use crate::error::{S3Error, S3Result};
+use crate::hashing::HashTap;
+use crate::request::S3Request;
+use crate::Gateway;
+
+/// Largest single PUT or part: 5 GiB.
+pub const MAX_PUT_BYTES: u64 = 5 << 30;
+
+/// The digests a client asked us to check, and the checksum to compute.
+#[derive(Debug)]
+pub struct Integrity {
+    content_md5: Option<[u8; 16]>,
+    algorithm: ChecksumAlgorithm,
+    explicit: bool,
+    expected: Option<Vec<u8>>,
+    in_trailer: bool,
+}
+
+/// Reads the integrity headers of a write. Without any, the object gets a
+/// CRC64NVME full-object checksum, as S3 computes by default.
+pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
+    let content_md5 = match req.header("content-md5") {
+        None => None,
+        Some(v) => Some(
+            B64.decode(v.trim())
+                .ok()
+                .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                .ok_or_else(|| S3Error::InvalidDigest("The Content-MD5 you specified was invalid.".into()))?,
+        ),
+    };
+    let mut chosen: Option<(ChecksumAlgorithm, Option<Vec<u8>>, bool)> = None;
+    for alg in ALL {
+        if let Some(v) = req.header(alg.header()) {
+            if chosen.is_some() {
+                return Err(S3Error::InvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.".into()));
+            }
+            let raw = alg
+                .decode_value(v)
+                .ok_or_else(|| S3Error::InvalidRequest(format!("Value for {} header is invalid.", alg.header())))?;
+            chosen = Some((alg, Some(raw), false));
+        }
+    }
+    if let Some(t) = req.header("x-amz-trailer") {
+        let alg = ChecksumAlgorithm::from_header(t.trim()).ok_or_else(|| {
+            S3Error::InvalidRequest(format!("The trailer {t} is not supported; only x-amz-checksum-* trailers are"))
+        })?;
+        if chosen.is_some() {
+            return Err(S3Error::InvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.".into()));
+        }
+        chosen = Some((alg, None, true));
+    }
+    if let Some(name) = req.header("x-amz-sdk-checksum-algorithm") {
+        let alg = ChecksumAlgorithm::from_name(name).ok_or_else(|| {
+            S3Error::InvalidRequest(format!("Checksum algorithm {name} is not supported"))
+        })?;
+        match &chosen {
+            Some((c, _, _)) if *c != alg => {
+                return Err(S3Error::InvalidRequest(format!(
+                    "Value for x-amz-sdk-checksum-algorithm header is invalid: {name} does not match the checksum sent"
+                )))
+            }
+            Some(_) => {}
+            None => chosen = Some((alg, None, false)),
+        }
+    }
+    let explicit = chosen.is_some();
+    let (algorithm, expected, in_trailer) = chosen.unwrap_or((ChecksumAlgorithm::Crc64Nvme, None, false));
+    Ok(Integrity {
+        content_md5,
+        algorithm,
+        explicit,
+        expected,
+        in_trailer,
+    })
+}
+
+impl Integrity {
+    /// Checks Content-MD5 and a checksum header against a small body held
+    /// in memory (XML documents).
+    pub fn verify_small(&self, data: &[u8]) -> S3Result<()> {
+        use md5::Digest as _;
+        if let Some(expected) = self.content_md5 {
+            if <[u8; 16]>::from(md5::Md5::digest(data)) != expected {
+                return Err(S3Error::BadDigest("The Content-MD5 you specified did not match what we received.".into()));
+            }
+        }
+        if let Some(expected) = &self.expected {
+            let mut h = self.algorithm.hasher();
+            h.update(data);
+            if &h.finalize() != expected {
+                return Err(S3Error::BadDigest(format!(
+                    "The {} you specified did not match the calculated checksum.",
+                    self.algorithm.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where received data goes.
+pub enum Target<'a> {
+    /// A new version of the request's object.
+    Object,
+    /// A part of this upload.
+    Part(&'a UploadRecord),
+}
+
+/// A body received and verified, not yet committed.
+pub struct Received {
+    /// The data, durable but unreferenced.
+    pub staged: StagedData,
+    /// MD5 of the data.
+    pub md5: [u8; 16],
+    /// The checksum to store.
+    pub checksum: ChecksumValue,
+    /// Whether the client named the algorithm (else it is our default).
+    pub explicit_checksum: bool,
+}
+
+/// Streams the request body into storage and verifies it.
+pub async fn receive(gw: &Gateway, req: &S3Request, body: Body, target: Target<'_>) -> S3Result<Received> {
+    let length = req.payload_length()?;
+    if length > MAX_PUT_BYTES {
+        return Err(S3Error::EntityTooLarge(format!(
+            "Your proposed upload exceeds the maximum allowed size ({MAX_PUT_BYTES} bytes)"
+        )));
+    }
+    let integ = integrity(req)?;
+    let tap = Arc::new(HashTap::start(true, Some(integ.algorithm)));
+    let (stream, trailers) = request_body(
+        body,
+        BodyOptions {
+            payload: req.auth.payload.clone(),
+            length,
+            idle_timeout: gw.config.body_idle_timeout,
+            tap: Some(tap.clone()),
+        },
+    );
+    let staged = match target {
+        Target::Object => gw.store.write_data(req.bucket(), req.key(), stream, Some(length)).await,
+        Target::Part(upload) => gw.store.write_part_data(upload, stream, Some(length)).await,
+    }
+    .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let tap = Arc::try_unwrap(tap).map_err(|_| S3Error::Internal("body still referenced".into()))?;
+    let digests = tap.finish().await;
+    let md5 = digests.md5.ok_or_else(|| S3Error::Internal("no MD5".into()))?;
+    let (alg, value) = digests
+        .checksum
+        .ok_or_else(|| S3Error::Internal("no checksum".into()))?;
+    if let Some(expected) = integ.content_md5 {
+        if expected != md5 {
+            return Err(S3Error::BadDigest("The Content-MD5 you specified did not match what we received.".into()));
+        }
+    }
+    let expected = if integ.in_trailer {
+        let t = trailers.lock().take().unwrap_or_default();
+        let v = t
+            .iter()
+            .find(|(n, _)| n == alg.header())
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| S3Error::InvalidRequest(format!("The trailer {} was declared but not sent", alg.header())))?;
+        Some(alg.decode_value(&v).ok_or_else(|| S3Error::InvalidRequest(format!("Value for {} trailing header is invalid.", alg.header())))?)
+    } else {
+        integ.expected
+    };
+    if expected.is_some_and(|e| e != value) {
+        return Err(S3Error::BadDigest(format!(
+            "The {} you specified did not match the calculated checksum.",
+            alg.name()
+        )));
+    }
+    Ok(Received {
+        staged,
+        md5,
+        checksum: ChecksumValue {
+            algorithm: alg.name().to_string(),
+            value: checksum::encode(&value),
+            kind: "FULL_OBJECT".into(),
+        },
+        explicit_checksum: integ.explicit,
+    })
+}

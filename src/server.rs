@@ -1,0 +1,129 @@
+//! `granary server DIR...`: disks, store and S3 gateway in one process.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use disk_engine::{LocalDiskOptions, Tier};
+use gateway::{AccessKey, Credentials, Gateway, GatewayConfig, ServeOptions};
+use placement::{open_local_set, LocalSetConfig, Store, DEFAULT_BLOCK_SIZE};
+
+use crate::credentials::{root_key, Origin, CREDENTIALS_FILE};
+
+/// Options of `granary server`.
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Data directories (1 to 16); created if missing on first start.
+    #[arg(default_value = "./data")]
+    pub dirs: Vec<PathBuf>,
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub address: SocketAddr,
+    /// Parity shards (default: 0 for 1 dir, mirroring for 2-3, 2 for 4-5, 3 for 6-7, 4 for 8+).
+    #[arg(long)]
+    pub parity: Option<usize>,
+    /// Region the server answers for.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+    /// Domain for virtual-hosted-style requests (<bucket>.<domain>).
+    #[arg(long)]
+    pub domain: Option<String>,
+    /// Seconds a client may pause while sending a request body.
+    #[arg(long, default_value_t = 60)]
+    pub body_timeout: u64,
+    /// Skip fsync before acknowledging writes. UNSAFE: a power cut can lose
+    /// acknowledged objects.
+    #[arg(long)]
+    pub unsafe_no_fsync: bool,
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub fn run(args: ServerArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("granary")
+        .build()?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: ServerArgs) -> anyhow::Result<()> {
+    if args.unsafe_no_fsync {
+        tracing::warn!("--unsafe-no-fsync: acknowledged writes may be lost on power failure");
+    }
+    let cfg = LocalSetConfig {
+        dirs: args.dirs.clone(),
+        parity: args.parity,
+        tier: Tier::Hot,
+        disk: LocalDiskOptions {
+            fsync: !args.unsafe_no_fsync,
+        },
+    };
+    let set = tokio::task::spawn_blocking(move || open_local_set(&cfg))
+        .await?
+        .context("cannot open the data directories")?;
+    let n = set.disks.len();
+    let parity = set.parity;
+    let local = set.local.clone();
+    let store = Store::new(set.disks, set.parity, DEFAULT_BLOCK_SIZE)?;
+
+    let (user, password, origin) = root_key(&args.dirs[0])?;
+    let credentials = Credentials::with_root(AccessKey {
+        access_key_id: user.clone(),
+        secret_key: password.clone(),
+    });
+    let config = GatewayConfig {
+        region: args.region.clone(),
+        domain: args.domain.clone(),
+        body_idle_timeout: Duration::from_secs(args.body_timeout),
+    };
+    let gw = Arc::new(Gateway::new(store.clone(), credentials, config, &user));
+    let listener = tokio::net::TcpListener::bind(args.address)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.address))?;
+    let addr = listener.local_addr()?;
+
+    let layout = match (n, parity) {
+        (1, _) => "a single disk, no parity".to_string(),
+        (_, p) if p == n - 1 => format!("{n} mirrored disks"),
+        (_, p) => format!("{n} disks, {}+{p} erasure coding", n - p),
+    };
+    println!("Granary listening on http://{addr} ({layout}, region {})", args.region);
+    match origin {
+        Origin::Generated => {
+            println!("Root credentials were generated and stored in {} (mode 0600):", args.dirs[0].join(CREDENTIALS_FILE).display());
+            println!("  AWS_ACCESS_KEY_ID={user}");
+            println!("  AWS_SECRET_ACCESS_KEY={password}");
+            println!("They are shown only this once.");
+        }
+        Origin::Stored => println!("Using the root credentials stored in {}", args.dirs[0].join(CREDENTIALS_FILE).display()),
+        Origin::Environment => println!("Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD"),
+    }
+    for s in store.disk_status().await {
+        if let disk_engine::DiskHealth::Offline { reason } = &s.health {
+            tracing::error!(disk = %s.label, slot = s.slot + 1, %reason, "disk offline");
+        }
+    }
+
+    gateway::serve(listener, gateway::router(gw), ServeOptions::default(), shutdown_signal()).await;
+    store.shutdown().await;
+    for d in local.into_iter().flatten() {
+        if let Err(e) = d.flush().await {
+            tracing::warn!(disk = %d.root().display(), error = %e, "flush at shutdown failed");
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutdown signal received");
+}
