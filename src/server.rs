@@ -84,6 +84,8 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.address))?;
     let addr = listener.local_addr()?;
+    // Signal handlers are in place before anyone learns the address.
+    let shutdown = shutdown_signal()?;
 
     let layout = match (n, parity) {
         (1, _) => "a single disk, no parity".to_string(),
@@ -107,7 +109,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         }
     }
 
-    gateway::serve(listener, gateway::router(gw), ServeOptions::default(), shutdown_signal()).await;
+    gateway::serve(listener, gateway::router(gw), ServeOptions::default(), shutdown).await;
     store.shutdown().await;
     for d in local.into_iter().flatten() {
         if let Err(e) = d.flush().await {
@@ -118,12 +120,17 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Installs SIGINT/SIGTERM handlers now; the returned future resolves on
+/// the first of them.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutdown signal received");
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutdown signal received; finishing in-flight requests");
+    })
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::routing::{any, get};
+use axum::routing::get;
 use axum::Router;
 use http::{HeaderValue, Response, StatusCode};
 use rand::Rng;
@@ -24,9 +24,6 @@ pub fn router(gw: Arc<Gateway>) -> Router {
     Router::new()
         .route("/granary/health/live", get(live))
         .route("/granary/health/ready", get(ready))
-        .route("/granary", any(reserved))
-        .route("/granary/", any(reserved))
-        .route("/granary/{*rest}", any(reserved))
         .fallback(s3)
         .with_state(gw)
 }
@@ -42,13 +39,6 @@ async fn ready(State(gw): State<Arc<Gateway>>) -> Response<Body> {
         (StatusCode::SERVICE_UNAVAILABLE, "not enough disks online for writes\n")
     };
     Response::builder().status(status).body(Body::from(text)).expect("valid response")
-}
-
-async fn reserved() -> Response<Body> {
-    Response::builder()
-        .status(StatusCode::NOT_FOUND)
-        .body(Body::from("no such Granary endpoint\n"))
-        .expect("valid response")
 }
 
 fn new_ids() -> (String, String) {

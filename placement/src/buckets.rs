@@ -78,10 +78,14 @@ impl Store {
                 return Ok(b.clone());
             }
         }
-        let state = self.set.resolve_key(SYSTEM_NS, &bucket_key(name)).await?;
+        let key = bucket_key(name);
+        let state = self.set.resolve_key(SYSTEM_NS, &key).await?;
         let Some(v) = state.latest().filter(|v| !v.object.delete_marker) else {
             return Err(Error::NoSuchBucket);
         };
+        if (0..self.set.width()).any(|s| state.responded[s] && !v.holders[s]) {
+            self.set.repair.request(SYSTEM_NS, &key, Vec::new());
+        }
         let b = decode_bucket(&v.object)?;
         let mut cache = self.bucket_cache.lock();
         if cache.len() >= BUCKET_CACHE_ENTRIES {

@@ -1,0 +1,387 @@
+//! Starts the real `granary` binary on a random loopback port over
+//! temporary directories, and builds clients for it: the Rust AWS SDK, and
+//! raw HTTP requests signed by AWS's own SigV4 signer for the cases an SDK
+//! refuses to send.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::Credentials;
+use aws_sdk_s3::config::{BehaviorVersion, Region};
+use aws_sdk_s3::Client;
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings};
+use aws_smithy_runtime_api::client::identity::Identity;
+
+pub const USER: &str = "e2e-root";
+pub const SECRET: &str = "e2e-secret-key-123";
+
+/// A running `granary server`.
+pub struct Server {
+    pub root: tempfile::TempDir,
+    pub dirs: Vec<PathBuf>,
+    pub endpoint: String,
+    pub addr: String,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Server {
+    /// Starts a server over `n` fresh directories.
+    pub fn start(n: usize) -> Server {
+        Server::start_with(n, &[])
+    }
+
+    /// Starts a server over `n` fresh directories with extra arguments.
+    pub fn start_with(n: usize, extra: &[&str]) -> Server {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = (1..=n).map(|i| root.path().join(format!("disk{i}"))).collect();
+        Server::start_in(root, dirs, extra)
+    }
+
+    /// Starts a server over the given directories inside `root`.
+    pub fn start_in(root: tempfile::TempDir, dirs: Vec<PathBuf>, extra: &[&str]) -> Server {
+        let mut s = Server {
+            root,
+            dirs,
+            endpoint: String::new(),
+            addr: String::new(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            child: None,
+        };
+        s.launch().expect("server starts");
+        s
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_granary"));
+        c.arg("server");
+        c.args(&self.dirs);
+        c.args(["--address", "127.0.0.1:0"]);
+        c.args(&self.extra);
+        c.env("GRANARY_ROOT_USER", USER)
+            .env("GRANARY_ROOT_PASSWORD", SECRET)
+            .env("RUST_LOG", "info");
+        c
+    }
+
+    /// Starts the process and waits for its "listening" line. Returns the
+    /// error output when it exits instead.
+    pub fn launch(&mut self) -> Result<(), String> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.root.path().join("server.log"))
+            .unwrap();
+        let mut child = self
+            .command()
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("spawn granary");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(rest) = line.strip_prefix("Granary listening on http://") {
+                        self.addr = rest.split_whitespace().next().unwrap().to_string();
+                        self.endpoint = format!("http://{}", self.addr);
+                        break;
+                    }
+                }
+                _ => {
+                    let _ = child.wait();
+                    return Err(self.log());
+                }
+            }
+        }
+        // Keep draining stdout so the server never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.root.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Peak resident set size of the server process, in bytes.
+    pub fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            unsafe_kill(c.id(), "TERM");
+            let status = c.wait().unwrap();
+            assert!(status.success(), "server exited with {status}; log:\n{}", self.log());
+        }
+    }
+
+    /// Kills the process with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops and starts again over the same directories.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch().unwrap();
+    }
+
+    /// An SDK client for this server.
+    pub fn client(&self) -> Client {
+        client_for(&self.endpoint, USER, SECRET, "us-east-1")
+    }
+
+    /// Every shard file currently stored, per directory.
+    pub fn shard_files(&self) -> Vec<Vec<PathBuf>> {
+        self.dirs.iter().map(|d| files_under(&d.join("shards"))).collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends a signal with the `kill` command.
+pub fn unsafe_kill(pid: u32, signal: &str) {
+    let _ = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status();
+}
+
+/// All regular files below `dir`, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// An SDK client with explicit credentials and region, path-style.
+pub fn client_for(endpoint: &str, key: &str, secret: &str, region: &str) -> Client {
+    let creds = Credentials::new(key, secret, None, None, "e2e");
+    let conf = aws_sdk_s3::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(region.to_string()))
+        .credentials_provider(creds)
+        .force_path_style(true)
+        .build();
+    Client::from_conf(conf)
+}
+
+/// A raw HTTP request signed with AWS's SigV4 signer.
+pub struct Raw<'a> {
+    pub method: &'a str,
+    pub url: String,
+    pub headers: Vec<(&'a str, String)>,
+    pub body: Vec<u8>,
+    /// Sign the payload hash (true) or send UNSIGNED-PAYLOAD.
+    pub signed_payload: bool,
+    /// Send and sign this x-amz-content-sha256 value instead.
+    pub payload_hash: Option<String>,
+}
+
+impl<'a> Raw<'a> {
+    pub fn new(method: &'a str, url: String) -> Raw<'a> {
+        Raw {
+            method,
+            url,
+            headers: Vec::new(),
+            body: Vec::new(),
+            signed_payload: true,
+            payload_hash: None,
+        }
+    }
+
+    /// Uses `value` as x-amz-content-sha256 (e.g. a STREAMING-* mode).
+    pub fn payload_hash(mut self, value: &str) -> Self {
+        self.payload_hash = Some(value.to_string());
+        self
+    }
+
+    pub fn header(mut self, name: &'a str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// Signs the request (as `key`/`secret` in `region`) and returns it.
+    pub fn signed(&self, key: &str, secret: &str, region: &str, presign: Option<Duration>) -> http::Request<Vec<u8>> {
+        let identity: Identity = Credentials::new(key, secret, None, None, "raw").into();
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = aws_sigv4::http_request::PayloadChecksumKind::XAmzSha256;
+        settings.percent_encoding_mode = aws_sigv4::http_request::PercentEncodingMode::Single;
+        settings.uri_path_normalization_mode = aws_sigv4::http_request::UriPathNormalizationMode::Disabled;
+        if let Some(expiry) = presign {
+            settings.signature_location = SignatureLocation::QueryParams;
+            settings.expires_in = Some(expiry);
+        }
+        let params = aws_sigv4::sign::v4::SigningParams::builder()
+            .identity(&identity)
+            .region(region)
+            .name("s3")
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()
+            .unwrap()
+            .into();
+        let mut req = http::Request::builder().method(self.method).uri(&self.url);
+        let host = self.url.split('/').nth(2).unwrap().to_string();
+        let mut headers: Vec<(&str, String)> = vec![("host", host)];
+        headers.extend(self.headers.iter().cloned());
+        for (k, v) in &headers {
+            req = req.header(*k, v);
+        }
+        let body = match &self.payload_hash {
+            Some(h) => SignableBody::Precomputed(h.clone()),
+            None if self.signed_payload && presign.is_none() => SignableBody::Bytes(&self.body),
+            None => SignableBody::UnsignedPayload,
+        };
+        let signable = SignableRequest::new(self.method, self.url.clone(), headers.iter().map(|(k, v)| (*k, v.as_str())), body).unwrap();
+        let (instructions, _) = sign(signable, &params).unwrap().into_parts();
+        let mut req = req.body(self.body.clone()).unwrap();
+        instructions.apply_to_request_http1x(&mut req);
+        req
+    }
+
+    /// Signs as the root user and sends it.
+    pub async fn send(&self) -> Reply {
+        send(self.signed(USER, SECRET, "us-east-1", None)).await
+    }
+}
+
+/// A raw response.
+pub struct Reply {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// The S3 error code in the body, if any.
+    pub fn code(&self) -> String {
+        let text = String::from_utf8_lossy(&self.body);
+        text.split("<Code>")
+            .nth(1)
+            .and_then(|r| r.split("</Code>").next())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends a request with reqwest.
+pub async fn send(req: http::Request<Vec<u8>>) -> Reply {
+    let (parts, body) = req.into_parts();
+    let client = reqwest::Client::new();
+    let mut r = client.request(parts.method, parts.uri.to_string()).body(body);
+    for (k, v) in parts.headers.iter() {
+        if k != "host" {
+            r = r.header(k, v);
+        }
+    }
+    let resp = r.send().await.unwrap();
+    Reply {
+        status: resp.status().as_u16(),
+        headers: resp.headers().clone(),
+        body: resp.bytes().await.unwrap().to_vec(),
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift64*), reproducible by seed.
+pub struct Pattern {
+    state: u64,
+}
+
+impl Pattern {
+    pub fn new(seed: u64) -> Pattern {
+        Pattern {
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            self.state ^= self.state >> 12;
+            self.state ^= self.state << 25;
+            self.state ^= self.state >> 27;
+            let v = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+
+    pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        Pattern::new(seed).fill(&mut v);
+        v
+    }
+}
+
+/// The S3 error code of an SDK error.
+pub fn code<E: aws_sdk_s3::error::ProvideErrorMetadata + std::fmt::Debug>(e: &aws_sdk_s3::error::SdkError<E>) -> String {
+    match e {
+        aws_sdk_s3::error::SdkError::ServiceError(s) => s.err().code().unwrap_or("").to_string(),
+        other => format!("not a service error: {other:?}"),
+    }
+}
+
+/// The HTTP status of an SDK error.
+pub fn status<E>(e: &aws_sdk_s3::error::SdkError<E>) -> u16 {
+    match e {
+        aws_sdk_s3::error::SdkError::ServiceError(s) => s.raw().status().as_u16(),
+        _ => 0,
+    }
+}
+
+/// Reads an object completely.
+pub async fn get_bytes(c: &Client, bucket: &str, key: &str) -> Vec<u8> {
+    let r = c.get_object().bucket(bucket).key(key).send().await.unwrap();
+    r.body.collect().await.unwrap().into_bytes().to_vec()
+}
+
+/// Writes an object from memory.
+pub async fn put_bytes(c: &Client, bucket: &str, key: &str, data: Vec<u8>) -> aws_sdk_s3::operation::put_object::PutObjectOutput {
+    c.put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(data.into())
+        .send()
+        .await
+        .unwrap()
+}

@@ -1,0 +1,94 @@
+use std::time::Instant;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_smithy_types::body::SdkBody;
+use bytes::Bytes;
+use http_body::Frame;
+use md5::{Digest, Md5};
+
+use crate::harness::*;
+
+/// Size of the large-object test; `GRANARY_E2E_LARGE_BYTES` overrides it.
+fn large_size() -> u64 {
+    std::env::var("GRANARY_E2E_LARGE_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2 << 30)
+}
+
+/// A streaming request body generating `len` pattern bytes on the fly.
+fn generated_body(len: u64, seed: u64) -> ByteStream {
+    const CHUNK: u64 = 1 << 20;
+    let stream = futures::stream::unfold((Pattern::new(seed), 0u64), move |(mut p, sent)| async move {
+        if sent >= len {
+            return None;
+        }
+        let n = CHUNK.min(len - sent) as usize;
+        let mut buf = vec![0u8; n];
+        p.fill(&mut buf);
+        Some((Ok::<_, std::io::Error>(Frame::data(Bytes::from(buf))), (p, sent + n as u64)))
+    });
+    let body = http_body_util::StreamBody::new(futures::StreamExt::fuse(stream));
+    ByteStream::new(SdkBody::from_body_1_x(body))
+}
+
+fn expected_md5(len: u64, seed: u64) -> String {
+    let mut p = Pattern::new(seed);
+    let mut h = Md5::new();
+    let mut left = len;
+    let mut buf = vec![0u8; 1 << 20];
+    while left > 0 {
+        let n = (buf.len() as u64).min(left) as usize;
+        p.fill(&mut buf[..n]);
+        h.update(&buf[..n]);
+        left -= n as u64;
+    }
+    hex::encode(h.finalize())
+}
+
+#[tokio::test]
+async fn two_gib_streams_up_and_down_in_bounded_memory() {
+    let len = large_size();
+    let s = Server::start(4);
+    let c = s.client();
+    c.create_bucket().bucket("big").send().await.unwrap();
+    let want = tokio::task::spawn_blocking(move || expected_md5(len, 77));
+
+    let t = Instant::now();
+    let put = c
+        .put_object()
+        .bucket("big")
+        .key("blob")
+        .content_length(len as i64)
+        .body(generated_body(len, 77))
+        .send()
+        .await
+        .unwrap();
+    let up = t.elapsed();
+    let want = want.await.unwrap();
+    assert_eq!(put.e_tag().unwrap(), format!("\"{want}\""));
+
+    let t = Instant::now();
+    let mut got = c.get_object().bucket("big").key("blob").send().await.unwrap();
+    assert_eq!(got.content_length(), Some(len as i64));
+    let mut h = Md5::new();
+    let mut n = 0u64;
+    while let Some(chunk) = got.body.next().await {
+        let chunk = chunk.unwrap();
+        n += chunk.len() as u64;
+        h.update(&chunk);
+    }
+    let down = t.elapsed();
+    assert_eq!(n, len);
+    assert_eq!(hex::encode(h.finalize()), want);
+
+    let rss = s.peak_rss();
+    let mb = |d: std::time::Duration| len as f64 / d.as_secs_f64() / 1e6;
+    println!(
+        "large object: {len} bytes, PUT {:.0} MB/s, GET {:.0} MB/s, server peak RSS {} MiB",
+        mb(up),
+        mb(down),
+        rss >> 20
+    );
+    assert!(rss < 256 << 20, "server peak RSS {} MiB", rss >> 20);
+}

@@ -1,0 +1,17 @@
+//! End-to-end tests: the real `granary` binary on a random loopback port,
+//! driven by the Rust AWS SDK (and by raw requests signed with AWS's SigV4
+//! signer where an SDK would refuse to send something malformed).
+
+mod harness;
+
+mod auth;
+mod bad_input;
+mod buckets;
+mod copy;
+mod durability;
+mod full_disk;
+mod large;
+mod listing;
+mod multipart;
+mod objects;
+mod server;
