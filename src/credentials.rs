@@ -23,8 +23,12 @@ pub enum Origin {
 
 /// Loads or creates the root key pair.
 pub fn root_key(first_dir: &Path) -> anyhow::Result<(String, String, Origin)> {
-    let user = std::env::var("GRANARY_ROOT_USER").ok().filter(|v| !v.is_empty());
-    let password = std::env::var("GRANARY_ROOT_PASSWORD").ok().filter(|v| !v.is_empty());
+    let user = std::env::var("GRANARY_ROOT_USER")
+        .ok()
+        .filter(|v| !v.is_empty());
+    let password = std::env::var("GRANARY_ROOT_PASSWORD")
+        .ok()
+        .filter(|v| !v.is_empty());
     match (user, password) {
         (Some(u), Some(p)) => {
             if u.len() < 3 || p.len() < 8 {
@@ -41,7 +45,10 @@ pub fn root_key(first_dir: &Path) -> anyhow::Result<(String, String, Origin)> {
         if let (Some(u), Some(p)) = (lines.next(), lines.next()) {
             return Ok((u.trim().to_string(), p.trim().to_string(), Origin::Stored));
         }
-        bail!("{} is malformed; delete it to generate a new root key", path.display());
+        bail!(
+            "{} is malformed; delete it to generate a new root key",
+            path.display()
+        );
     }
     let mut rng = rand::thread_rng();
     let user = format!(

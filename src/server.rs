@@ -92,16 +92,27 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         (_, p) if p == n - 1 => format!("{n} mirrored disks"),
         (_, p) => format!("{n} disks, {}+{p} erasure coding", n - p),
     };
-    println!("Granary listening on http://{addr} ({layout}, region {})", args.region);
+    println!(
+        "Granary listening on http://{addr} ({layout}, region {})",
+        args.region
+    );
     match origin {
         Origin::Generated => {
-            println!("Root credentials were generated and stored in {} (mode 0600):", args.dirs[0].join(CREDENTIALS_FILE).display());
+            println!(
+                "Root credentials were generated and stored in {} (mode 0600):",
+                args.dirs[0].join(CREDENTIALS_FILE).display()
+            );
             println!("  AWS_ACCESS_KEY_ID={user}");
             println!("  AWS_SECRET_ACCESS_KEY={password}");
             println!("They are shown only this once.");
         }
-        Origin::Stored => println!("Using the root credentials stored in {}", args.dirs[0].join(CREDENTIALS_FILE).display()),
-        Origin::Environment => println!("Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD"),
+        Origin::Stored => println!(
+            "Using the root credentials stored in {}",
+            args.dirs[0].join(CREDENTIALS_FILE).display()
+        ),
+        Origin::Environment => {
+            println!("Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD")
+        }
     }
     for s in store.disk_status().await {
         if let disk_engine::DiskHealth::Offline { reason } = &s.health {
@@ -109,7 +120,13 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         }
     }
 
-    gateway::serve(listener, gateway::router(gw), ServeOptions::default(), shutdown).await;
+    gateway::serve(
+        listener,
+        gateway::router(gw),
+        ServeOptions::default(),
+        shutdown,
+    )
+    .await;
     store.shutdown().await;
     for d in local.into_iter().flatten() {
         if let Err(e) = d.flush().await {

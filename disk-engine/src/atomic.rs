@@ -57,7 +57,10 @@ mod tests {
         write_file_atomic(&p, b"one", 0o600).unwrap();
         write_file_atomic(&p, b"two!", 0o600).unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"two!");
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         // No temp files left behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }

@@ -180,8 +180,7 @@ pub trait Disk: Send + Sync + 'static {
     async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError>;
 
     /// Reads an upload's state (`NotFound` if absent).
-    async fn get_upload(&self, ns: &[u8], key: &[u8], upload_id: Uuid)
-        -> Result<Bytes, DiskError>;
+    async fn get_upload(&self, ns: &[u8], key: &[u8], upload_id: Uuid) -> Result<Bytes, DiskError>;
 
     /// Removes an upload and all its parts atomically; returns the removed
     /// parts. `NotFound` if the upload does not exist. Durable on return.

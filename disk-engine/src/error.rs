@@ -70,6 +70,9 @@ impl DiskError {
     /// True when the error means the disk itself is unusable (as opposed to
     /// one missing or damaged item on a working disk).
     pub fn is_disk_failure(&self) -> bool {
-        matches!(self, DiskError::Offline(_) | DiskError::Io(_) | DiskError::Meta(_))
+        matches!(
+            self,
+            DiskError::Offline(_) | DiskError::Io(_) | DiskError::Meta(_)
+        )
     }
 }

@@ -74,7 +74,10 @@ impl FaultyDisk {
             tokio::time::sleep(d).await;
         }
         if self.has(&Fault::Offline) {
-            return Err(DiskError::Offline(format!("{}: injected", self.inner.label())));
+            return Err(DiskError::Offline(format!(
+                "{}: injected",
+                self.inner.label()
+            )));
         }
         Ok(())
     }
@@ -82,7 +85,9 @@ impl FaultyDisk {
     fn check_write(&self, bytes: u64) -> Result<(), DiskError> {
         let mut s = self.state.lock();
         if s.faults.contains(&Fault::FailWrites) {
-            return Err(DiskError::Io(std::io::Error::other("injected write failure")));
+            return Err(DiskError::Io(std::io::Error::other(
+                "injected write failure",
+            )));
         }
         let limit = s.faults.iter().find_map(|f| match f {
             Fault::FullAfter(n) => Some(*n),

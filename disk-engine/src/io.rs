@@ -20,6 +20,8 @@ pub(crate) fn fs_space(path: &Path) -> io::Result<(u64, u64)> {
     }
     // SAFETY: statvfs returned 0, so it initialised the struct.
     let st = unsafe { st.assume_init() };
-    let frsize = st.f_frsize as u64;
-    Ok((st.f_blocks as u64 * frsize, st.f_bavail as u64 * frsize))
+    // The field types differ between targets; widen them all to u64.
+    #[allow(clippy::unnecessary_cast)]
+    let (frsize, blocks, avail) = (st.f_frsize as u64, st.f_blocks as u64, st.f_bavail as u64);
+    Ok((blocks * frsize, avail * frsize))
 }

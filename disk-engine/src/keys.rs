@@ -42,9 +42,9 @@ pub(crate) fn take_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
     while i < input.len() {
         let b = input[i];
         if b == ESC {
-            match input.get(i + 1)? {
-                &ESC_ZERO => out.push(0),
-                &TERM => return Some((out, &input[i + 2..])),
+            match *input.get(i + 1)? {
+                ESC_ZERO => out.push(0),
+                TERM => return Some((out, &input[i + 2..])),
                 _ => return None,
             }
             i += 2;

@@ -67,9 +67,8 @@ impl LocalDisk {
     /// files and opens the metadata store. Blocking.
     pub fn open(root: &Path, opts: LocalDiskOptions) -> Result<LocalDisk, DiskError> {
         let label = root.display().to_string();
-        let bytes = fs::read(root.join(FORMAT_FILE)).map_err(|e| {
-            DiskError::Format(format!("{label}: cannot read {FORMAT_FILE}: {e}"))
-        })?;
+        let bytes = fs::read(root.join(FORMAT_FILE))
+            .map_err(|e| DiskError::Format(format!("{label}: cannot read {FORMAT_FILE}: {e}")))?;
         let format = FormatRecord::decode(&bytes)?;
         let lock = OpenOptions::new()
             .create(true)
@@ -268,7 +267,10 @@ impl Disk for LocalDisk {
         blocking(move || {
             let r = ShardFileReader::open(File::open(&path)?)?;
             if r.header().shard_id != id {
-                return Err(DiskError::corrupt("shard header", "holds another shard's id"));
+                return Err(DiskError::corrupt(
+                    "shard header",
+                    "holds another shard's id",
+                ));
             }
             r.read(offset, len)
         })
@@ -330,12 +332,7 @@ impl Disk for LocalDisk {
         blocking(move || m.put_upload(&ns, &entry)).await
     }
 
-    async fn get_upload(
-        &self,
-        ns: &[u8],
-        key: &[u8],
-        upload_id: Uuid,
-    ) -> Result<Bytes, DiskError> {
+    async fn get_upload(&self, ns: &[u8], key: &[u8], upload_id: Uuid) -> Result<Bytes, DiskError> {
         let (m, ns, key) = (self.meta(), ns.to_vec(), key.to_vec());
         blocking(move || m.get_upload(&ns, &key, upload_id)).await
     }
@@ -419,7 +416,10 @@ mod tests {
         let mut w = disk.create_shard(id, opts).await.unwrap();
         w.append(Bytes::from(vec![1u8; 4096])).await.unwrap();
         w.append(Bytes::from(vec![2u8; 10])).await.unwrap();
-        assert!(matches!(disk.read_shard(id, 0, 1).await, Err(DiskError::NotFound)));
+        assert!(matches!(
+            disk.read_shard(id, 0, 1).await,
+            Err(DiskError::NotFound)
+        ));
         assert_eq!(w.finish().await.unwrap().len, 4106);
         let got = disk.read_shard(id, 4090, 16).await.unwrap();
         assert_eq!(&got[..6], &[1u8; 6]);
@@ -434,7 +434,10 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
         disk.delete_shard(id).await.unwrap();
         disk.delete_shard(id).await.unwrap();
-        assert!(matches!(disk.read_shard(id, 0, 1).await, Err(DiskError::NotFound)));
+        assert!(matches!(
+            disk.read_shard(id, 0, 1).await,
+            Err(DiskError::NotFound)
+        ));
     }
 
     #[tokio::test]

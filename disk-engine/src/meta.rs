@@ -170,7 +170,8 @@ impl MetaStore {
                 return Ok(PutRecordOutcome::Stored { replaced: None });
             }
         }
-        self.db.put_cf_opt(cf, &k, encode_record(record), &sync_writes())?;
+        self.db
+            .put_cf_opt(cf, &k, encode_record(record), &sync_writes())?;
         Ok(PutRecordOutcome::Stored { replaced: previous })
     }
 
@@ -198,7 +199,11 @@ impl MetaStore {
     }
 
     /// Lists keys in order with all their versions.
-    pub fn list_records(&self, ns: &[u8], opts: &RecordListOptions) -> Result<RecordPage, DiskError> {
+    pub fn list_records(
+        &self,
+        ns: &[u8],
+        opts: &RecordListOptions,
+    ) -> Result<RecordPage, DiskError> {
         let mut lower = Vec::new();
         push_component(&mut lower, ns);
         let ns_len = lower.len();
@@ -381,10 +386,10 @@ impl MetaStore {
         if after == u32::MAX {
             return Ok((out, false));
         }
-        for item in self
-            .db
-            .iterator_cf(self.cf(CF_PARTS), IteratorMode::From(&start, Direction::Forward))
-        {
+        for item in self.db.iterator_cf(
+            self.cf(CF_PARTS),
+            IteratorMode::From(&start, Direction::Forward),
+        ) {
             let (k, v) = item?;
             if k.len() != 20 || k[..16] != upload_id.as_bytes()[..] || k[..] > end[..] {
                 break;
@@ -443,8 +448,14 @@ mod tests {
             PutRecordOutcome::Superseded { .. }
         ));
         assert_eq!(m.get_records(b"ns", b"k").unwrap(), vec![b.clone()]);
-        assert!(m.delete_record(b"ns", b"k", b.version, Some(a.stamp)).unwrap().is_none());
-        assert_eq!(m.delete_record(b"ns", b"k", b.version, None).unwrap(), Some(b));
+        assert!(m
+            .delete_record(b"ns", b"k", b.version, Some(a.stamp))
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            m.delete_record(b"ns", b"k", b.version, None).unwrap(),
+            Some(b)
+        );
         assert!(m.get_records(b"ns", b"k").unwrap().is_empty());
     }
 
@@ -521,11 +532,25 @@ mod tests {
         )
         .unwrap();
         assert!(m.put_part(b"ns", b"k", id, &part).unwrap().is_none());
-        assert_eq!(m.put_part(b"ns", b"k", id, &part).unwrap(), Some(part.clone()));
-        m.put_part(b"ns", b"k", id, &PartEntry { number: 1, body: Bytes::new() })
-            .unwrap();
+        assert_eq!(
+            m.put_part(b"ns", b"k", id, &part).unwrap(),
+            Some(part.clone())
+        );
+        m.put_part(
+            b"ns",
+            b"k",
+            id,
+            &PartEntry {
+                number: 1,
+                body: Bytes::new(),
+            },
+        )
+        .unwrap();
         let (parts, more) = m.list_parts(id, 0, 10).unwrap();
-        assert_eq!(parts.iter().map(|p| p.number).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            parts.iter().map(|p| p.number).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         assert!(!more);
         let (parts, more) = m.list_parts(id, 1, 10).unwrap();
         assert_eq!(parts.len(), 1);
@@ -536,6 +561,9 @@ mod tests {
         assert_eq!(ups.len(), 1);
         assert_eq!(m.delete_upload(b"ns", b"k", id).unwrap().len(), 2);
         assert!(m.list_parts(id, 0, 10).unwrap().0.is_empty());
-        assert!(matches!(m.get_upload(b"ns", b"k", id), Err(DiskError::NotFound)));
+        assert!(matches!(
+            m.get_upload(b"ns", b"k", id),
+            Err(DiskError::NotFound)
+        ));
     }
 }

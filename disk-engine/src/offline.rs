@@ -61,7 +61,12 @@ impl Disk for OfflineDisk {
     async fn get_records(&self, _: &[u8], _: &[u8]) -> Result<Vec<Record>, DiskError> {
         Err(self.err())
     }
-    async fn put_record(&self, _: &[u8], _: &[u8], _: Record) -> Result<PutRecordOutcome, DiskError> {
+    async fn put_record(
+        &self,
+        _: &[u8],
+        _: &[u8],
+        _: Record,
+    ) -> Result<PutRecordOutcome, DiskError> {
         Err(self.err())
     }
     async fn delete_record(
@@ -82,7 +87,12 @@ impl Disk for OfflineDisk {
     async fn get_upload(&self, _: &[u8], _: &[u8], _: Uuid) -> Result<Bytes, DiskError> {
         Err(self.err())
     }
-    async fn delete_upload(&self, _: &[u8], _: &[u8], _: Uuid) -> Result<Vec<PartEntry>, DiskError> {
+    async fn delete_upload(
+        &self,
+        _: &[u8],
+        _: &[u8],
+        _: Uuid,
+    ) -> Result<Vec<PartEntry>, DiskError> {
         Err(self.err())
     }
     async fn list_uploads(
@@ -103,7 +113,12 @@ impl Disk for OfflineDisk {
     ) -> Result<Option<PartEntry>, DiskError> {
         Err(self.err())
     }
-    async fn list_parts(&self, _: Uuid, _: u32, _: usize) -> Result<(Vec<PartEntry>, bool), DiskError> {
+    async fn list_parts(
+        &self,
+        _: Uuid,
+        _: u32,
+        _: usize,
+    ) -> Result<(Vec<PartEntry>, bool), DiskError> {
         Err(self.err())
     }
 }

@@ -39,6 +39,11 @@ pub(crate) fn block_checksum(data: &[u8]) -> u64 {
     crc_fast::checksum(CrcAlgorithm::Crc64Nvme, data)
 }
 
+/// A block size this format can hold: non-zero, 4 KiB-aligned, bounded.
+fn valid_block_size(bs: u32) -> bool {
+    bs != 0 && (bs as usize).is_multiple_of(BLOCK_ALIGN) && bs as usize <= MAX_BLOCK_SIZE
+}
+
 fn align_up(n: u64) -> u64 {
     n.div_ceil(BLOCK_ALIGN as u64) * BLOCK_ALIGN as u64
 }
@@ -84,10 +89,7 @@ impl Header {
             ));
         }
         let block_size = u32::from_le_bytes(h[12..16].try_into().unwrap());
-        if block_size == 0
-            || block_size as usize > MAX_BLOCK_SIZE
-            || block_size as usize % BLOCK_ALIGN != 0
-        {
+        if !valid_block_size(block_size) {
             return Err(DiskError::corrupt("shard header", "bad block size"));
         }
         Ok(Header {
@@ -117,10 +119,7 @@ pub(crate) struct ShardFileWriter {
 impl ShardFileWriter {
     /// Creates the file (which must not exist) and writes its header.
     pub fn create(file: File, header: &Header) -> Result<Self, DiskError> {
-        if header.block_size as usize % BLOCK_ALIGN != 0
-            || header.block_size as usize > MAX_BLOCK_SIZE
-            || header.block_size == 0
-        {
+        if !valid_block_size(header.block_size) {
             return Err(DiskError::InvalidArgument(format!(
                 "block size {} must be a non-zero multiple of {BLOCK_ALIGN} up to {MAX_BLOCK_SIZE}",
                 header.block_size
@@ -285,7 +284,10 @@ impl ShardFileReader {
             if block_checksum(block) != self.trailer.checksums[n] {
                 return Err(DiskError::corrupt(
                     "shard block",
-                    format!("block {n} of shard {} fails its checksum", self.header.shard_id),
+                    format!(
+                        "block {n} of shard {} fails its checksum",
+                        self.header.shard_id
+                    ),
                 ));
             }
         }
@@ -330,7 +332,14 @@ mod tests {
         let r = ShardFileReader::open(File::open(&p).unwrap()).unwrap();
         assert_eq!(r.data_len(), data.len() as u64);
         assert_eq!(r.header().shard_index, 3);
-        for (off, len) in [(0, data.len()), (0, 1), (4095, 2), (8192, 4113), (12288, 17), (5, 0)] {
+        for (off, len) in [
+            (0, data.len()),
+            (0, 1),
+            (4095, 2),
+            (8192, 4113),
+            (12288, 17),
+            (5, 0),
+        ] {
             let got = r.read(off as u64, len as u64).unwrap();
             assert_eq!(&got[..], &data[off..off + len], "{off}+{len}");
         }
@@ -351,7 +360,10 @@ mod tests {
         let r = ShardFileReader::open(File::open(&p).unwrap()).unwrap();
         assert!(r.read(0, 8192).is_ok());
         assert!(matches!(r.read(8192, 10), Err(DiskError::Corrupt { .. })));
-        assert!(matches!(r.read(0, 4 * 4096), Err(DiskError::Corrupt { .. })));
+        assert!(matches!(
+            r.read(0, 4 * 4096),
+            Err(DiskError::Corrupt { .. })
+        ));
     }
 
     #[test]

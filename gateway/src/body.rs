@@ -155,7 +155,13 @@ pub fn request_body(body: Body, opts: BodyOptions) -> (BodyStream, Trailers) {
 }
 
 /// Reads a small body (XML documents) completely, up to `limit` bytes.
-pub async fn read_small(body: Body, payload: Payload, length: u64, limit: u64, idle: Duration) -> S3Result<Bytes> {
+pub async fn read_small(
+    body: Body,
+    payload: Payload,
+    length: u64,
+    limit: u64,
+    idle: Duration,
+) -> S3Result<Bytes> {
     if length > limit {
         return Err(S3Error::MaxMessageLengthExceeded);
     }

@@ -78,9 +78,15 @@ impl ChecksumAlgorithm {
     /// A fresh hasher.
     pub fn hasher(self) -> ChecksumHasher {
         match self {
-            ChecksumAlgorithm::Crc32 => ChecksumHasher::Crc(crc_fast::Digest::new(CrcAlgorithm::Crc32IsoHdlc), 4),
-            ChecksumAlgorithm::Crc32c => ChecksumHasher::Crc(crc_fast::Digest::new(CrcAlgorithm::Crc32Iscsi), 4),
-            ChecksumAlgorithm::Crc64Nvme => ChecksumHasher::Crc(crc_fast::Digest::new(CrcAlgorithm::Crc64Nvme), 8),
+            ChecksumAlgorithm::Crc32 => {
+                ChecksumHasher::Crc(crc_fast::Digest::new(CrcAlgorithm::Crc32IsoHdlc), 4)
+            }
+            ChecksumAlgorithm::Crc32c => {
+                ChecksumHasher::Crc(crc_fast::Digest::new(CrcAlgorithm::Crc32Iscsi), 4)
+            }
+            ChecksumAlgorithm::Crc64Nvme => {
+                ChecksumHasher::Crc(crc_fast::Digest::new(CrcAlgorithm::Crc64Nvme), 8)
+            }
             ChecksumAlgorithm::Sha1 => ChecksumHasher::Sha1(Sha1::new()),
             ChecksumAlgorithm::Sha256 => ChecksumHasher::Sha256(Sha256::new()),
         }
@@ -88,7 +94,9 @@ impl ChecksumAlgorithm {
 
     /// Decodes a base64 value and checks its length.
     pub fn decode_value(self, b64: &str) -> Option<Vec<u8>> {
-        B64.decode(b64.trim()).ok().filter(|v| v.len() == self.digest_len())
+        B64.decode(b64.trim())
+            .ok()
+            .filter(|v| v.len() == self.digest_len())
     }
 }
 
@@ -144,19 +152,37 @@ mod tests {
         // 66,560 × 'a' under CRC32C, from AWS's signed-trailer example.
         assert_eq!(of(ChecksumAlgorithm::Crc32c, &[b'a'; 66_560]), "sOO8/Q==");
         // Check values of the CRC catalogue ("123456789").
-        assert_eq!(of(ChecksumAlgorithm::Crc32c, b"123456789"), encode(&0xE3069283u32.to_be_bytes()));
+        assert_eq!(
+            of(ChecksumAlgorithm::Crc32c, b"123456789"),
+            encode(&0xE3069283u32.to_be_bytes())
+        );
         assert_eq!(
             of(ChecksumAlgorithm::Crc64Nvme, b"123456789"),
             encode(&0xAE8B14860A799888u64.to_be_bytes())
         );
-        assert_eq!(of(ChecksumAlgorithm::Sha256, b""), encode(&hex::decode("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855").unwrap()));
-        assert_eq!(of(ChecksumAlgorithm::Sha1, b"abc"), "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=");
+        assert_eq!(
+            of(ChecksumAlgorithm::Sha256, b""),
+            encode(
+                &hex::decode("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+                    .unwrap()
+            )
+        );
+        assert_eq!(
+            of(ChecksumAlgorithm::Sha1, b"abc"),
+            "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="
+        );
     }
 
     #[test]
     fn names_and_headers() {
-        assert_eq!(ChecksumAlgorithm::from_name("crc64nvme"), Some(ChecksumAlgorithm::Crc64Nvme));
-        assert_eq!(ChecksumAlgorithm::from_header("X-Amz-Checksum-Sha1"), Some(ChecksumAlgorithm::Sha1));
+        assert_eq!(
+            ChecksumAlgorithm::from_name("crc64nvme"),
+            Some(ChecksumAlgorithm::Crc64Nvme)
+        );
+        assert_eq!(
+            ChecksumAlgorithm::from_header("X-Amz-Checksum-Sha1"),
+            Some(ChecksumAlgorithm::Sha1)
+        );
         assert!(ChecksumAlgorithm::Crc32.decode_value("NSRBwg==").is_some());
         assert!(ChecksumAlgorithm::Crc32.decode_value("NSRB").is_none());
     }

@@ -8,15 +8,17 @@ use http::HeaderMap;
 use crate::error::{S3Error, S3Result};
 
 fn etag_matches(list: &str, etag: &str) -> bool {
-    list.split(',').map(str::trim).any(|t| {
-        t == "*" || t.trim_start_matches("W/").trim_matches('"') == etag
-    })
+    list.split(',')
+        .map(str::trim)
+        .any(|t| t == "*" || t.trim_start_matches("W/").trim_matches('"') == etag)
 }
 
 fn date(h: &HeaderMap, name: &str) -> Option<u64> {
     let v = h.get(name)?.to_str().ok()?;
     let t = httpdate::parse_http_date(v).ok()?;
-    t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
+    t.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
 }
 
 fn text<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -62,15 +64,21 @@ pub fn check_copy_source(h: &HeaderMap, etag: &str, modified_secs: u64) -> S3Res
             return Err(S3Error::PreconditionFailed("x-amz-copy-source-If-Match"));
         }
     } else if date(h, "x-amz-copy-source-if-unmodified-since").is_some_and(|d| modified_secs > d) {
-        return Err(S3Error::PreconditionFailed("x-amz-copy-source-If-Unmodified-Since"));
+        return Err(S3Error::PreconditionFailed(
+            "x-amz-copy-source-If-Unmodified-Since",
+        ));
     }
     let none_match = text(h, "x-amz-copy-source-if-none-match");
     if let Some(m) = none_match {
         if etag_matches(m, etag) {
-            return Err(S3Error::PreconditionFailed("x-amz-copy-source-If-None-Match"));
+            return Err(S3Error::PreconditionFailed(
+                "x-amz-copy-source-If-None-Match",
+            ));
         }
     } else if date(h, "x-amz-copy-source-if-modified-since").is_some_and(|d| modified_secs <= d) {
-        return Err(S3Error::PreconditionFailed("x-amz-copy-source-If-Modified-Since"));
+        return Err(S3Error::PreconditionFailed(
+            "x-amz-copy-source-If-Modified-Since",
+        ));
     }
     Ok(())
 }
@@ -97,21 +105,49 @@ mod tests {
     #[test]
     fn rfc_order() {
         assert!(check_read(&h(&[("if-match", "\"abc\"")]), "abc", T).is_ok());
-        assert!(matches!(check_read(&h(&[("if-match", "\"x\"")]), "abc", T), Err(S3Error::PreconditionFailed(_))));
-        assert!(check_read(&h(&[("if-match", "*")]), "abc", T).is_ok());
-        assert!(matches!(check_read(&h(&[("if-none-match", "\"abc\"")]), "abc", T), Err(S3Error::NotModified)));
-        assert!(matches!(check_read(&h(&[("if-modified-since", &at(T))]), "abc", T), Err(S3Error::NotModified)));
-        assert!(check_read(&h(&[("if-modified-since", &at(T - 1))]), "abc", T).is_ok());
-        assert!(matches!(check_read(&h(&[("if-unmodified-since", &at(T - 1))]), "abc", T), Err(S3Error::PreconditionFailed(_))));
-        // If-Match true wins over a failing If-Unmodified-Since.
-        assert!(check_read(&h(&[("if-match", "\"abc\""), ("if-unmodified-since", &at(T - 1))]), "abc", T).is_ok());
-        // If-None-Match false (matches) with If-Modified-Since true: 304.
         assert!(matches!(
-            check_read(&h(&[("if-none-match", "\"abc\""), ("if-modified-since", &at(T - 10))]), "abc", T),
+            check_read(&h(&[("if-match", "\"x\"")]), "abc", T),
+            Err(S3Error::PreconditionFailed(_))
+        ));
+        assert!(check_read(&h(&[("if-match", "*")]), "abc", T).is_ok());
+        assert!(matches!(
+            check_read(&h(&[("if-none-match", "\"abc\"")]), "abc", T),
             Err(S3Error::NotModified)
         ));
         assert!(matches!(
-            check_copy_source(&h(&[("x-amz-copy-source-if-none-match", "\"abc\"")]), "abc", T),
+            check_read(&h(&[("if-modified-since", &at(T))]), "abc", T),
+            Err(S3Error::NotModified)
+        ));
+        assert!(check_read(&h(&[("if-modified-since", &at(T - 1))]), "abc", T).is_ok());
+        assert!(matches!(
+            check_read(&h(&[("if-unmodified-since", &at(T - 1))]), "abc", T),
+            Err(S3Error::PreconditionFailed(_))
+        ));
+        // If-Match true wins over a failing If-Unmodified-Since.
+        assert!(check_read(
+            &h(&[("if-match", "\"abc\""), ("if-unmodified-since", &at(T - 1))]),
+            "abc",
+            T
+        )
+        .is_ok());
+        // If-None-Match false (matches) with If-Modified-Since true: 304.
+        assert!(matches!(
+            check_read(
+                &h(&[
+                    ("if-none-match", "\"abc\""),
+                    ("if-modified-since", &at(T - 10))
+                ]),
+                "abc",
+                T
+            ),
+            Err(S3Error::NotModified)
+        ));
+        assert!(matches!(
+            check_copy_source(
+                &h(&[("x-amz-copy-source-if-none-match", "\"abc\"")]),
+                "abc",
+                T
+            ),
             Err(S3Error::PreconditionFailed(_))
         ));
     }

@@ -251,9 +251,10 @@ impl S3Error {
         };
         match self {
             AuthorizationHeaderMalformed(_, Some(region)) => field("Region", region),
-            BucketAlreadyOwnedByYou(b) | BucketNotEmpty(b) | NoSuchBucket(b) | InvalidBucketName(b) => {
-                field("BucketName", b)
-            }
+            BucketAlreadyOwnedByYou(b)
+            | BucketNotEmpty(b)
+            | NoSuchBucket(b)
+            | InvalidBucketName(b) => field("BucketName", b),
             NoSuchKey(k) => field("Key", k),
             InvalidArgument(_, Some((name, value))) => {
                 field("ArgumentName", name);
@@ -294,7 +295,13 @@ impl S3Error {
     }
 
     /// Builds the HTTP response; HEAD requests and 304s get no body.
-    pub fn into_response(self, resource: &str, request_id: &str, host_id: &str, head: bool) -> Response<Body> {
+    pub fn into_response(
+        self,
+        resource: &str,
+        request_id: &str,
+        host_id: &str,
+        head: bool,
+    ) -> Response<Body> {
         if let S3Error::Internal(cause) = &self {
             tracing::error!(request_id, cause = %cause, "internal error");
         }
@@ -308,7 +315,10 @@ impl S3Error {
         }
         let xml = self.to_xml(resource, request_id, host_id);
         builder
-            .header(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml"))
+            .header(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/xml"),
+            )
             .body(Body::from(xml))
             .expect("valid response")
     }

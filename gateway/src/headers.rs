@@ -37,7 +37,8 @@ const KNOWN_CLASSES: [&str; 10] = [
 
 /// ISO 8601 with milliseconds, as S3's XML uses.
 pub fn iso8601(ns: u64) -> String {
-    let t = OffsetDateTime::from_unix_timestamp_nanos(ns as i128).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    let t =
+        OffsetDateTime::from_unix_timestamp_nanos(ns as i128).unwrap_or(OffsetDateTime::UNIX_EPOCH);
     t.format(format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     ))
@@ -78,7 +79,9 @@ pub fn reject_unsupported(h: &HeaderMap) -> S3Result<()> {
             || n == "x-amz-tagging"
             || n == "x-amz-website-redirect-location"
         {
-            return Err(S3Error::NotImplemented(format!("The {n} header is not supported yet")));
+            return Err(S3Error::NotImplemented(format!(
+                "The {n} header is not supported yet"
+            )));
         }
     }
     Ok(())
@@ -99,7 +102,11 @@ pub fn storage_class(h: &HeaderMap) -> S3Result<()> {
 /// filled in by the caller).
 pub fn object_meta(h: &HeaderMap) -> S3Result<ObjectMeta> {
     let mut meta = ObjectMeta {
-        content_type: Some(text(h, "content-type").unwrap_or("binary/octet-stream").to_string()),
+        content_type: Some(
+            text(h, "content-type")
+                .unwrap_or("binary/octet-stream")
+                .to_string(),
+        ),
         ..ObjectMeta::default()
     };
     for name in STORED_HEADERS {
@@ -138,7 +145,10 @@ pub fn object_headers(out: &mut HeaderMap, obj: &ObjectRecord, checksum_mode: bo
     let mut put = |name: &str, value: &str| {
         if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
             out.append(n, v);
-        } else if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::from_bytes(value.as_bytes())) {
+        } else if let (Ok(n), Ok(v)) = (
+            HeaderName::try_from(name),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
             out.append(n, v);
         }
     };
@@ -192,30 +202,57 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(iso8601(1_255_369_830_000_000_000), "2009-10-12T17:50:30.000Z");
-        assert_eq!(http_date(1_255_369_830_000_000_000), "Mon, 12 Oct 2009 17:50:30 GMT");
+        assert_eq!(
+            iso8601(1_255_369_830_000_000_000),
+            "2009-10-12T17:50:30.000Z"
+        );
+        assert_eq!(
+            http_date(1_255_369_830_000_000_000),
+            "Mon, 12 Oct 2009 17:50:30 GMT"
+        );
     }
 
     #[test]
     fn metadata_and_refusals() {
         let mut h = HeaderMap::new();
         h.insert("x-amz-meta-color", HeaderValue::from_static("blue"));
-        h.insert("content-encoding", HeaderValue::from_static("aws-chunked,gzip"));
+        h.insert(
+            "content-encoding",
+            HeaderValue::from_static("aws-chunked,gzip"),
+        );
         let m = object_meta(&h).unwrap();
         assert_eq!(m.user, vec![("color".to_string(), "blue".to_string())]);
-        assert_eq!(m.headers, vec![("content-encoding".to_string(), "gzip".to_string())]);
+        assert_eq!(
+            m.headers,
+            vec![("content-encoding".to_string(), "gzip".to_string())]
+        );
         assert_eq!(m.content_type.as_deref(), Some("binary/octet-stream"));
-        h.insert("x-amz-meta-big", HeaderValue::from_str(&"x".repeat(2100)).unwrap());
+        h.insert(
+            "x-amz-meta-big",
+            HeaderValue::from_str(&"x".repeat(2100)).unwrap(),
+        );
         assert!(matches!(object_meta(&h), Err(S3Error::MetadataTooLarge)));
         let mut h = HeaderMap::new();
         h.insert("x-amz-acl", HeaderValue::from_static("public-read"));
-        assert!(matches!(reject_unsupported(&h), Err(S3Error::NotImplemented(_))));
+        assert!(matches!(
+            reject_unsupported(&h),
+            Err(S3Error::NotImplemented(_))
+        ));
         h.insert("x-amz-acl", HeaderValue::from_static("private"));
         assert!(reject_unsupported(&h).is_ok());
-        h.insert("x-amz-server-side-encryption", HeaderValue::from_static("AES256"));
-        assert!(matches!(reject_unsupported(&h), Err(S3Error::NotImplemented(_))));
+        h.insert(
+            "x-amz-server-side-encryption",
+            HeaderValue::from_static("AES256"),
+        );
+        assert!(matches!(
+            reject_unsupported(&h),
+            Err(S3Error::NotImplemented(_))
+        ));
         let mut h = HeaderMap::new();
         h.insert("x-amz-storage-class", HeaderValue::from_static("FANCY"));
-        assert!(matches!(storage_class(&h), Err(S3Error::InvalidStorageClass)));
+        assert!(matches!(
+            storage_class(&h),
+            Err(S3Error::InvalidStorageClass)
+        ));
     }
 }

@@ -66,7 +66,12 @@ pub struct Gateway {
 impl Gateway {
     /// A gateway over `store`, accepting `credentials`; the owner shown in
     /// listings is derived from `owner_key` (the root access key).
-    pub fn new(store: Arc<placement::Store>, credentials: Credentials, config: GatewayConfig, owner_key: &str) -> Gateway {
+    pub fn new(
+        store: Arc<placement::Store>,
+        credentials: Credentials,
+        config: GatewayConfig,
+        owner_key: &str,
+    ) -> Gateway {
         use sha2::Digest as _;
         Gateway {
             store,

@@ -45,7 +45,10 @@ pub fn validate_bucket_name(name: &str) -> S3Result<()> {
 /// Checks an object key: non-empty and at most 1,024 bytes.
 pub fn validate_key(key: &str) -> S3Result<()> {
     if key.is_empty() {
-        return Err(S3Error::InvalidArgument("Object key must not be empty".into(), None));
+        return Err(S3Error::InvalidArgument(
+            "Object key must not be empty".into(),
+            None,
+        ));
     }
     if key.len() > MAX_KEY_BYTES {
         return Err(S3Error::KeyTooLong);
@@ -63,8 +66,19 @@ mod tests {
             assert!(validate_bucket_name(ok).is_ok(), "{ok}");
         }
         for bad in [
-            "ab", "Abc", "a_b", "-ab", "ab-", "a..b", "a.-b", "192.168.5.4", "xn--ab", "ab-s3alias",
-            "granary", &"a".repeat(64), "ab c",
+            "ab",
+            "Abc",
+            "a_b",
+            "-ab",
+            "ab-",
+            "a..b",
+            "a.-b",
+            "192.168.5.4",
+            "xn--ab",
+            "ab-s3alias",
+            "granary",
+            &"a".repeat(64),
+            "ab c",
         ] {
             assert!(validate_bucket_name(bad).is_err(), "{bad}");
         }
@@ -74,7 +88,10 @@ mod tests {
     fn key_rules() {
         assert!(validate_key("../../etc/passwd").is_ok());
         assert!(validate_key(&"k".repeat(1024)).is_ok());
-        assert!(matches!(validate_key(&"k".repeat(1025)), Err(S3Error::KeyTooLong)));
+        assert!(matches!(
+            validate_key(&"k".repeat(1025)),
+            Err(S3Error::KeyTooLong)
+        ));
         assert!(validate_key("").is_err());
     }
 }

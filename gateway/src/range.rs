@@ -32,7 +32,11 @@ pub fn parse(header: &str) -> Option<ByteRange> {
         return Some(ByteRange::Suffix(b.parse().ok()?));
     }
     let first = a.parse().ok()?;
-    let last = if b.is_empty() { None } else { Some(b.parse().ok()?) };
+    let last = if b.is_empty() {
+        None
+    } else {
+        Some(b.parse().ok()?)
+    };
     if last.is_some_and(|l| l < first) {
         return None;
     }
@@ -71,14 +75,39 @@ mod tests {
         assert_eq!(parse("bytes=90-").unwrap().resolve(100).unwrap(), 90..100);
         assert_eq!(parse("bytes=-10").unwrap().resolve(100).unwrap(), 90..100);
         assert_eq!(parse("bytes=-1000").unwrap().resolve(100).unwrap(), 0..100);
-        assert_eq!(parse("bytes=50-5000").unwrap().resolve(100).unwrap(), 50..100);
-        assert!(matches!(parse("bytes=100-").unwrap().resolve(100), Err(S3Error::InvalidRange(100))));
-        assert!(matches!(parse("bytes=-0").unwrap().resolve(100), Err(S3Error::InvalidRange(_))));
-        assert!(matches!(parse("bytes=0-").unwrap().resolve(0), Err(S3Error::InvalidRange(0))));
-        for ignored in ["items=0-1", "bytes=0-1,3-4", "bytes=5-1", "bytes=a-b", "bytes=", "bytes=-"] {
+        assert_eq!(
+            parse("bytes=50-5000").unwrap().resolve(100).unwrap(),
+            50..100
+        );
+        assert!(matches!(
+            parse("bytes=100-").unwrap().resolve(100),
+            Err(S3Error::InvalidRange(100))
+        ));
+        assert!(matches!(
+            parse("bytes=-0").unwrap().resolve(100),
+            Err(S3Error::InvalidRange(_))
+        ));
+        assert!(matches!(
+            parse("bytes=0-").unwrap().resolve(0),
+            Err(S3Error::InvalidRange(0))
+        ));
+        for ignored in [
+            "items=0-1",
+            "bytes=0-1,3-4",
+            "bytes=5-1",
+            "bytes=a-b",
+            "bytes=",
+            "bytes=-",
+        ] {
             assert_eq!(parse(ignored), None, "{ignored}");
         }
-        assert_eq!(parse("bytes=18446744073709551615-").unwrap().resolve(10).ok(), None);
+        assert_eq!(
+            parse("bytes=18446744073709551615-")
+                .unwrap()
+                .resolve(10)
+                .ok(),
+            None
+        );
     }
 
     proptest! {

@@ -39,7 +39,10 @@ pub fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
 
 /// Finds the bucket and key a request addresses: virtual-hosted style when
 /// the Host is `<bucket>.<domain>`, path style otherwise.
-pub fn parse_target(parts: &Parts, domain: Option<&str>) -> S3Result<(Option<String>, Option<String>)> {
+pub fn parse_target(
+    parts: &Parts,
+    domain: Option<&str>,
+) -> S3Result<(Option<String>, Option<String>)> {
     let raw_path = parts.uri.path();
     let decoded = percent_encoding::percent_decode_str(raw_path)
         .decode_utf8()
@@ -77,7 +80,10 @@ pub fn parse_target(parts: &Parts, domain: Option<&str>) -> S3Result<(Option<Str
 impl S3Request {
     /// A query parameter's value.
     pub fn q(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Whether a query parameter is present (with or without value).
@@ -107,18 +113,28 @@ impl S3Request {
             match self.header(name) {
                 None => Ok(None),
                 Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                    S3Error::InvalidArgument(format!("{name} is not a number"), Some((name.to_string(), v.to_string())))
+                    S3Error::InvalidArgument(
+                        format!("{name} is not a number"),
+                        Some((name.to_string(), v.to_string())),
+                    )
                 }),
             }
         };
-        let chunked = matches!(self.auth.payload, Payload::SignedChunks { .. } | Payload::UnsignedChunks);
+        let chunked = matches!(
+            self.auth.payload,
+            Payload::SignedChunks { .. } | Payload::UnsignedChunks
+        );
         let decoded = parse("x-amz-decoded-content-length")?;
         if chunked {
             return decoded.ok_or(S3Error::MissingContentLength);
         }
         match parse("content-length")? {
             Some(n) => Ok(n),
-            None if self.parts.headers.contains_key(http::header::TRANSFER_ENCODING) => {
+            None if self
+                .parts
+                .headers
+                .contains_key(http::header::TRANSFER_ENCODING) =>
+            {
                 decoded.ok_or(S3Error::MissingContentLength)
             }
             None => Ok(0),
@@ -146,15 +162,34 @@ mod tests {
         assert_eq!(t("/", "localhost:9000", None), (None, None));
         assert_eq!(t("/b", "localhost", None), (Some("b".into()), None));
         assert_eq!(t("/b/", "localhost", None), (Some("b".into()), None));
-        assert_eq!(t("/b/a%2Fc%20d", "localhost", None), (Some("b".into()), Some("a/c d".into())));
-        assert_eq!(t("/b/../x", "localhost", None), (Some("b".into()), Some("../x".into())));
+        assert_eq!(
+            t("/b/a%2Fc%20d", "localhost", None),
+            (Some("b".into()), Some("a/c d".into()))
+        );
+        assert_eq!(
+            t("/b/../x", "localhost", None),
+            (Some("b".into()), Some("../x".into()))
+        );
         assert_eq!(
             t("/k/ey", "bkt.s3.local:9000", Some("s3.local")),
             (Some("bkt".into()), Some("k/ey".into()))
         );
-        assert_eq!(t("/", "bkt.s3.local", Some("s3.local")), (Some("bkt".into()), None));
-        assert_eq!(t("/b/k", "s3.local", Some("s3.local")), (Some("b".into()), Some("k".into())));
+        assert_eq!(
+            t("/", "bkt.s3.local", Some("s3.local")),
+            (Some("bkt".into()), None)
+        );
+        assert_eq!(
+            t("/b/k", "s3.local", Some("s3.local")),
+            (Some("b".into()), Some("k".into()))
+        );
         assert!(parse_target(&parts("/b/%FF", "h"), None).is_err());
-        assert_eq!(parse_query(Some("a=1&b&c=x%20y")), vec![("a".into(), "1".into()), ("b".into(), "".into()), ("c".into(), "x y".into())]);
+        assert_eq!(
+            parse_query(Some("a=1&b&c=x%20y")),
+            vec![
+                ("a".into(), "1".into()),
+                ("b".into(), "".into()),
+                ("c".into(), "x y".into())
+            ]
+        );
     }
 }

@@ -32,7 +32,12 @@ impl Default for ServeOptions {
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops
 /// accepting and waits (up to the grace period) for open requests.
-pub async fn serve(listener: TcpListener, app: Router, opts: ServeOptions, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) {
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -67,7 +72,10 @@ pub async fn serve(listener: TcpListener, app: Router, opts: ServeOptions, shutd
     }
     drop(listener);
     tracing::info!("stopped accepting connections; finishing in-flight requests");
-    if tokio::time::timeout(opts.shutdown_grace, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(opts.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!("in-flight requests did not finish within the grace period");
     }
 }

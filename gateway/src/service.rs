@@ -36,9 +36,15 @@ async fn ready(State(gw): State<Arc<Gateway>>) -> Response<Body> {
     let (status, text) = if gw.store.writable().await {
         (StatusCode::OK, "OK\n")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not enough disks online for writes\n")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not enough disks online for writes\n",
+        )
     };
-    Response::builder().status(status).body(Body::from(text)).expect("valid response")
+    Response::builder()
+        .status(status)
+        .body(Body::from(text))
+        .expect("valid response")
 }
 
 fn new_ids() -> (String, String) {
@@ -72,10 +78,20 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
             }
         };
         let h = resp.headers_mut();
-        h.insert("x-amz-request-id", HeaderValue::from_str(&request_id).expect("hex"));
-        h.insert("x-amz-id-2", HeaderValue::from_str(&host_id).expect("base64"));
+        h.insert(
+            "x-amz-request-id",
+            HeaderValue::from_str(&request_id).expect("hex"),
+        );
+        h.insert(
+            "x-amz-id-2",
+            HeaderValue::from_str(&host_id).expect("base64"),
+        );
         h.insert(http::header::SERVER, HeaderValue::from_static("Granary"));
-        tracing::debug!(status = resp.status().as_u16(), ms = started.elapsed().as_millis() as u64, "done");
+        tracing::debug!(
+            status = resp.status().as_u16(),
+            ms = started.elapsed().as_millis() as u64,
+            "done"
+        );
         resp
     }
     .instrument(span)
@@ -84,7 +100,12 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
 
 async fn handle(gw: &Gateway, parts: http::request::Parts, body: Body) -> S3Result<Response<Body>> {
     let (bucket, key) = parse_target(&parts, gw.config.domain.as_deref())?;
-    let auth = authenticate(&parts, &gw.credentials, &gw.config.region, time::OffsetDateTime::now_utc())?;
+    let auth = authenticate(
+        &parts,
+        &gw.credentials,
+        &gw.config.region,
+        time::OffsetDateTime::now_utc(),
+    )?;
     let query = parse_query(parts.uri.query());
     let req = S3Request {
         parts,

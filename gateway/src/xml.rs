@@ -148,7 +148,10 @@ pub struct ListBucketResultV2 {
     #[serde(rename = "ContinuationToken", skip_serializing_if = "Option::is_none")]
     pub continuation_token: Option<String>,
     /// Token for the next page.
-    #[serde(rename = "NextContinuationToken", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "NextContinuationToken",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub next_continuation_token: Option<String>,
     /// Start-after given.
     #[serde(rename = "StartAfter", skip_serializing_if = "Option::is_none")]
@@ -501,7 +504,9 @@ mod tests {
         .unwrap();
         assert_eq!(c.parts.len(), 2);
         assert_eq!(c.parts[1].part_number, 2);
-        let d: Delete = from_xml(b"<Delete><Quiet>true</Quiet><Object><Key>a&amp;b</Key></Object></Delete>").unwrap();
+        let d: Delete =
+            from_xml(b"<Delete><Quiet>true</Quiet><Object><Key>a&amp;b</Key></Object></Delete>")
+                .unwrap();
         assert!(d.quiet);
         assert_eq!(d.objects[0].key, "a&b");
         assert!(from_xml::<Delete>(b"<Delete><Object><Key>x</Key></Delete>").is_err());
@@ -535,14 +540,25 @@ mod tests {
                     owner: None,
                     storage_class: "STANDARD".into(),
                 }],
-                common_prefixes: vec![CommonPrefix { prefix: "p/".into() }],
+                common_prefixes: vec![CommonPrefix {
+                    prefix: "p/".into(),
+                }],
             },
         );
         assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"), "{x}");
         assert!(x.contains("<Key>a&lt;b</Key>"), "{x}");
-        assert!(x.contains("<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes>"), "{x}");
+        assert!(
+            x.contains("<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes>"),
+            "{x}"
+        );
         assert!(x.contains("<IsTruncated>false</IsTruncated>"), "{x}");
-        let l = to_xml("LocationConstraint", &LocationConstraint { xmlns: NS, region: "eu-west-1".into() });
+        let l = to_xml(
+            "LocationConstraint",
+            &LocationConstraint {
+                xmlns: NS,
+                region: "eu-west-1".into(),
+            },
+        );
         assert!(l.ends_with(">eu-west-1</LocationConstraint>"), "{l}");
     }
 }

@@ -155,7 +155,9 @@ impl Store {
                 }
             }
         }
-        self.set.delete_version(SYSTEM_NS, &key, VersionId::NULL).await?;
+        self.set
+            .delete_version(SYSTEM_NS, &key, VersionId::NULL)
+            .await?;
         self.bucket_cache.lock().remove(name);
         Ok(())
     }

@@ -69,7 +69,11 @@ impl Codec {
     /// Fills in missing shards (`None`) from the present ones. With
     /// `data_only`, only data shards are rebuilt. Needs at least k present
     /// shards of equal length.
-    pub fn reconstruct(&self, shards: &mut [Option<Vec<u8>>], data_only: bool) -> Result<(), Error> {
+    pub fn reconstruct(
+        &self,
+        shards: &mut [Option<Vec<u8>>],
+        data_only: bool,
+    ) -> Result<(), Error> {
         let present = shards.iter().filter(|s| s.is_some()).count();
         if present < self.data {
             return Err(Error::ReadQuorum {
@@ -87,7 +91,12 @@ impl Codec {
                 r.map_err(|e| Error::Internal(format!("reconstruct: {e:?}")))
             }
             None => {
-                let src = shards.iter().flatten().next().cloned().expect("present >= 1");
+                let src = shards
+                    .iter()
+                    .flatten()
+                    .next()
+                    .cloned()
+                    .expect("present >= 1");
                 let limit = if data_only { self.data } else { shards.len() };
                 for s in shards.iter_mut().take(limit) {
                     if s.is_none() {
@@ -116,7 +125,10 @@ impl Codec {
         for &(at, len) in spans {
             let mut v: Vec<Option<Vec<u8>>> = present
                 .iter()
-                .map(|s| s.as_ref().map(|b| b[at as usize..(at + len) as usize].to_vec()))
+                .map(|s| {
+                    s.as_ref()
+                        .map(|b| b[at as usize..(at + len) as usize].to_vec())
+                })
                 .collect();
             self.reconstruct(&mut v, want <= self.data)?;
             for (i, o) in out.iter_mut().enumerate() {
@@ -140,7 +152,10 @@ mod tests {
 
     fn round_trip(k: usize, m: usize, len: usize) {
         let codec = Codec::new(k, m).unwrap();
-        let stripe: Bytes = (0..len).map(|i| (i * 31 % 253) as u8).collect::<Vec<_>>().into();
+        let stripe: Bytes = (0..len)
+            .map(|i| (i * 31 % 253) as u8)
+            .collect::<Vec<_>>()
+            .into();
         let block = len.div_ceil(k);
         let shards = codec.encode(&stripe, block);
         assert_eq!(shards.len(), k + m);
@@ -154,7 +169,11 @@ mod tests {
             }
             codec.reconstruct(&mut v, false).unwrap();
             for (i, s) in v.iter().enumerate() {
-                assert_eq!(s.as_deref().unwrap(), &shards[i][..], "{k}+{m} lost {lost:?}");
+                assert_eq!(
+                    s.as_deref().unwrap(),
+                    &shards[i][..],
+                    "{k}+{m} lost {lost:?}"
+                );
             }
         }
     }

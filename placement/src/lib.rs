@@ -39,7 +39,9 @@ pub use local_set::{default_parity, open_local_set, LocalSet, LocalSetConfig, MA
 pub use multipart::UploadInfo;
 pub use objects::ObjectListing;
 pub use read::ObjectStream;
-pub use record::{BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord};
+pub use record::{
+    BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
+};
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
 pub use store::{DiskStatus, Store};

@@ -57,8 +57,10 @@ impl ErasureSet {
             .filter_map(|p| p.keys.last().map(|k| k.key.clone()))
             .min();
         let n = self.width();
-        let mut merged: BTreeMap<Vec<u8>, Vec<Result<Vec<disk_engine::Record>, disk_engine::DiskError>>> =
-            BTreeMap::new();
+        let mut merged: BTreeMap<
+            Vec<u8>,
+            Vec<Result<Vec<disk_engine::Record>, disk_engine::DiskError>>,
+        > = BTreeMap::new();
         for (slot, page) in pages.iter().enumerate() {
             let Ok(page) = page else { continue };
             for KeyRecords { key, records } in &page.keys {
@@ -90,10 +92,7 @@ impl ErasureSet {
                 }
             }
         }
-        let next = match horizon {
-            Some(h) => Some(last.unwrap_or(h)),
-            None => None,
-        };
+        let next = horizon.map(|h| last.unwrap_or(h));
         Ok(ResolvedPage { keys, next })
     }
 }

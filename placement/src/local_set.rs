@@ -124,7 +124,9 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
             )));
         }
         if f.parity_shards != reference.parity_shards || f.tier != reference.tier {
-            return Err(setup(format!("{dir} disagrees with the other disks' format")));
+            return Err(setup(format!(
+                "{dir} disagrees with the other disks' format"
+            )));
         }
     }
     if let Some(p) = cfg.parity {
@@ -169,7 +171,11 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
             updated.write_to(&cfg.dirs[slot])?;
         }
     }
-    open_all(cfg, reference.parity_shards as usize, reference.deployment_id)
+    open_all(
+        cfg,
+        reference.parity_shards as usize,
+        reference.deployment_id,
+    )
 }
 
 fn format_new(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
@@ -202,7 +208,10 @@ fn open_all(cfg: &LocalSetConfig, parity: usize, deployment_id: Uuid) -> Result<
         match probe_dir(dir) {
             DirState::Missing => {
                 tracing::error!(dir = %show(dir), "disk missing: directory does not exist; its slot is offline");
-                disks.push(Arc::new(OfflineDisk::new(show(dir), "directory does not exist")));
+                disks.push(Arc::new(OfflineDisk::new(
+                    show(dir),
+                    "directory does not exist",
+                )));
                 local.push(None);
             }
             _ => {
@@ -252,10 +261,16 @@ mod tests {
         // Reopen: same deployment.
         assert_eq!(open_local_set(&c).unwrap().deployment_id, dep);
         // Contradicting parity is refused with a clear message.
-        let err = open_local_set(&cfg(root.path(), 4, Some(1))).err().unwrap().to_string();
+        let err = open_local_set(&cfg(root.path(), 4, Some(1)))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("parity 2"), "{err}");
         // Wrong count.
-        let err = open_local_set(&cfg(root.path(), 3, None)).err().unwrap().to_string();
+        let err = open_local_set(&cfg(root.path(), 3, None))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("one of 4 disks"), "{err}");
         // Swapped order.
         let mut swapped = c.clone();

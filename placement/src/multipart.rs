@@ -9,7 +9,9 @@ use disk_engine::{DiskError, PartEntry, ShardId, UploadEntry, UploadListStart, V
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::record::{self, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord};
+use crate::record::{
+    self, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
+};
 use crate::store::Store;
 use crate::write::{BodyStream, StagedData};
 
@@ -33,7 +35,12 @@ fn now_ns() -> u64 {
 
 impl Store {
     /// Starts an upload for `bucket/key`; `meta` is what the object will carry.
-    pub async fn create_upload(&self, bucket: &str, key: &str, meta: ObjectMeta) -> Result<Uuid, Error> {
+    pub async fn create_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        meta: ObjectMeta,
+    ) -> Result<Uuid, Error> {
         self.bucket(bucket).await?;
         let upload_id = Uuid::now_v7();
         let rec = UploadRecord {
@@ -72,11 +79,19 @@ impl Store {
     }
 
     /// An upload's state (`NoSuchUpload` if it does not exist).
-    pub async fn get_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> Result<UploadRecord, Error> {
+    pub async fn get_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<UploadRecord, Error> {
         self.bucket(bucket).await?;
         let results = self
             .set
-            .each_disk(|_, d| async move { d.get_upload(bucket.as_bytes(), key.as_bytes(), upload_id).await })
+            .each_disk(|_, d| async move {
+                d.get_upload(bucket.as_bytes(), key.as_bytes(), upload_id)
+                    .await
+            })
             .await;
         let answered = results
             .iter()
@@ -138,7 +153,10 @@ impl Store {
             .set
             .each_disk(|_, d| {
                 let entry = entry.clone();
-                async move { d.put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry).await }
+                async move {
+                    d.put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry)
+                        .await
+                }
             })
             .await;
         let gone = results
@@ -151,7 +169,8 @@ impl Store {
         self.require_write_quorum(&results)?;
         for (slot, r) in results.into_iter().enumerate() {
             if let Ok(Some(old)) = r {
-                self.free_part_data(slot, &old, &[staged.data_id.unwrap_or_default()]).await;
+                self.free_part_data(slot, &old, &[staged.data_id.unwrap_or_default()])
+                    .await;
             }
         }
         staged.keep();
@@ -189,7 +208,11 @@ impl Store {
                 horizon = Some(horizon.map_or(last, |h| h.min(last)));
             }
             for p in parts {
-                *votes.entry(p.number).or_default().entry(p.body.to_vec()).or_default() += 1;
+                *votes
+                    .entry(p.number)
+                    .or_default()
+                    .entry(p.body.to_vec())
+                    .or_default() += 1;
             }
         }
         let mut out = Vec::new();
@@ -252,7 +275,10 @@ impl Store {
     async fn drop_upload(&self, bucket: &str, key: &str, upload_id: Uuid, keep: &[Uuid]) -> usize {
         let results = self
             .set
-            .each_disk(|_, d| async move { d.delete_upload(bucket.as_bytes(), key.as_bytes(), upload_id).await })
+            .each_disk(|_, d| async move {
+                d.delete_upload(bucket.as_bytes(), key.as_bytes(), upload_id)
+                    .await
+            })
             .await;
         let mut had = 0;
         for (slot, r) in results.into_iter().enumerate() {
@@ -268,7 +294,12 @@ impl Store {
 
     /// Aborts an upload and frees its parts' data. Data that the current
     /// version of the key references (a completion that raced) is kept.
-    pub async fn abort_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> Result<(), Error> {
+    pub async fn abort_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<(), Error> {
         self.get_upload(bucket, key, upload_id).await?;
         let _guard = self.set.locks.lock(bucket, key).await;
         let keep: Vec<Uuid> = match self.set.resolve_key(bucket, key).await {
@@ -277,7 +308,12 @@ impl Store {
                 .iter()
                 .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
                 .collect(),
-            Err(_) => return Err(Error::ReadQuorum { needed: self.set.quorum.read, got: 0 }),
+            Err(_) => {
+                return Err(Error::ReadQuorum {
+                    needed: self.set.quorum.read,
+                    got: 0,
+                })
+            }
         };
         if self.drop_upload(bucket, key, upload_id, &keep).await == 0 {
             return Err(Error::NoSuchUpload);
@@ -298,7 +334,10 @@ impl Store {
             .set
             .each_disk(|_, d| {
                 let start = start.clone();
-                async move { d.list_uploads(bucket.as_bytes(), prefix.as_bytes(), start, max).await }
+                async move {
+                    d.list_uploads(bucket.as_bytes(), prefix.as_bytes(), start, max)
+                        .await
+                }
             })
             .await;
         let answered = results.iter().filter(|r| r.is_ok()).count();
@@ -329,7 +368,10 @@ impl Store {
         }
         let mut out = Vec::new();
         for ((key, upload_id), (count, body)) in counts {
-            if horizon.as_ref().is_some_and(|h| &(key.clone(), upload_id) > h) {
+            if horizon
+                .as_ref()
+                .is_some_and(|h| &(key.clone(), upload_id) > h)
+            {
                 break;
             }
             if count < self.set.quorum.read {

@@ -131,9 +131,7 @@ impl Store {
             .collect();
         Ok(ObjectListing {
             entries,
-            next: page
-                .next
-                .map(|k| String::from_utf8_lossy(&k).into_owned()),
+            next: page.next.map(|k| String::from_utf8_lossy(&k).into_owned()),
         })
     }
 }

@@ -87,7 +87,8 @@ impl ErasureSet {
                     size: part.size,
                     layout: object.layout,
                 };
-                let local = (part_range.start - (offset - part.size))..(part_range.end - (offset - part.size));
+                let local = (part_range.start - (offset - part.size))
+                    ..(part_range.end - (offset - part.size));
                 let stripe = geo.layout.stripe_size();
                 let per_batch = (READ_BATCH_BYTES / stripe).max(1);
                 let first = local.start / stripe;
@@ -159,24 +160,46 @@ impl ErasureSet {
         let mut tried = vec![false; n];
         let mut damage = Vec::new();
         let wanted: Vec<usize> = (0..k).filter(|&i| needed[i]).collect();
-        self.read_shards(data_id, layout, &wanted, shard_off, shard_len, &mut shards, &mut tried, &mut damage)
-            .await;
+        self.read_shards(
+            data_id,
+            layout,
+            &wanted,
+            shard_off,
+            shard_len,
+            &mut shards,
+            &mut tried,
+            &mut damage,
+        )
+        .await;
 
         if wanted.iter().any(|&i| shards[i].is_none()) {
             // Degraded: fetch every other shard and rebuild what is missing.
             let rest: Vec<usize> = (0..n).filter(|&i| !tried[i]).collect();
-            self.read_shards(data_id, layout, &rest, shard_off, shard_len, &mut shards, &mut tried, &mut damage)
-                .await;
+            self.read_shards(
+                data_id,
+                layout,
+                &rest,
+                shard_off,
+                shard_len,
+                &mut shards,
+                &mut tried,
+                &mut damage,
+            )
+            .await;
             let good = shards.iter().filter(|s| s.is_some()).count();
             if good < k {
-                return Err(Error::ReadQuorum { needed: k, got: good });
+                return Err(Error::ReadQuorum {
+                    needed: k,
+                    got: good,
+                });
             }
             let codec = self.codec.clone();
             let spans = geo.block_spans(stripes.clone());
             let present = shards.clone();
-            let rebuilt = tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &spans, k))
-                .await
-                .map_err(|e| Error::Internal(format!("reconstruct: {e}")))??;
+            let rebuilt =
+                tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &spans, k))
+                    .await
+                    .map_err(|e| Error::Internal(format!("reconstruct: {e}")))??;
             for (i, b) in rebuilt.into_iter().enumerate() {
                 if shards[i].is_none() {
                     shards[i] = Some(b);

@@ -166,7 +166,10 @@ mod tests {
         assert_eq!(decode::<BucketRecord>(&e).unwrap(), r);
         let mut bad = e.to_vec();
         bad[0] = 9;
-        assert!(matches!(decode::<BucketRecord>(&bad), Err(Error::Corrupt(_))));
+        assert!(matches!(
+            decode::<BucketRecord>(&bad),
+            Err(Error::Corrupt(_))
+        ));
         assert!(decode::<BucketRecord>(&[]).is_err());
         assert!(decode::<BucketRecord>(&e[..e.len() - 2]).is_err());
     }

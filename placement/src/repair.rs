@@ -101,7 +101,9 @@ impl RepairQueue {
     }
 
     fn done(&self, ns: &str, key: &str) {
-        self.pending.lock().remove(&(ns.to_string(), key.to_string()));
+        self.pending
+            .lock()
+            .remove(&(ns.to_string(), key.to_string()));
     }
 }
 
@@ -139,11 +141,17 @@ impl ErasureSet {
     /// the disks that answer: rewrites shard files that are missing, damaged
     /// (as reported in `damaged`) or of the wrong length, then writes the
     /// record where it is missing or stale.
-    pub async fn heal_object(&self, ns: &str, key: &str, damaged: &[(Uuid, usize)]) -> Result<(), Error> {
+    pub async fn heal_object(
+        &self,
+        ns: &str,
+        key: &str,
+        damaged: &[(Uuid, usize)],
+    ) -> Result<(), Error> {
         let _guard = self.locks.lock(ns, key).await;
         let state = self.resolve_key(ns, key).await?;
         for v in &state.versions {
-            self.heal_version(ns, key, v, &state.responded, damaged).await?;
+            self.heal_version(ns, key, v, &state.responded, damaged)
+                .await?;
         }
         Ok(())
     }
@@ -158,7 +166,9 @@ impl ErasureSet {
     ) -> Result<(), Error> {
         let obj = &v.object;
         for part in &obj.parts {
-            let Some(data_id) = part.data_id else { continue };
+            let Some(data_id) = part.data_id else {
+                continue;
+            };
             let geo = PartGeometry {
                 size: part.size,
                 layout: obj.layout,
@@ -213,7 +223,12 @@ impl ErasureSet {
 
     /// Rewrites the shard files of `data_id` on the `targets` slots from the
     /// other disks, stripe batch by stripe batch.
-    async fn rebuild_shards(&self, data_id: Uuid, geo: &PartGeometry, targets: &[bool]) -> Result<(), Error> {
+    async fn rebuild_shards(
+        &self,
+        data_id: Uuid,
+        geo: &PartGeometry,
+        targets: &[bool],
+    ) -> Result<(), Error> {
         let layout = geo.layout;
         let n = layout.width();
         let opened = self
@@ -251,15 +266,19 @@ impl ErasureSet {
             let codec = self.codec.clone();
             let spans = geo.block_spans(j..e);
             let run_spans = spans.clone();
-            let full = tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &run_spans, n))
-                .await
-                .map_err(|e| Error::Internal(format!("rebuild: {e}")))??;
+            let full =
+                tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &run_spans, n))
+                    .await
+                    .map_err(|e| Error::Internal(format!("rebuild: {e}")))??;
             for (slot, w) in writers.iter_mut().enumerate() {
                 let Some(writer) = w else { continue };
                 let shard = &full[layout.shard_of_disk(slot)];
                 let mut ok = true;
                 for &(at, l) in &spans {
-                    if let Err(err) = writer.append(shard.slice(at as usize..(at + l) as usize)).await {
+                    if let Err(err) = writer
+                        .append(shard.slice(at as usize..(at + l) as usize))
+                        .await
+                    {
                         tracing::warn!(disk = self.disks[slot].label(), error = %err, "repair write failed");
                         ok = false;
                         break;
@@ -281,7 +300,9 @@ impl ErasureSet {
                             .fetch_add(1, Ordering::Relaxed);
                         tracing::info!(disk = self.disks[slot].label(), shard = %ShardId(data_id), "shard repaired");
                     }
-                    Err(e) => tracing::warn!(disk = self.disks[slot].label(), error = %e, "repair finish failed"),
+                    Err(e) => {
+                        tracing::warn!(disk = self.disks[slot].label(), error = %e, "repair finish failed")
+                    }
                 }
             }
         }

@@ -302,7 +302,7 @@ impl ErasureSet {
                 None => {}
             }
         }
-        versions.sort_by(|a, b| b.record.stamp.cmp(&a.record.stamp));
+        versions.sort_by_key(|v| std::cmp::Reverse(v.record.stamp));
         Ok(KeyState {
             versions,
             responded,
@@ -335,10 +335,7 @@ impl ErasureSet {
                 async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec).await }
             })
             .await;
-        let stored = results
-            .iter()
-            .filter(|r| matches!(r, Some(Ok(_))))
-            .count();
+        let stored = results.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
         if stored < self.quorum.write {
             let full = results
                 .iter()
@@ -379,7 +376,9 @@ impl ErasureSet {
                     .delete_record(ns.as_bytes(), key.as_bytes(), rec.version, Some(rec.stamp))
                     .await;
                 if let (Ok(_), Some(old)) = (undone, replaced) {
-                    let _ = d.put_record(ns.as_bytes(), key.as_bytes(), old.clone()).await;
+                    let _ = d
+                        .put_record(ns.as_bytes(), key.as_bytes(), old.clone())
+                        .await;
                 }
             }
         }
@@ -389,7 +388,10 @@ impl ErasureSet {
     /// referenced, except those in `keep`.
     pub(crate) async fn free_record_data(&self, slot: usize, old: &Record, keep: &[Uuid]) {
         let Ok(obj) = record::decode::<ObjectRecord>(&old.body) else {
-            tracing::warn!(disk = self.disks[slot].label(), "undecodable replaced record");
+            tracing::warn!(
+                disk = self.disks[slot].label(),
+                "undecodable replaced record"
+            );
             return;
         };
         for id in obj.data_ids().filter(|id| !keep.contains(id)) {

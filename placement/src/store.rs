@@ -44,7 +44,11 @@ impl Store {
     /// A store over one erasure set of `disks` (in slot order) with `parity`
     /// parity shards and `block_size`-byte shard blocks. Starts the repair
     /// worker; call [`Store::shutdown`] to stop it.
-    pub fn new(disks: Vec<Arc<dyn Disk>>, parity: usize, block_size: u32) -> Result<Arc<Store>, Error> {
+    pub fn new(
+        disks: Vec<Arc<dyn Disk>>,
+        parity: usize,
+        block_size: u32,
+    ) -> Result<Arc<Store>, Error> {
         let (queue, rx) = RepairQueue::new();
         let set = Arc::new(ErasureSet::new(disks, parity, block_size, queue)?);
         let shutdown = CancellationToken::new();

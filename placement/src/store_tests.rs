@@ -35,7 +35,10 @@ fn rig(n: usize, parity: Option<usize>) -> Rig {
     .unwrap();
     let local: Vec<Arc<LocalDisk>> = set.local.into_iter().map(|d| d.unwrap()).collect();
     let faulty: Vec<FaultyDisk> = set.disks.into_iter().map(FaultyDisk::new).collect();
-    let disks: Vec<Arc<dyn Disk>> = faulty.iter().map(|f| Arc::new(f.clone()) as Arc<dyn Disk>).collect();
+    let disks: Vec<Arc<dyn Disk>> = faulty
+        .iter()
+        .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
+        .collect();
     let store = Store::new(disks, set.parity, BLOCK).unwrap();
     Rig {
         store,
@@ -46,7 +49,9 @@ fn rig(n: usize, parity: Option<usize>) -> Rig {
 }
 
 fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 fn body(bytes: &[u8], piece: usize) -> BodyStream {
@@ -58,9 +63,20 @@ fn body(bytes: &[u8], piece: usize) -> BodyStream {
 }
 
 async fn put(r: &Rig, key: &str, bytes: &[u8]) -> Result<(), Error> {
-    let staged = r.store.write_data("b", key, body(bytes, 10_000), Some(bytes.len() as u64)).await?;
+    let staged = r
+        .store
+        .write_data("b", key, body(bytes, 10_000), Some(bytes.len() as u64))
+        .await?;
     r.store
-        .put_object("b", key, staged, ObjectMeta { etag: "e".into(), ..Default::default() })
+        .put_object(
+            "b",
+            key,
+            staged,
+            ObjectMeta {
+                etag: "e".into(),
+                ..Default::default()
+            },
+        )
         .await?;
     Ok(())
 }
@@ -91,14 +107,25 @@ async fn wait_for_repairs(r: &Rig) {
 
 #[tokio::test]
 async fn round_trips_at_stripe_boundaries_and_ranges() {
-    for (n, parity) in [(4, None), (6, None), (1, None), (2, None), (3, None), (5, Some(1))] {
+    for (n, parity) in [
+        (4, None),
+        (6, None),
+        (1, None),
+        (2, None),
+        (3, None),
+        (5, Some(1)),
+    ] {
         let r = rig(n, parity);
         r.store.create_bucket("b", "us-east-1").await.unwrap();
         let stripe = r.store.set().layout_for("b", "k").stripe_size() as usize;
         for len in [0, 1, stripe - 1, stripe, stripe + 1, 3 * stripe + 7] {
             let d = data(len, len as u8);
             put(&r, "k", &d).await.unwrap();
-            assert_eq!(get(&r, "k", 0..len as u64).await.unwrap(), d, "{n} disks, {len} bytes");
+            assert_eq!(
+                get(&r, "k", 0..len as u64).await.unwrap(),
+                d,
+                "{n} disks, {len} bytes"
+            );
             if len > 2 {
                 for (a, b) in [(1, len - 1), (len / 2, len / 2 + 1), (0, 1), (len - 1, len)] {
                     assert_eq!(get(&r, "k", a as u64..b as u64).await.unwrap(), &d[a..b]);
@@ -154,17 +181,29 @@ async fn writes_need_a_write_quorum_and_report_full_disks() {
     put(&r, "one-down", &data(100_000, 1)).await.unwrap();
     r.faulty[2].set_faults(vec![Fault::Offline]);
     let err = put(&r, "two-down", &data(100_000, 1)).await.unwrap_err();
-    assert!(matches!(err, Error::WriteQuorum { needed: 3, got: 2 }), "{err:?}");
+    assert!(
+        matches!(err, Error::WriteQuorum { needed: 3, got: 2 }),
+        "{err:?}"
+    );
     r.faulty[1].set_faults(vec![]);
     r.faulty[2].set_faults(vec![]);
-    assert!(matches!(r.store.head_object("b", "two-down").await, Err(Error::NoSuchKey)));
+    assert!(matches!(
+        r.store.head_object("b", "two-down").await,
+        Err(Error::NoSuchKey)
+    ));
     // The object written while a disk was offline is healed onto it by a read.
-    assert_eq!(get(&r, "one-down", 0..100_000).await.unwrap(), data(100_000, 1));
+    assert_eq!(
+        get(&r, "one-down", 0..100_000).await.unwrap(),
+        data(100_000, 1)
+    );
     wait_for_repairs(&r).await;
     for f in [0, 2] {
         r.faulty[f].set_faults(vec![Fault::Offline]);
     }
-    assert_eq!(get(&r, "one-down", 0..100_000).await.unwrap(), data(100_000, 1));
+    assert_eq!(
+        get(&r, "one-down", 0..100_000).await.unwrap(),
+        data(100_000, 1)
+    );
     for f in &r.faulty {
         f.set_faults(vec![]);
     }
@@ -174,7 +213,10 @@ async fn writes_need_a_write_quorum_and_report_full_disks() {
     }
     let err = put(&r, "full", &data(1_000_000, 2)).await.unwrap_err();
     assert!(matches!(err, Error::DiskFull), "{err:?}");
-    assert!(matches!(r.store.head_object("b", "full").await, Err(Error::NoSuchKey)));
+    assert!(matches!(
+        r.store.head_object("b", "full").await,
+        Err(Error::NoSuchKey)
+    ));
     tokio::time::sleep(Duration::from_millis(100)).await;
     for l in &r.local {
         assert_eq!(std::fs::read_dir(l.root().join("tmp")).unwrap().count(), 0);
@@ -186,15 +228,26 @@ async fn overwrite_and_delete_free_the_old_shards() {
     let r = rig(4, None);
     r.store.create_bucket("b", "us-east-1").await.unwrap();
     put(&r, "k", &data(70_000, 1)).await.unwrap();
-    let old = ShardId(r.store.head_object("b", "k").await.unwrap().parts[0].data_id.unwrap());
+    let old = ShardId(
+        r.store.head_object("b", "k").await.unwrap().parts[0]
+            .data_id
+            .unwrap(),
+    );
     put(&r, "k", &data(80_000, 2)).await.unwrap();
     assert_eq!(get(&r, "k", 0..80_000).await.unwrap(), data(80_000, 2));
     for l in &r.local {
         assert!(!l.shard_path(old).exists());
     }
-    let new = ShardId(r.store.head_object("b", "k").await.unwrap().parts[0].data_id.unwrap());
+    let new = ShardId(
+        r.store.head_object("b", "k").await.unwrap().parts[0]
+            .data_id
+            .unwrap(),
+    );
     r.store.delete_object("b", "k").await.unwrap();
-    assert!(matches!(r.store.head_object("b", "k").await, Err(Error::NoSuchKey)));
+    assert!(matches!(
+        r.store.head_object("b", "k").await,
+        Err(Error::NoSuchKey)
+    ));
     for l in &r.local {
         assert!(!l.shard_path(new).exists());
     }
@@ -214,13 +267,24 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
         body: crate::record::encode(&r.store.head_object("b", "a").await.unwrap()),
     };
     r.local[0].put_record(b"b", b"ghost", stray).await.unwrap();
-    let page = r.store.list_objects("b", "", ListStart::Beginning, 1000).await.unwrap();
+    let page = r
+        .store
+        .list_objects("b", "", ListStart::Beginning, 1000)
+        .await
+        .unwrap();
     let keys: Vec<_> = page.entries.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, vec!["a", "b/1", "b/2", "c"]);
-    let page = r.store.list_objects("b", "b/", ListStart::After(b"b/1".to_vec()), 1).await.unwrap();
+    let page = r
+        .store
+        .list_objects("b", "b/", ListStart::After(b"b/1".to_vec()), 1)
+        .await
+        .unwrap();
     let keys: Vec<_> = page.entries.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, vec!["b/2"]);
-    assert!(matches!(r.store.delete_bucket("b").await, Err(Error::BucketNotEmpty)));
+    assert!(matches!(
+        r.store.delete_bucket("b").await,
+        Err(Error::BucketNotEmpty)
+    ));
     assert_eq!(r.store.list_buckets().await.unwrap().len(), 1);
 }
 
@@ -228,23 +292,42 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
 async fn multipart_complete_and_abort() {
     let r = rig(4, None);
     r.store.create_bucket("b", "us-east-1").await.unwrap();
-    let id = r.store.create_upload("b", "mp", ObjectMeta::default()).await.unwrap();
+    let id = r
+        .store
+        .create_upload("b", "mp", ObjectMeta::default())
+        .await
+        .unwrap();
     let up = r.store.get_upload("b", "mp", id).await.unwrap();
     let parts = [data(50_000, 1), data(50_000, 2), data(1, 3)];
     for (i, p) in parts.iter().enumerate() {
-        let staged = r.store.write_part_data(&up, body(p, 4096), None).await.unwrap();
+        let staged = r
+            .store
+            .write_part_data(&up, body(p, 4096), None)
+            .await
+            .unwrap();
         r.store
             .commit_part("b", "mp", id, i as u32 + 1, staged, format!("e{i}"), None)
             .await
             .unwrap();
     }
     // Re-uploading part 2 replaces it.
-    let staged = r.store.write_part_data(&up, body(&parts[1], 999), None).await.unwrap();
-    r.store.commit_part("b", "mp", id, 2, staged, "e1".into(), None).await.unwrap();
+    let staged = r
+        .store
+        .write_part_data(&up, body(&parts[1], 999), None)
+        .await
+        .unwrap();
+    r.store
+        .commit_part("b", "mp", id, 2, staged, "e1".into(), None)
+        .await
+        .unwrap();
     let (listed, more) = r.store.list_parts("b", "mp", id, 0, 1000).await.unwrap();
     assert_eq!(listed.len(), 3);
     assert!(!more);
-    let (ups, _) = r.store.list_uploads("b", "", crate::UploadListStart::Beginning, 10).await.unwrap();
+    let (ups, _) = r
+        .store
+        .list_uploads("b", "", crate::UploadListStart::Beginning, 10)
+        .await
+        .unwrap();
     assert_eq!(ups.len(), 1);
     r.store
         .complete_upload("b", "mp", id, listed, ObjectMeta::default())
@@ -252,14 +335,35 @@ async fn multipart_complete_and_abort() {
         .unwrap();
     let whole: Vec<u8> = parts.concat();
     assert_eq!(get(&r, "mp", 0..whole.len() as u64).await.unwrap(), whole);
-    assert_eq!(get(&r, "mp", 49_990..50_010).await.unwrap(), &whole[49_990..50_010]);
-    assert!(matches!(r.store.get_upload("b", "mp", id).await, Err(Error::NoSuchUpload)));
-    assert!(matches!(r.store.abort_upload("b", "mp", id).await, Err(Error::NoSuchUpload)));
+    assert_eq!(
+        get(&r, "mp", 49_990..50_010).await.unwrap(),
+        &whole[49_990..50_010]
+    );
+    assert!(matches!(
+        r.store.get_upload("b", "mp", id).await,
+        Err(Error::NoSuchUpload)
+    ));
+    assert!(matches!(
+        r.store.abort_upload("b", "mp", id).await,
+        Err(Error::NoSuchUpload)
+    ));
 
-    let id2 = r.store.create_upload("b", "mp2", ObjectMeta::default()).await.unwrap();
+    let id2 = r
+        .store
+        .create_upload("b", "mp2", ObjectMeta::default())
+        .await
+        .unwrap();
     let up2 = r.store.get_upload("b", "mp2", id2).await.unwrap();
-    let staged = r.store.write_part_data(&up2, body(&parts[0], 4096), None).await.unwrap();
-    let part = r.store.commit_part("b", "mp2", id2, 1, staged, "x".into(), None).await.unwrap();
+    let staged = r
+        .store
+        .write_part_data(&up2, body(&parts[0], 4096), None)
+        .await
+        .unwrap();
+    let part = r
+        .store
+        .commit_part("b", "mp2", id2, 1, staged, "x".into(), None)
+        .await
+        .unwrap();
     r.store.abort_upload("b", "mp2", id2).await.unwrap();
     let pid = ShardId(part.part.data_id.unwrap());
     for l in &r.local {

@@ -57,7 +57,10 @@ impl Drop for StagedData {
             if let Ok(h) = tokio::runtime::Handle::try_current() {
                 h.spawn(async move {
                     let _ = set
-                        .some_disks(&disks, |_, d| async move { d.delete_shard(ShardId(id)).await })
+                        .some_disks(
+                            &disks,
+                            |_, d| async move { d.delete_shard(ShardId(id)).await },
+                        )
                         .await;
                 });
             }
@@ -77,6 +80,10 @@ fn quorum_error(set: &ErasureSet, alive: usize, errors: &[DiskError]) -> Error {
 }
 
 type Writers = Vec<Option<Box<dyn ShardWriter>>>;
+/// The write stage's task: returns the writers (to finish) and the errors seen.
+type WriteStage = tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>;
+/// The running pipeline: where encoded stripes go, and the stage that takes them.
+type Pipeline = Option<(mpsc::Sender<Vec<Bytes>>, WriteStage)>;
 
 /// Appends each encoded stripe to every live writer; drops writers that fail
 /// and gives up when fewer than a write quorum remain.
@@ -128,10 +135,7 @@ impl ErasureSet {
         let data_id = Uuid::now_v7();
         let mut size: u64 = 0;
         let mut buf = BytesMut::new();
-        let mut pipeline: Option<(
-            mpsc::Sender<Vec<Bytes>>,
-            tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>,
-        )> = None;
+        let mut pipeline: Pipeline = None;
 
         let result: Result<(), Error> = async {
             loop {
@@ -143,7 +147,8 @@ impl ErasureSet {
                     if buf.is_empty() && chunk.len() >= stripe_size {
                         // A whole stripe straight from the body, no copy.
                         let stripe = chunk.split_to(stripe_size);
-                        self.send_stripe(&mut pipeline, layout, data_id, stripe).await?;
+                        self.send_stripe(&mut pipeline, layout, data_id, stripe)
+                            .await?;
                         continue;
                     }
                     let room = stripe_size - buf.len();
@@ -154,7 +159,8 @@ impl ErasureSet {
                     buf.extend_from_slice(&chunk.split_to(take));
                     if buf.len() == stripe_size {
                         let stripe = buf.split().freeze();
-                        self.send_stripe(&mut pipeline, layout, data_id, stripe).await?;
+                        self.send_stripe(&mut pipeline, layout, data_id, stripe)
+                            .await?;
                     }
                     if chunk.is_empty() {
                         break;
@@ -163,7 +169,8 @@ impl ErasureSet {
                 if eof {
                     if !buf.is_empty() {
                         let stripe = buf.split().freeze();
-                        self.send_stripe(&mut pipeline, layout, data_id, stripe).await?;
+                        self.send_stripe(&mut pipeline, layout, data_id, stripe)
+                            .await?;
                     }
                     return Ok(());
                 }
@@ -223,10 +230,7 @@ impl ErasureSet {
 
     async fn send_stripe(
         self: &Arc<Self>,
-        pipeline: &mut Option<(
-            mpsc::Sender<Vec<Bytes>>,
-            tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>,
-        )>,
+        pipeline: &mut Pipeline,
         layout: ErasureLayout,
         data_id: Uuid,
         stripe: Bytes,
@@ -256,13 +260,7 @@ impl ErasureSet {
         self: &Arc<Self>,
         layout: ErasureLayout,
         data_id: Uuid,
-    ) -> Result<
-        (
-            mpsc::Sender<Vec<Bytes>>,
-            tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>,
-        ),
-        Error,
-    > {
+    ) -> Result<(mpsc::Sender<Vec<Bytes>>, WriteStage), Error> {
         let opened = self
             .each_disk(|slot, d| async move {
                 d.create_shard(

@@ -12,10 +12,23 @@ async fn signatures_keys_and_presigned_urls() {
     put_bytes(&c, "bkt", "k", b"secret data".to_vec()).await;
 
     let wrong = client_for(&s.endpoint, USER, "not-the-secret", "us-east-1");
-    let e = wrong.get_object().bucket("bkt").key("k").send().await.unwrap_err();
+    let e = wrong
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "SignatureDoesNotMatch");
     assert_eq!(status(&e), 403);
-    let e = wrong.put_object().bucket("bkt").key("k").body(b"evil".to_vec().into()).send().await.unwrap_err();
+    let e = wrong
+        .put_object()
+        .bucket("bkt")
+        .key("k")
+        .body(b"evil".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "SignatureDoesNotMatch");
     assert_eq!(get_bytes(&c, "bkt", "k").await, b"secret data");
     let unknown = client_for(&s.endpoint, "NOSUCHKEY", SECRET, "us-east-1");
@@ -25,7 +38,11 @@ async fn signatures_keys_and_presigned_urls() {
     // Anonymous requests are refused.
     let r = reqwest::get(format!("{}/bkt/k", s.endpoint)).await.unwrap();
     assert_eq!(r.status(), 403);
-    assert!(r.text().await.unwrap().contains("<Code>AccessDenied</Code>"));
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("<Code>AccessDenied</Code>"));
 
     // Presigned GET and PUT.
     let get = c
@@ -45,7 +62,12 @@ async fn signatures_keys_and_presigned_urls() {
         .presigned(PresigningConfig::expires_in(Duration::from_secs(60)).unwrap())
         .await
         .unwrap();
-    let r = reqwest::Client::new().put(put.uri()).body("via presigned put").send().await.unwrap();
+    let r = reqwest::Client::new()
+        .put(put.uri())
+        .body("via presigned put")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(get_bytes(&c, "bkt", "up").await, b"via presigned put");
     // Tampering with a presigned URL breaks it.
@@ -65,9 +87,17 @@ async fn signatures_keys_and_presigned_urls() {
     let r = reqwest::get(short.uri()).await.unwrap();
     assert_eq!(r.status(), 403);
     let body = r.text().await.unwrap();
-    assert!(body.contains("<Code>AccessDenied</Code>") && body.contains("expired"), "{body}");
+    assert!(
+        body.contains("<Code>AccessDenied</Code>") && body.contains("expired"),
+        "{body}"
+    );
     // Presigned with the raw signer too.
-    let req = Raw::new("GET", format!("{}/bkt/k", s.endpoint)).signed(USER, SECRET, "us-east-1", Some(Duration::from_secs(30)));
+    let req = Raw::new("GET", format!("{}/bkt/k", s.endpoint)).signed(
+        USER,
+        SECRET,
+        "us-east-1",
+        Some(Duration::from_secs(30)),
+    );
     assert_eq!(send(req).await.body, b"secret data");
 }
 
@@ -77,21 +107,42 @@ async fn malformed_and_mismatched_signing() {
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
     // The body differs from the signed payload hash.
-    let mut req = Raw::new("PUT", format!("{}/bkt/k", s.endpoint)).body(b"signed body".to_vec()).signed(USER, SECRET, "us-east-1", None);
+    let mut req = Raw::new("PUT", format!("{}/bkt/k", s.endpoint))
+        .body(b"signed body".to_vec())
+        .signed(USER, SECRET, "us-east-1", None);
     *req.body_mut() = b"other body!".to_vec();
     let r = send(req).await;
     assert_eq!(r.code(), "XAmzContentSHA256Mismatch");
-    let e = c.head_object().bucket("bkt").key("k").send().await.unwrap_err();
+    let e = c
+        .head_object()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 404);
     // A signature that was edited.
-    let mut req = Raw::new("GET", format!("{}/bkt", s.endpoint)).signed(USER, SECRET, "us-east-1", None);
+    let mut req =
+        Raw::new("GET", format!("{}/bkt", s.endpoint)).signed(USER, SECRET, "us-east-1", None);
     let auth = req.headers()["authorization"].to_str().unwrap().to_string();
     let last = auth.chars().last().unwrap();
-    let edited = format!("{}{}", &auth[..auth.len() - 1], if last == '0' { '1' } else { '0' });
-    req.headers_mut().insert("authorization", edited.parse().unwrap());
+    let edited = format!(
+        "{}{}",
+        &auth[..auth.len() - 1],
+        if last == '0' { '1' } else { '0' }
+    );
+    req.headers_mut()
+        .insert("authorization", edited.parse().unwrap());
     assert_eq!(send(req).await.code(), "SignatureDoesNotMatch");
     // Garbage and SigV2 headers.
-    let r = send(http::Request::builder().uri(format!("{}/bkt", s.endpoint)).header("authorization", "AWS AKID:c2lnbmF0dXJl").body(Vec::new()).unwrap()).await;
+    let r = send(
+        http::Request::builder()
+            .uri(format!("{}/bkt", s.endpoint))
+            .header("authorization", "AWS AKID:c2lnbmF0dXJl")
+            .body(Vec::new())
+            .unwrap(),
+    )
+    .await;
     assert_eq!((r.status, r.code().as_str()), (400, "InvalidRequest"));
     let r = send(
         http::Request::builder()
@@ -102,7 +153,10 @@ async fn malformed_and_mismatched_signing() {
             .unwrap(),
     )
     .await;
-    assert_eq!((r.status, r.code().as_str()), (400, "AuthorizationHeaderMalformed"));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "AuthorizationHeaderMalformed")
+    );
     // A request signed an hour ago.
     let identity_req = Raw::new("GET", format!("{}/bkt", s.endpoint));
     let mut req = identity_req.signed(USER, SECRET, "us-east-1", None);
@@ -114,6 +168,9 @@ async fn malformed_and_mismatched_signing() {
 /// Moves an x-amz-date timestamp by `secs`.
 fn time_shift(amz: &str, secs: i64) -> String {
     let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    let t = time::PrimitiveDateTime::parse(amz, fmt).unwrap().assume_utc() + time::Duration::seconds(secs);
+    let t = time::PrimitiveDateTime::parse(amz, fmt)
+        .unwrap()
+        .assume_utc()
+        + time::Duration::seconds(secs);
     t.format(fmt).unwrap()
 }

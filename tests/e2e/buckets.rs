@@ -5,7 +5,11 @@ async fn bucket_lifecycle() {
     let s = Server::start(4);
     let c = s.client();
     c.create_bucket().bucket("alpha").send().await.unwrap();
-    c.create_bucket().bucket("beta.data-1").send().await.unwrap();
+    c.create_bucket()
+        .bucket("beta.data-1")
+        .send()
+        .await
+        .unwrap();
     // Re-creating your own bucket in us-east-1 succeeds, as on AWS.
     c.create_bucket().bucket("alpha").send().await.unwrap();
     let names: Vec<String> = c
@@ -19,8 +23,15 @@ async fn bucket_lifecycle() {
         .collect();
     assert_eq!(names, vec!["alpha", "beta.data-1"]);
     c.head_bucket().bucket("alpha").send().await.unwrap();
-    let loc = c.get_bucket_location().bucket("alpha").send().await.unwrap();
-    assert!(loc.location_constraint().is_none_or(|l| l.as_str().is_empty()));
+    let loc = c
+        .get_bucket_location()
+        .bucket("alpha")
+        .send()
+        .await
+        .unwrap();
+    assert!(loc
+        .location_constraint()
+        .is_none_or(|l| l.as_str().is_empty()));
 
     let e = c.head_bucket().bucket("nope").send().await.unwrap_err();
     assert_eq!(status(&e), 404);
@@ -28,7 +39,14 @@ async fn bucket_lifecycle() {
     assert_eq!(code(&e), "NoSuchBucket");
     let e = c.delete_bucket().bucket("nope").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
-    for bad in ["ab", "Upper", "under_score", "granary", "192.168.1.1", "-dash"] {
+    for bad in [
+        "ab",
+        "Upper",
+        "under_score",
+        "granary",
+        "192.168.1.1",
+        "-dash",
+    ] {
         let e = c.create_bucket().bucket(bad).send().await.unwrap_err();
         assert_eq!(code(&e), "InvalidBucketName", "{bad}");
     }
@@ -36,11 +54,23 @@ async fn bucket_lifecycle() {
     put_bytes(&c, "alpha", "k", b"v".to_vec()).await;
     let e = c.delete_bucket().bucket("alpha").send().await.unwrap_err();
     assert_eq!(code(&e), "BucketNotEmpty");
-    c.delete_object().bucket("alpha").key("k").send().await.unwrap();
+    c.delete_object()
+        .bucket("alpha")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
     c.delete_bucket().bucket("alpha").send().await.unwrap();
     let e = c.head_bucket().bucket("alpha").send().await.unwrap_err();
     assert_eq!(status(&e), 404);
-    let e = c.put_object().bucket("alpha").key("k").body(b"x".to_vec().into()).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("alpha")
+        .key("k")
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
 }
 

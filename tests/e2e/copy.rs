@@ -18,18 +18,47 @@ async fn copy_object_directives_and_conditions() {
         .send()
         .await
         .unwrap();
-    let etag = c.head_object().bucket("src").key("a b").send().await.unwrap().e_tag().unwrap().to_string();
+    let etag = c
+        .head_object()
+        .bucket("src")
+        .key("a b")
+        .send()
+        .await
+        .unwrap()
+        .e_tag()
+        .unwrap()
+        .to_string();
 
     // COPY keeps the metadata.
-    let out = c.copy_object().bucket("dst").key("copy").copy_source("src/a%20b").send().await.unwrap();
+    let out = c
+        .copy_object()
+        .bucket("dst")
+        .key("copy")
+        .copy_source("src/a%20b")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(out.copy_object_result().unwrap().e_tag().unwrap(), etag);
-    let h = c.head_object().bucket("dst").key("copy").send().await.unwrap();
+    let h = c
+        .head_object()
+        .bucket("dst")
+        .key("copy")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(h.content_type().unwrap(), "text/x-src");
     assert_eq!(h.metadata().unwrap().get("m").unwrap(), "src");
     assert_eq!(get_bytes(&c, "dst", "copy").await, data);
 
     // REPLACE takes the request's metadata; copying onto itself needs it.
-    let e = c.copy_object().bucket("src").key("a b").copy_source("src/a%20b").send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("src")
+        .key("a b")
+        .copy_source("src/a%20b")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidRequest");
     c.copy_object()
         .bucket("src")
@@ -41,22 +70,72 @@ async fn copy_object_directives_and_conditions() {
         .send()
         .await
         .unwrap();
-    let h = c.head_object().bucket("src").key("a b").send().await.unwrap();
+    let h = c
+        .head_object()
+        .bucket("src")
+        .key("a b")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(h.content_type().unwrap(), "text/x-new");
     assert_eq!(h.metadata().unwrap().get("m").unwrap(), "new");
     assert_eq!(get_bytes(&c, "src", "a b").await, data);
 
     // Conditions on the source.
-    let e = c.copy_object().bucket("dst").key("c2").copy_source("src/a%20b").copy_source_if_match("\"nope\"").send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("dst")
+        .key("c2")
+        .copy_source("src/a%20b")
+        .copy_source_if_match("\"nope\"")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "PreconditionFailed");
-    let e = c.copy_object().bucket("dst").key("c2").copy_source("src/a%20b").copy_source_if_none_match(&etag).send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("dst")
+        .key("c2")
+        .copy_source("src/a%20b")
+        .copy_source_if_none_match(&etag)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "PreconditionFailed");
-    c.copy_object().bucket("dst").key("c2").copy_source("src/a%20b").copy_source_if_match(&etag).send().await.unwrap();
+    c.copy_object()
+        .bucket("dst")
+        .key("c2")
+        .copy_source("src/a%20b")
+        .copy_source_if_match(&etag)
+        .send()
+        .await
+        .unwrap();
     // Missing sources.
-    let e = c.copy_object().bucket("dst").key("c3").copy_source("src/none").send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("dst")
+        .key("c3")
+        .copy_source("src/none")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
-    let e = c.copy_object().bucket("dst").key("c3").copy_source("nobucket/x").send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("dst")
+        .key("c3")
+        .copy_source("nobucket/x")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
-    let e = c.copy_object().bucket("dst").key("c3").copy_source("justbucket").send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("dst")
+        .key("c3")
+        .copy_source("justbucket")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidArgument");
 }

@@ -19,7 +19,10 @@ fn snapshot(s: &Server) -> Vec<(PathBuf, Vec<u8>)> {
 
 async fn wait_until_restored(snap: &[(PathBuf, Vec<u8>)]) {
     for _ in 0..200 {
-        if snap.iter().all(|(p, b)| std::fs::read(p).ok().as_deref() == Some(b.as_slice())) {
+        if snap
+            .iter()
+            .all(|(p, b)| std::fs::read(p).ok().as_deref() == Some(b.as_slice()))
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -47,8 +50,18 @@ async fn m_bad_shards_are_survived_and_repaired() {
     flip(&snap[2].0, 4096 + 1000);
     flip(&snap[2].0, 4096 + 700_000);
     assert_eq!(get_bytes(&c, "bkt", "k").await, data);
-    let r = c.get_object().bucket("bkt").key("k").range("bytes=1000000-1000099").send().await.unwrap();
-    assert_eq!(r.body.collect().await.unwrap().into_bytes().to_vec(), &data[1_000_000..1_000_100]);
+    let r = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .range("bytes=1000000-1000099")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.body.collect().await.unwrap().into_bytes().to_vec(),
+        &data[1_000_000..1_000_100]
+    );
     wait_until_restored(&snap).await;
 
     // m + 1 bad shards: the GET fails; it never returns wrong bytes.
@@ -75,11 +88,16 @@ async fn replaced_disk_is_formatted_and_refilled() {
     let mut s = Server::start(4);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    let objects: Vec<(String, Vec<u8>)> = (0..5).map(|i| (format!("obj{i}"), Pattern::bytes(i, 700_000 + i as usize))).collect();
+    let objects: Vec<(String, Vec<u8>)> = (0..5)
+        .map(|i| (format!("obj{i}"), Pattern::bytes(i, 700_000 + i as usize)))
+        .collect();
     for (k, d) in &objects {
         put_bytes(&c, "bkt", k, d.clone()).await;
     }
-    let before: Vec<Vec<u8>> = s.shard_files()[2].iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let before: Vec<Vec<u8>> = s.shard_files()[2]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
     s.stop();
     std::fs::remove_dir_all(&s.dirs[2]).unwrap();
     std::fs::create_dir(&s.dirs[2]).unwrap();
@@ -97,7 +115,10 @@ async fn replaced_disk_is_formatted_and_refilled() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let after: Vec<Vec<u8>> = s.shard_files()[2].iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let after: Vec<Vec<u8>> = s.shard_files()[2]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
     let mut b = before.clone();
     let mut a = after.clone();
     b.sort();
@@ -125,32 +146,80 @@ async fn restart_keeps_everything_acknowledged() {
     let small = Pattern::bytes(1, 12_345);
     put_bytes(&c, "bkt", "small", small.clone()).await;
     put_bytes(&c, "bkt", "empty", Vec::new()).await;
-    let up = c.create_multipart_upload().bucket("bkt").key("mp").send().await.unwrap();
+    let up = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key("mp")
+        .send()
+        .await
+        .unwrap();
     let id = up.upload_id().unwrap();
     let p1 = Pattern::bytes(2, 5 << 20);
-    let r1 = c.upload_part().bucket("bkt").key("mp").upload_id(id).part_number(1).body(p1.clone().into()).send().await.unwrap();
-    let r2 = c.upload_part().bucket("bkt").key("mp").upload_id(id).part_number(2).body(b"tail".to_vec().into()).send().await.unwrap();
+    let r1 = c
+        .upload_part()
+        .bucket("bkt")
+        .key("mp")
+        .upload_id(id)
+        .part_number(1)
+        .body(p1.clone().into())
+        .send()
+        .await
+        .unwrap();
+    let r2 = c
+        .upload_part()
+        .bucket("bkt")
+        .key("mp")
+        .upload_id(id)
+        .part_number(2)
+        .body(b"tail".to_vec().into())
+        .send()
+        .await
+        .unwrap();
     c.complete_multipart_upload()
         .bucket("bkt")
         .key("mp")
         .upload_id(id)
         .multipart_upload(
             CompletedMultipartUpload::builder()
-                .parts(CompletedPart::builder().part_number(1).e_tag(r1.e_tag().unwrap()).build())
-                .parts(CompletedPart::builder().part_number(2).e_tag(r2.e_tag().unwrap()).build())
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(r1.e_tag().unwrap())
+                        .build(),
+                )
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(2)
+                        .e_tag(r2.e_tag().unwrap())
+                        .build(),
+                )
                 .build(),
         )
         .send()
         .await
         .unwrap();
-    let pending = c.create_multipart_upload().bucket("bkt").key("pending").send().await.unwrap();
+    let pending = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key("pending")
+        .send()
+        .await
+        .unwrap();
 
     s.restart();
     let c = s.client();
     assert_eq!(get_bytes(&c, "bkt", "small").await, small);
     assert_eq!(get_bytes(&c, "bkt", "empty").await, Vec::<u8>::new());
-    assert_eq!(get_bytes(&c, "bkt", "mp").await, [p1.clone(), b"tail".to_vec()].concat());
-    let ups = c.list_multipart_uploads().bucket("bkt").send().await.unwrap();
+    assert_eq!(
+        get_bytes(&c, "bkt", "mp").await,
+        [p1.clone(), b"tail".to_vec()].concat()
+    );
+    let ups = c
+        .list_multipart_uploads()
+        .bucket("bkt")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ups.uploads()[0].upload_id(), pending.upload_id());
 
     // kill -9 right after acknowledgements: still there.
@@ -174,11 +243,17 @@ async fn missing_foreign_and_contradicting_disks() {
     let moved = s.root.path().join("moved-away");
     std::fs::rename(&s.dirs[3], &moved).unwrap();
     s.launch().unwrap();
-    assert!(s.log().contains("disk offline") || s.log().contains("disk missing"), "{}", s.log());
+    assert!(
+        s.log().contains("disk offline") || s.log().contains("disk missing"),
+        "{}",
+        s.log()
+    );
     let c = s.client();
     assert_eq!(get_bytes(&c, "bkt", "k").await, b"data");
     put_bytes(&c, "bkt", "k2", b"written degraded".to_vec()).await;
-    let ready = reqwest::get(format!("{}/granary/health/ready", s.endpoint)).await.unwrap();
+    let ready = reqwest::get(format!("{}/granary/health/ready", s.endpoint))
+        .await
+        .unwrap();
     assert_eq!(ready.status(), 200);
     s.stop();
     std::fs::rename(&moved, &s.dirs[3]).unwrap();
@@ -186,13 +261,19 @@ async fn missing_foreign_and_contradicting_disks() {
     // Contradicting --parity is refused with a clear message.
     let err = {
         let mut t = std::process::Command::new(env!("CARGO_BIN_EXE_granary"));
-        t.arg("server").args(&s.dirs).args(["--address", "127.0.0.1:0", "--parity", "1"]);
-        t.env("GRANARY_ROOT_USER", USER).env("GRANARY_ROOT_PASSWORD", SECRET);
+        t.arg("server")
+            .args(&s.dirs)
+            .args(["--address", "127.0.0.1:0", "--parity", "1"]);
+        t.env("GRANARY_ROOT_USER", USER)
+            .env("GRANARY_ROOT_PASSWORD", SECRET);
         let out = t.output().unwrap();
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout)
     };
-    assert!(err.contains("parity 2") && err.contains("--parity 1"), "{err}");
+    assert!(
+        err.contains("parity 2") && err.contains("--parity 1"),
+        "{err}"
+    );
 
     // A disk of another deployment is refused.
     let mut other = Server::start(4);
@@ -200,8 +281,11 @@ async fn missing_foreign_and_contradicting_disks() {
     let mut dirs = s.dirs.clone();
     dirs[3] = other.dirs[3].clone();
     let mut t = std::process::Command::new(env!("CARGO_BIN_EXE_granary"));
-    t.arg("server").args(&dirs).args(["--address", "127.0.0.1:0"]);
-    t.env("GRANARY_ROOT_USER", USER).env("GRANARY_ROOT_PASSWORD", SECRET);
+    t.arg("server")
+        .args(&dirs)
+        .args(["--address", "127.0.0.1:0"]);
+    t.env("GRANARY_ROOT_USER", USER)
+        .env("GRANARY_ROOT_PASSWORD", SECRET);
     let out = t.output().unwrap();
     assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stderr);
@@ -209,5 +293,8 @@ async fn missing_foreign_and_contradicting_disks() {
 
     // And the original set still starts and serves.
     s.launch().unwrap();
-    assert_eq!(get_bytes(&s.client(), "bkt", "k2").await, b"written degraded");
+    assert_eq!(
+        get_bytes(&s.client(), "bkt", "k2").await,
+        b"written degraded"
+    );
 }

@@ -36,14 +36,34 @@ async fn full_disk_fails_writes_cleanly_with_507() {
     put_bytes(&c, "bkt", "before", Pattern::bytes(1, 4 << 20)).await;
 
     // Declared too large for the free space: refused before any byte lands.
-    let e = c.put_object().bucket("bkt").key("huge").body(Pattern::bytes(2, 120 << 20).into()).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("bkt")
+        .key("huge")
+        .body(Pattern::bytes(2, 120 << 20).into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 507, "{e:?}");
     assert_eq!(code(&e), "InsufficientStorage");
     // Fits one disk's check but not the shared filesystem: fails mid-write.
-    let e = c.put_object().bucket("bkt").key("mid").body(Pattern::bytes(3, 60 << 20).into()).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("bkt")
+        .key("mid")
+        .body(Pattern::bytes(3, 60 << 20).into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 507, "{e:?}");
     for k in ["huge", "mid"] {
-        let e = c.head_object().bucket("bkt").key(k).send().await.unwrap_err();
+        let e = c
+            .head_object()
+            .bucket("bkt")
+            .key(k)
+            .send()
+            .await
+            .unwrap_err();
         assert_eq!(status(&e), 404);
     }
     // Nothing half-written is left on the disks.
@@ -52,7 +72,10 @@ async fn full_disk_fails_writes_cleanly_with_507() {
         assert!(files_under(&d.join("tmp")).is_empty());
     }
     // Earlier data is intact and small writes still work.
-    assert_eq!(get_bytes(&c, "bkt", "before").await, Pattern::bytes(1, 4 << 20));
+    assert_eq!(
+        get_bytes(&c, "bkt", "before").await,
+        Pattern::bytes(1, 4 << 20)
+    );
     put_bytes(&c, "bkt", "after", b"small".to_vec()).await;
     assert_eq!(get_bytes(&c, "bkt", "after").await, b"small");
 }

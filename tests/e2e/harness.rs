@@ -11,7 +11,9 @@ use std::time::{Duration, SystemTime};
 use aws_credential_types::Credentials;
 use aws_sdk_s3::config::{BehaviorVersion, Region};
 use aws_sdk_s3::Client;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings};
+use aws_sigv4::http_request::{
+    sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings,
+};
 use aws_smithy_runtime_api::client::identity::Identity;
 
 pub const USER: &str = "e2e-root";
@@ -36,7 +38,9 @@ impl Server {
     /// Starts a server over `n` fresh directories with extra arguments.
     pub fn start_with(n: usize, extra: &[&str]) -> Server {
         let root = tempfile::tempdir().unwrap();
-        let dirs = (1..=n).map(|i| root.path().join(format!("disk{i}"))).collect();
+        let dirs = (1..=n)
+            .map(|i| root.path().join(format!("disk{i}")))
+            .collect();
         Server::start_in(root, dirs, extra)
     }
 
@@ -126,7 +130,11 @@ impl Server {
         if let Some(mut c) = self.child.take() {
             unsafe_kill(c.id(), "TERM");
             let status = c.wait().unwrap();
-            assert!(status.success(), "server exited with {status}; log:\n{}", self.log());
+            assert!(
+                status.success(),
+                "server exited with {status}; log:\n{}",
+                self.log()
+            );
         }
     }
 
@@ -151,7 +159,10 @@ impl Server {
 
     /// Every shard file currently stored, per directory.
     pub fn shard_files(&self) -> Vec<Vec<PathBuf>> {
-        self.dirs.iter().map(|d| files_under(&d.join("shards"))).collect()
+        self.dirs
+            .iter()
+            .map(|d| files_under(&d.join("shards")))
+            .collect()
     }
 }
 
@@ -163,7 +174,10 @@ impl Drop for Server {
 
 /// Sends a signal with the `kill` command.
 pub fn unsafe_kill(pid: u32, signal: &str) {
-    let _ = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status();
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status();
 }
 
 /// All regular files below `dir`, sorted.
@@ -171,7 +185,9 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -239,12 +255,19 @@ impl<'a> Raw<'a> {
     }
 
     /// Signs the request (as `key`/`secret` in `region`) and returns it.
-    pub fn signed(&self, key: &str, secret: &str, region: &str, presign: Option<Duration>) -> http::Request<Vec<u8>> {
+    pub fn signed(
+        &self,
+        key: &str,
+        secret: &str,
+        region: &str,
+        presign: Option<Duration>,
+    ) -> http::Request<Vec<u8>> {
         let identity: Identity = Credentials::new(key, secret, None, None, "raw").into();
         let mut settings = SigningSettings::default();
         settings.payload_checksum_kind = aws_sigv4::http_request::PayloadChecksumKind::XAmzSha256;
         settings.percent_encoding_mode = aws_sigv4::http_request::PercentEncodingMode::Single;
-        settings.uri_path_normalization_mode = aws_sigv4::http_request::UriPathNormalizationMode::Disabled;
+        settings.uri_path_normalization_mode =
+            aws_sigv4::http_request::UriPathNormalizationMode::Disabled;
         if let Some(expiry) = presign {
             settings.signature_location = SignatureLocation::QueryParams;
             settings.expires_in = Some(expiry);
@@ -270,7 +293,13 @@ impl<'a> Raw<'a> {
             None if self.signed_payload && presign.is_none() => SignableBody::Bytes(&self.body),
             None => SignableBody::UnsignedPayload,
         };
-        let signable = SignableRequest::new(self.method, self.url.clone(), headers.iter().map(|(k, v)| (*k, v.as_str())), body).unwrap();
+        let signable = SignableRequest::new(
+            self.method,
+            self.url.clone(),
+            headers.iter().map(|(k, v)| (*k, v.as_str())),
+            body,
+        )
+        .unwrap();
         let (instructions, _) = sign(signable, &params).unwrap().into_parts();
         let mut req = req.body(self.body.clone()).unwrap();
         instructions.apply_to_request_http1x(&mut req);
@@ -310,7 +339,9 @@ impl Reply {
 pub async fn send(req: http::Request<Vec<u8>>) -> Reply {
     let (parts, body) = req.into_parts();
     let client = reqwest::Client::new();
-    let mut r = client.request(parts.method, parts.uri.to_string()).body(body);
+    let mut r = client
+        .request(parts.method, parts.uri.to_string())
+        .body(body);
     for (k, v) in parts.headers.iter() {
         if k != "host" {
             r = r.header(k, v);
@@ -354,7 +385,9 @@ impl Pattern {
 }
 
 /// The S3 error code of an SDK error.
-pub fn code<E: aws_sdk_s3::error::ProvideErrorMetadata + std::fmt::Debug>(e: &aws_sdk_s3::error::SdkError<E>) -> String {
+pub fn code<E: aws_sdk_s3::error::ProvideErrorMetadata + std::fmt::Debug>(
+    e: &aws_sdk_s3::error::SdkError<E>,
+) -> String {
     match e {
         aws_sdk_s3::error::SdkError::ServiceError(s) => s.err().code().unwrap_or("").to_string(),
         other => format!("not a service error: {other:?}"),
@@ -376,7 +409,12 @@ pub async fn get_bytes(c: &Client, bucket: &str, key: &str) -> Vec<u8> {
 }
 
 /// Writes an object from memory.
-pub async fn put_bytes(c: &Client, bucket: &str, key: &str, data: Vec<u8>) -> aws_sdk_s3::operation::put_object::PutObjectOutput {
+pub async fn put_bytes(
+    c: &Client,
+    bucket: &str,
+    key: &str,
+    data: Vec<u8>,
+) -> aws_sdk_s3::operation::put_object::PutObjectOutput {
     c.put_object()
         .bucket(bucket)
         .key(key)

@@ -19,15 +19,21 @@ fn large_size() -> u64 {
 /// A streaming request body generating `len` pattern bytes on the fly.
 fn generated_body(len: u64, seed: u64) -> ByteStream {
     const CHUNK: u64 = 1 << 20;
-    let stream = futures::stream::unfold((Pattern::new(seed), 0u64), move |(mut p, sent)| async move {
-        if sent >= len {
-            return None;
-        }
-        let n = CHUNK.min(len - sent) as usize;
-        let mut buf = vec![0u8; n];
-        p.fill(&mut buf);
-        Some((Ok::<_, std::io::Error>(Frame::data(Bytes::from(buf))), (p, sent + n as u64)))
-    });
+    let stream = futures::stream::unfold(
+        (Pattern::new(seed), 0u64),
+        move |(mut p, sent)| async move {
+            if sent >= len {
+                return None;
+            }
+            let n = CHUNK.min(len - sent) as usize;
+            let mut buf = vec![0u8; n];
+            p.fill(&mut buf);
+            Some((
+                Ok::<_, std::io::Error>(Frame::data(Bytes::from(buf))),
+                (p, sent + n as u64),
+            ))
+        },
+    );
     let body = http_body_util::StreamBody::new(futures::StreamExt::fuse(stream));
     ByteStream::new(SdkBody::from_body_1_x(body))
 }
@@ -69,7 +75,13 @@ async fn two_gib_streams_up_and_down_in_bounded_memory() {
     assert_eq!(put.e_tag().unwrap(), format!("\"{want}\""));
 
     let t = Instant::now();
-    let mut got = c.get_object().bucket("big").key("blob").send().await.unwrap();
+    let mut got = c
+        .get_object()
+        .bucket("big")
+        .key("blob")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(got.content_length(), Some(len as i64));
     let mut h = Md5::new();
     let mut n = 0u64;

@@ -42,7 +42,13 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     let mut token = None;
     let mut pages = 0;
     loop {
-        let r = c.list_objects_v2().bucket("many").set_continuation_token(token.clone()).send().await.unwrap();
+        let r = c
+            .list_objects_v2()
+            .bucket("many")
+            .set_continuation_token(token.clone())
+            .send()
+            .await
+            .unwrap();
         pages += 1;
         got.extend(r.contents().iter().map(|o| o.key().unwrap().to_string()));
         assert_eq!(r.key_count().unwrap() as usize, r.contents().len());
@@ -56,9 +62,19 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     assert_eq!(got, all);
 
     // Delimiter: 25 common prefixes, no objects.
-    let r = c.list_objects_v2().bucket("many").delimiter("/").send().await.unwrap();
+    let r = c
+        .list_objects_v2()
+        .bucket("many")
+        .delimiter("/")
+        .send()
+        .await
+        .unwrap();
     assert!(r.contents().is_empty());
-    let prefixes: Vec<_> = r.common_prefixes().iter().map(|p| p.prefix().unwrap().to_string()).collect();
+    let prefixes: Vec<_> = r
+        .common_prefixes()
+        .iter()
+        .map(|p| p.prefix().unwrap().to_string())
+        .collect();
     assert_eq!(prefixes.len(), 25);
     assert_eq!(prefixes[0], "dir00/");
     assert_eq!(r.key_count(), Some(25));
@@ -76,7 +92,11 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
             .send()
             .await
             .unwrap();
-        seen.extend(r.common_prefixes().iter().map(|p| p.prefix().unwrap().to_string()));
+        seen.extend(
+            r.common_prefixes()
+                .iter()
+                .map(|p| p.prefix().unwrap().to_string()),
+        );
         if !r.is_truncated().unwrap() {
             break;
         }
@@ -85,7 +105,14 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     assert_eq!(seen, prefixes);
 
     // Prefix + delimiter + start-after.
-    let r = c.list_objects_v2().bucket("many").prefix("dir07/").delimiter("/").send().await.unwrap();
+    let r = c
+        .list_objects_v2()
+        .bucket("many")
+        .prefix("dir07/")
+        .delimiter("/")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.contents().len(), 100);
     let r = c
         .list_objects_v2()
@@ -99,7 +126,12 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     assert_eq!(r.contents()[0].key().unwrap(), "dir07/file090");
 
     // The SDK paginator sees everything.
-    let mut pages = c.list_objects_v2().bucket("many").max_keys(333).into_paginator().send();
+    let mut pages = c
+        .list_objects_v2()
+        .bucket("many")
+        .max_keys(333)
+        .into_paginator()
+        .send();
     let mut n = 0;
     while let Some(p) = pages.next().await {
         n += p.unwrap().contents().len();
@@ -107,21 +139,55 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     assert_eq!(n, 2500);
 
     // V1 with marker paging and a delimiter (NextMarker).
-    let r = c.list_objects().bucket("many").delimiter("/").max_keys(10).send().await.unwrap();
+    let r = c
+        .list_objects()
+        .bucket("many")
+        .delimiter("/")
+        .max_keys(10)
+        .send()
+        .await
+        .unwrap();
     assert!(r.is_truncated().unwrap());
     assert_eq!(r.next_marker().unwrap(), "dir09/");
-    let r = c.list_objects().bucket("many").delimiter("/").marker("dir09/").send().await.unwrap();
+    let r = c
+        .list_objects()
+        .bucket("many")
+        .delimiter("/")
+        .marker("dir09/")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.common_prefixes().len(), 15);
     assert_eq!(r.common_prefixes()[0].prefix().unwrap(), "dir10/");
-    let r = c.list_objects().bucket("many").prefix("dir24/").max_keys(1000).send().await.unwrap();
+    let r = c
+        .list_objects()
+        .bucket("many")
+        .prefix("dir24/")
+        .max_keys(1000)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.contents().len(), 100);
     assert!(r.contents()[0].owner().is_some());
 
     // fetch-owner on V2.
-    let r = c.list_objects_v2().bucket("many").max_keys(1).fetch_owner(true).send().await.unwrap();
+    let r = c
+        .list_objects_v2()
+        .bucket("many")
+        .max_keys(1)
+        .fetch_owner(true)
+        .send()
+        .await
+        .unwrap();
     assert!(r.contents()[0].owner().is_some());
     // max-keys=0.
-    let r = c.list_objects_v2().bucket("many").max_keys(0).send().await.unwrap();
+    let r = c
+        .list_objects_v2()
+        .bucket("many")
+        .max_keys(0)
+        .send()
+        .await
+        .unwrap();
     assert!(r.contents().is_empty());
 }
 
@@ -133,13 +199,33 @@ async fn url_encoding_type() {
     let odd = "a b+c/ü&<x>";
     put_bytes(&c, "enc", odd, b"x".to_vec()).await;
     // Asked for URL encoding, the SDK hands the encoded key through.
-    let r = c.list_objects_v2().bucket("enc").encoding_type(EncodingType::Url).send().await.unwrap();
+    let r = c
+        .list_objects_v2()
+        .bucket("enc")
+        .encoding_type(EncodingType::Url)
+        .send()
+        .await
+        .unwrap();
     let encoded = r.contents()[0].key().unwrap();
-    assert_eq!(percent_encoding::percent_decode_str(encoded).decode_utf8().unwrap(), odd);
+    assert_eq!(
+        percent_encoding::percent_decode_str(encoded)
+            .decode_utf8()
+            .unwrap(),
+        odd
+    );
     // On the wire the key is percent-encoded.
-    let raw = Raw::new("GET", format!("{}/enc?list-type=2&encoding-type=url", s.endpoint)).send().await;
+    let raw = Raw::new(
+        "GET",
+        format!("{}/enc?list-type=2&encoding-type=url", s.endpoint),
+    )
+    .send()
+    .await;
     assert_eq!(raw.status, 200);
-    assert!(raw.text().contains("<Key>a%20b%2Bc/%C3%BC%26%3Cx%3E</Key>"), "{}", raw.text());
+    assert!(
+        raw.text().contains("<Key>a%20b%2Bc/%C3%BC%26%3Cx%3E</Key>"),
+        "{}",
+        raw.text()
+    );
     let r = c.list_objects_v2().bucket("enc").send().await.unwrap();
     assert_eq!(r.contents()[0].key().unwrap(), odd);
 }

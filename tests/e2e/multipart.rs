@@ -5,8 +5,20 @@ use crate::harness::*;
 
 const MIB: usize = 1 << 20;
 
-async fn upload(c: &aws_sdk_s3::Client, key: &str, parts: &[Vec<u8>]) -> (String, Vec<CompletedPart>) {
-    let up = c.create_multipart_upload().bucket("bkt").key(key).content_type("application/x-mp").metadata("m", "1").send().await.unwrap();
+async fn upload(
+    c: &aws_sdk_s3::Client,
+    key: &str,
+    parts: &[Vec<u8>],
+) -> (String, Vec<CompletedPart>) {
+    let up = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key(key)
+        .content_type("application/x-mp")
+        .metadata("m", "1")
+        .send()
+        .await
+        .unwrap();
     let id = up.upload_id().unwrap().to_string();
     let mut done = Vec::new();
     for (i, p) in parts.iter().enumerate() {
@@ -20,8 +32,16 @@ async fn upload(c: &aws_sdk_s3::Client, key: &str, parts: &[Vec<u8>]) -> (String
             .send()
             .await
             .unwrap();
-        assert_eq!(r.e_tag().unwrap(), format!("\"{}\"", hex::encode(Md5::digest(p))));
-        done.push(CompletedPart::builder().part_number(i as i32 + 1).e_tag(r.e_tag().unwrap()).build());
+        assert_eq!(
+            r.e_tag().unwrap(),
+            format!("\"{}\"", hex::encode(Md5::digest(p)))
+        );
+        done.push(
+            CompletedPart::builder()
+                .part_number(i as i32 + 1)
+                .e_tag(r.e_tag().unwrap())
+                .build(),
+        );
     }
     (id, done)
 }
@@ -31,13 +51,32 @@ async fn three_parts_with_a_one_byte_tail() {
     let s = Server::start(4);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    let parts = vec![Pattern::bytes(1, 5 * MIB), Pattern::bytes(2, 5 * MIB + 3), vec![42u8]];
+    let parts = vec![
+        Pattern::bytes(1, 5 * MIB),
+        Pattern::bytes(2, 5 * MIB + 3),
+        vec![42u8],
+    ];
     let (id, done) = upload(&c, "mp", &parts).await;
 
-    let listed = c.list_parts().bucket("bkt").key("mp").upload_id(&id).send().await.unwrap();
+    let listed = c
+        .list_parts()
+        .bucket("bkt")
+        .key("mp")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(listed.parts().len(), 3);
     assert_eq!(listed.parts()[2].size(), Some(1));
-    let page = c.list_parts().bucket("bkt").key("mp").upload_id(&id).max_parts(2).send().await.unwrap();
+    let page = c
+        .list_parts()
+        .bucket("bkt")
+        .key("mp")
+        .upload_id(&id)
+        .max_parts(2)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(page.parts().len(), 2);
     assert!(page.is_truncated().unwrap());
     let rest = c
@@ -50,7 +89,12 @@ async fn three_parts_with_a_one_byte_tail() {
         .await
         .unwrap();
     assert_eq!(rest.parts().len(), 1);
-    let ups = c.list_multipart_uploads().bucket("bkt").send().await.unwrap();
+    let ups = c
+        .list_multipart_uploads()
+        .bucket("bkt")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ups.uploads().len(), 1);
     assert_eq!(ups.uploads()[0].upload_id().unwrap(), id);
 
@@ -59,7 +103,11 @@ async fn three_parts_with_a_one_byte_tail() {
         .bucket("bkt")
         .key("mp")
         .upload_id(&id)
-        .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(done)).build())
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(done))
+                .build(),
+        )
         .send()
         .await
         .unwrap();
@@ -75,24 +123,83 @@ async fn three_parts_with_a_one_byte_tail() {
     assert_eq!(got.e_tag().unwrap(), etag);
     assert_eq!(got.content_type().unwrap(), "application/x-mp");
     assert_eq!(got.metadata().unwrap().get("m").unwrap(), "1");
-    assert_eq!(got.body.collect().await.unwrap().into_bytes().to_vec(), whole);
+    assert_eq!(
+        got.body.collect().await.unwrap().into_bytes().to_vec(),
+        whole
+    );
     // Parts as parallel downloaders fetch them.
-    let head = c.head_object().bucket("bkt").key("mp").part_number(2).send().await.unwrap();
+    let head = c
+        .head_object()
+        .bucket("bkt")
+        .key("mp")
+        .part_number(2)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(head.parts_count(), Some(3));
     assert_eq!(head.content_length(), Some(5 * MIB as i64 + 3));
-    let p3 = c.get_object().bucket("bkt").key("mp").part_number(3).send().await.unwrap();
+    let p3 = c
+        .get_object()
+        .bucket("bkt")
+        .key("mp")
+        .part_number(3)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(p3.parts_count(), Some(3));
-    assert_eq!(p3.content_range().unwrap(), format!("bytes {}-{}/{}", whole.len() - 1, whole.len() - 1, whole.len()));
-    assert_eq!(p3.body.collect().await.unwrap().into_bytes().to_vec(), vec![42u8]);
-    let e = c.get_object().bucket("bkt").key("mp").part_number(4).send().await.unwrap_err();
+    assert_eq!(
+        p3.content_range().unwrap(),
+        format!(
+            "bytes {}-{}/{}",
+            whole.len() - 1,
+            whole.len() - 1,
+            whole.len()
+        )
+    );
+    assert_eq!(
+        p3.body.collect().await.unwrap().into_bytes().to_vec(),
+        vec![42u8]
+    );
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("mp")
+        .part_number(4)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidPartNumber");
     // A range across the part boundary.
-    let r = c.get_object().bucket("bkt").key("mp").range(format!("bytes={}-{}", 5 * MIB - 2, 5 * MIB + 1)).send().await.unwrap();
-    assert_eq!(r.body.collect().await.unwrap().into_bytes().to_vec(), &whole[5 * MIB - 2..5 * MIB + 2]);
+    let r = c
+        .get_object()
+        .bucket("bkt")
+        .key("mp")
+        .range(format!("bytes={}-{}", 5 * MIB - 2, 5 * MIB + 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.body.collect().await.unwrap().into_bytes().to_vec(),
+        &whole[5 * MIB - 2..5 * MIB + 2]
+    );
     // The upload is gone.
-    let e = c.list_parts().bucket("bkt").key("mp").upload_id(&id).send().await.unwrap_err();
+    let e = c
+        .list_parts()
+        .bucket("bkt")
+        .key("mp")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchUpload");
-    assert!(c.list_multipart_uploads().bucket("bkt").send().await.unwrap().uploads().is_empty());
+    assert!(c
+        .list_multipart_uploads()
+        .bucket("bkt")
+        .send()
+        .await
+        .unwrap()
+        .uploads()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -107,7 +214,11 @@ async fn completion_rules() {
                 .bucket("bkt")
                 .key("k")
                 .upload_id(id)
-                .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(parts)).build())
+                .multipart_upload(
+                    CompletedMultipartUpload::builder()
+                        .set_parts(Some(parts))
+                        .build(),
+                )
                 .send()
                 .await
         }
@@ -117,14 +228,22 @@ async fn completion_rules() {
     let e = complete(id.clone(), done.clone()).await.unwrap_err();
     assert_eq!(code(&e), "EntityTooSmall");
     // Out of order.
-    let e = complete(id.clone(), vec![done[1].clone(), done[0].clone()]).await.unwrap_err();
+    let e = complete(id.clone(), vec![done[1].clone(), done[0].clone()])
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidPartOrder");
     // Wrong ETag.
-    let bad = CompletedPart::builder().part_number(1).e_tag("\"00000000000000000000000000000000\"").build();
+    let bad = CompletedPart::builder()
+        .part_number(1)
+        .e_tag("\"00000000000000000000000000000000\"")
+        .build();
     let e = complete(id.clone(), vec![bad]).await.unwrap_err();
     assert_eq!(code(&e), "InvalidPart");
     // Missing part.
-    let missing = CompletedPart::builder().part_number(9).e_tag(done[0].e_tag().unwrap()).build();
+    let missing = CompletedPart::builder()
+        .part_number(9)
+        .e_tag(done[0].e_tag().unwrap())
+        .build();
     let e = complete(id.clone(), vec![missing]).await.unwrap_err();
     assert_eq!(code(&e), "InvalidPart");
     // A subset that is valid: only part 2 (the last may be small).
@@ -133,16 +252,54 @@ async fn completion_rules() {
     // Unknown upload ids.
     let e = complete("0123".into(), done.clone()).await.unwrap_err();
     assert_eq!(code(&e), "NoSuchUpload");
-    let e = c.abort_multipart_upload().bucket("bkt").key("k").upload_id(&id).send().await.unwrap_err();
+    let e = c
+        .abort_multipart_upload()
+        .bucket("bkt")
+        .key("k")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchUpload");
     // Abort.
     let (id, _) = upload(&c, "gone", &[vec![3u8; 100]]).await;
-    c.abort_multipart_upload().bucket("bkt").key("gone").upload_id(&id).send().await.unwrap();
-    let e = c.list_parts().bucket("bkt").key("gone").upload_id(&id).send().await.unwrap_err();
+    c.abort_multipart_upload()
+        .bucket("bkt")
+        .key("gone")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .list_parts()
+        .bucket("bkt")
+        .key("gone")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchUpload");
-    let e = c.upload_part().bucket("bkt").key("gone").upload_id(&id).part_number(1).body(b"x".to_vec().into()).send().await.unwrap_err();
+    let e = c
+        .upload_part()
+        .bucket("bkt")
+        .key("gone")
+        .upload_id(&id)
+        .part_number(1)
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchUpload");
-    let e = c.upload_part().bucket("bkt").key("gone").upload_id(&id).part_number(10_001).body(b"x".to_vec().into()).send().await.unwrap_err();
+    let e = c
+        .upload_part()
+        .bucket("bkt")
+        .key("gone")
+        .upload_id(&id)
+        .part_number(10_001)
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidArgument");
     // Malformed completion document.
     let (id, _) = upload(&c, "xml", &[vec![4u8; 100]]).await;
@@ -155,9 +312,21 @@ async fn completion_rules() {
     // Uploads listing with prefix and delimiter.
     upload(&c, "dir/a", &[vec![1u8]]).await;
     upload(&c, "dir/b", &[vec![1u8]]).await;
-    let l = c.list_multipart_uploads().bucket("bkt").delimiter("/").send().await.unwrap();
+    let l = c
+        .list_multipart_uploads()
+        .bucket("bkt")
+        .delimiter("/")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(l.common_prefixes().len(), 1);
     assert_eq!(l.uploads().len(), 1);
-    let l = c.list_multipart_uploads().bucket("bkt").prefix("dir/").send().await.unwrap();
+    let l = c
+        .list_multipart_uploads()
+        .bucket("bkt")
+        .prefix("dir/")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(l.uploads().len(), 2);
 }

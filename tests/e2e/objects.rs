@@ -14,7 +14,11 @@ async fn put_get_head_delete_at_every_size() {
     let s = Server::start(4);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    for (key, len) in [("zero", 0usize), ("one", 1), ("mib-plus-one", (1 << 20) + 1)] {
+    for (key, len) in [
+        ("zero", 0usize),
+        ("one", 1),
+        ("mib-plus-one", (1 << 20) + 1),
+    ] {
         let data = Pattern::bytes(len as u64, len);
         let out = c
             .put_object()
@@ -35,31 +39,69 @@ async fn put_get_head_delete_at_every_size() {
         assert_eq!(got.content_length().unwrap(), len as i64);
         assert_eq!(got.content_type().unwrap(), "application/x-test");
         assert_eq!(got.cache_control().unwrap(), "max-age=60");
-        assert_eq!(got.content_disposition().unwrap(), "attachment; filename=\"x.bin\"");
+        assert_eq!(
+            got.content_disposition().unwrap(),
+            "attachment; filename=\"x.bin\""
+        );
         assert_eq!(got.content_encoding().unwrap(), "identity");
         assert_eq!(got.metadata().unwrap().get("color").unwrap(), "blue");
         assert_eq!(got.e_tag().unwrap(), format!("\"{}\"", md5_hex(&data)));
-        assert_eq!(got.body.collect().await.unwrap().into_bytes().to_vec(), data, "{key}");
+        assert_eq!(
+            got.body.collect().await.unwrap().into_bytes().to_vec(),
+            data,
+            "{key}"
+        );
         let head = c.head_object().bucket("bkt").key(key).send().await.unwrap();
         assert_eq!(head.content_length().unwrap(), len as i64);
         assert_eq!(head.metadata().unwrap().get("shape").unwrap(), "round");
         assert!(head.last_modified().is_some());
     }
     // Default content type, for a PUT without one.
-    let r = Raw::new("PUT", format!("{}/bkt/plain", s.endpoint)).body(b"x".to_vec()).send().await;
+    let r = Raw::new("PUT", format!("{}/bkt/plain", s.endpoint))
+        .body(b"x".to_vec())
+        .send()
+        .await;
     assert_eq!(r.status, 200);
-    let h = c.head_object().bucket("bkt").key("plain").send().await.unwrap();
+    let h = c
+        .head_object()
+        .bucket("bkt")
+        .key("plain")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(h.content_type().unwrap(), "binary/octet-stream");
     // Overwrite, then delete.
     put_bytes(&c, "bkt", "one", b"new".to_vec()).await;
     assert_eq!(get_bytes(&c, "bkt", "one").await, b"new");
-    c.delete_object().bucket("bkt").key("one").send().await.unwrap();
-    let e = c.get_object().bucket("bkt").key("one").send().await.unwrap_err();
+    c.delete_object()
+        .bucket("bkt")
+        .key("one")
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("one")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
-    let e = c.head_object().bucket("bkt").key("one").send().await.unwrap_err();
+    let e = c
+        .head_object()
+        .bucket("bkt")
+        .key("one")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 404);
     // Deleting a missing key is not an error.
-    c.delete_object().bucket("bkt").key("one").send().await.unwrap();
+    c.delete_object()
+        .bucket("bkt")
+        .key("one")
+        .send()
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -76,25 +118,72 @@ async fn ranges_and_part_numbers() {
         ("bytes=524280-524300", 524_280..524_301),
         ("bytes=10-99999999", 10..1_000_000),
     ] {
-        let r = c.get_object().bucket("bkt").key("k").range(range).send().await.unwrap();
+        let r = c
+            .get_object()
+            .bucket("bkt")
+            .key("k")
+            .range(range)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(
             r.content_range().unwrap(),
             format!("bytes {}-{}/1000000", want.start, want.end - 1)
         );
-        assert_eq!(r.body.collect().await.unwrap().into_bytes().to_vec(), &data[want], "{range}");
+        assert_eq!(
+            r.body.collect().await.unwrap().into_bytes().to_vec(),
+            &data[want],
+            "{range}"
+        );
     }
-    let e = c.get_object().bucket("bkt").key("k").range("bytes=1000000-").send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .range("bytes=1000000-")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidRange");
     assert_eq!(status(&e), 416);
     // A malformed range is ignored, as S3 does.
-    let r = c.get_object().bucket("bkt").key("k").range("bytes=abc").send().await.unwrap();
+    let r = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .range("bytes=abc")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.content_length().unwrap(), 1_000_000);
     // partNumber=1 of a single-part object is the whole object, as a 206.
-    let r = c.get_object().bucket("bkt").key("k").part_number(1).send().await.unwrap();
+    let r = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .part_number(1)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.content_range().unwrap(), "bytes 0-999999/1000000");
-    let e = c.get_object().bucket("bkt").key("k").part_number(2).send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .part_number(2)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidPartNumber");
-    let e = c.get_object().bucket("bkt").key("k").part_number(1).range("bytes=0-1").send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .part_number(1)
+        .range("bytes=0-1")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidRequest");
 }
 
@@ -103,21 +192,72 @@ async fn conditional_reads() {
     let s = Server::start(1);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    let etag = put_bytes(&c, "bkt", "k", b"hello".to_vec()).await.e_tag().unwrap().to_string();
-    c.get_object().bucket("bkt").key("k").if_match(&etag).send().await.unwrap();
-    let e = c.get_object().bucket("bkt").key("k").if_match("\"nope\"").send().await.unwrap_err();
+    let etag = put_bytes(&c, "bkt", "k", b"hello".to_vec())
+        .await
+        .e_tag()
+        .unwrap()
+        .to_string();
+    c.get_object()
+        .bucket("bkt")
+        .key("k")
+        .if_match(&etag)
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .if_match("\"nope\"")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "PreconditionFailed");
     assert_eq!(status(&e), 412);
-    let e = c.get_object().bucket("bkt").key("k").if_none_match(&etag).send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .if_none_match(&etag)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 304);
     let future = DateTime::from_secs(DateTime::from(std::time::SystemTime::now()).secs() + 3600);
     let past = DateTime::from_secs(1_000_000_000);
-    let e = c.get_object().bucket("bkt").key("k").if_modified_since(future).send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .if_modified_since(future)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 304);
-    c.get_object().bucket("bkt").key("k").if_modified_since(past).send().await.unwrap();
-    let e = c.get_object().bucket("bkt").key("k").if_unmodified_since(past).send().await.unwrap_err();
+    c.get_object()
+        .bucket("bkt")
+        .key("k")
+        .if_modified_since(past)
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .if_unmodified_since(past)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "PreconditionFailed");
-    let e = c.head_object().bucket("bkt").key("k").if_match("\"nope\"").send().await.unwrap_err();
+    let e = c
+        .head_object()
+        .bucket("bkt")
+        .key("k")
+        .if_match("\"nope\"")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 412);
 }
 
@@ -161,7 +301,13 @@ async fn digests_are_verified_and_checksums_returned() {
     assert_eq!(code(&e), "BadDigest");
     assert_eq!(get_bytes(&c, "bkt", "keep").await, b"original");
     // Each algorithm: stored and returned with checksum mode.
-    for alg in [ChecksumAlgorithm::Crc32, ChecksumAlgorithm::Crc32C, ChecksumAlgorithm::Crc64Nvme, ChecksumAlgorithm::Sha1, ChecksumAlgorithm::Sha256] {
+    for alg in [
+        ChecksumAlgorithm::Crc32,
+        ChecksumAlgorithm::Crc32C,
+        ChecksumAlgorithm::Crc64Nvme,
+        ChecksumAlgorithm::Sha1,
+        ChecksumAlgorithm::Sha256,
+    ] {
         let data = Pattern::bytes(3, 300_000);
         let put = c
             .put_object()
@@ -172,7 +318,14 @@ async fn digests_are_verified_and_checksums_returned() {
             .send()
             .await
             .unwrap();
-        let got = c.get_object().bucket("bkt").key("sum").checksum_mode(ChecksumMode::Enabled).send().await.unwrap();
+        let got = c
+            .get_object()
+            .bucket("bkt")
+            .key("sum")
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
         let (sent, back) = match alg {
             ChecksumAlgorithm::Crc32 => (put.checksum_crc32(), got.checksum_crc32()),
             ChecksumAlgorithm::Crc32C => (put.checksum_crc32_c(), got.checksum_crc32_c()),
@@ -182,7 +335,10 @@ async fn digests_are_verified_and_checksums_returned() {
         };
         assert!(sent.is_some(), "{alg:?}");
         assert_eq!(sent, back, "{alg:?}");
-        assert_eq!(got.body.collect().await.unwrap().into_bytes().to_vec(), data);
+        assert_eq!(
+            got.body.collect().await.unwrap().into_bytes().to_vec(),
+            data
+        );
     }
 }
 
@@ -205,7 +361,11 @@ async fn delete_objects_in_one_request() {
         .send()
         .await
         .unwrap();
-    let deleted: Vec<_> = out.deleted().iter().map(|d| d.key().unwrap().to_string()).collect();
+    let deleted: Vec<_> = out
+        .deleted()
+        .iter()
+        .map(|d| d.key().unwrap().to_string())
+        .collect();
     assert_eq!(deleted, vec!["a", "b", "missing"]);
     assert_eq!(out.errors().len(), 1);
     assert_eq!(out.errors()[0].code().unwrap(), "KeyTooLongError");
@@ -226,7 +386,15 @@ async fn delete_objects_in_one_request() {
         .await
         .unwrap();
     assert!(out.deleted().is_empty());
-    assert_eq!(c.list_objects_v2().bucket("bkt").send().await.unwrap().key_count(), Some(0));
+    assert_eq!(
+        c.list_objects_v2()
+            .bucket("bkt")
+            .send()
+            .await
+            .unwrap()
+            .key_count(),
+        Some(0)
+    );
 }
 
 #[tokio::test]
@@ -250,7 +418,11 @@ async fn odd_keys_are_opaque_names() {
         put_bytes(&c, "bkt", k, format!("v{i}").into_bytes()).await;
     }
     for (i, k) in keys.iter().enumerate() {
-        assert_eq!(get_bytes(&c, "bkt", k).await, format!("v{i}").into_bytes(), "{k}");
+        assert_eq!(
+            get_bytes(&c, "bkt", k).await,
+            format!("v{i}").into_bytes(),
+            "{k}"
+        );
     }
     let mut listed: Vec<String> = c
         .list_objects_v2()
@@ -273,7 +445,14 @@ async fn odd_keys_are_opaque_names() {
         .collect();
     top.sort();
     assert_eq!(top, vec!["disk1", "disk2", "disk3", "disk4", "server.log"]);
-    let e = c.put_object().bucket("bkt").key("k".repeat(1025)).body(b"x".to_vec().into()).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("bkt")
+        .key("k".repeat(1025))
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "KeyTooLongError");
 }
 
@@ -283,7 +462,15 @@ async fn unsupported_options_are_refused_not_ignored() {
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
     use aws_sdk_s3::types::{ObjectCannedAcl, ServerSideEncryption, StorageClass};
-    let e = c.put_object().bucket("bkt").key("k").acl(ObjectCannedAcl::PublicRead).body(b"x".to_vec().into()).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("bkt")
+        .key("k")
+        .acl(ObjectCannedAcl::PublicRead)
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NotImplemented");
     let e = c
         .put_object()
@@ -295,11 +482,39 @@ async fn unsupported_options_are_refused_not_ignored() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "NotImplemented");
-    c.put_object().bucket("bkt").key("k").acl(ObjectCannedAcl::Private).body(b"x".to_vec().into()).send().await.unwrap();
-    c.put_object().bucket("bkt").key("k").storage_class(StorageClass::Standard).body(b"x".to_vec().into()).send().await.unwrap();
-    let e = c.put_object().bucket("bkt").key("k2").metadata("big", "x".repeat(2100)).body(b"x".to_vec().into()).send().await.unwrap_err();
+    c.put_object()
+        .bucket("bkt")
+        .key("k")
+        .acl(ObjectCannedAcl::Private)
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap();
+    c.put_object()
+        .bucket("bkt")
+        .key("k")
+        .storage_class(StorageClass::Standard)
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .put_object()
+        .bucket("bkt")
+        .key("k2")
+        .metadata("big", "x".repeat(2100))
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "MetadataTooLarge");
-    let e = c.get_object_tagging().bucket("bkt").key("k").send().await.unwrap_err();
+    let e = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NotImplemented");
     assert_eq!(status(&e), 501);
     // Response header overrides.

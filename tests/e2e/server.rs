@@ -5,20 +5,35 @@ use crate::harness::*;
 #[tokio::test]
 async fn health_endpoints_and_reserved_prefix() {
     let s = Server::start(1);
-    let live = reqwest::get(format!("{}/granary/health/live", s.endpoint)).await.unwrap();
+    let live = reqwest::get(format!("{}/granary/health/live", s.endpoint))
+        .await
+        .unwrap();
     assert_eq!(live.status(), 200);
-    let ready = reqwest::get(format!("{}/granary/health/ready", s.endpoint)).await.unwrap();
+    let ready = reqwest::get(format!("{}/granary/health/ready", s.endpoint))
+        .await
+        .unwrap();
     assert_eq!(ready.status(), 200);
     // Anything else under /granary/ is an ordinary (unauthenticated) S3 request.
-    let other = reqwest::get(format!("{}/granary/nothing", s.endpoint)).await.unwrap();
+    let other = reqwest::get(format!("{}/granary/nothing", s.endpoint))
+        .await
+        .unwrap();
     assert_eq!(other.status(), 403);
     // Every S3 response carries a request id.
     let r = Raw::new("GET", format!("{}/", s.endpoint)).send().await;
     assert_eq!(r.status, 200);
     assert_eq!(r.headers["x-amz-request-id"].len(), 16);
-    let r = reqwest::get(format!("{}/nobucket/k", s.endpoint)).await.unwrap();
-    let id = r.headers()["x-amz-request-id"].to_str().unwrap().to_string();
-    assert!(r.text().await.unwrap().contains(&format!("<RequestId>{id}</RequestId>")));
+    let r = reqwest::get(format!("{}/nobucket/k", s.endpoint))
+        .await
+        .unwrap();
+    let id = r.headers()["x-amz-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains(&format!("<RequestId>{id}</RequestId>")));
 }
 
 #[tokio::test]
@@ -45,7 +60,9 @@ async fn generated_credentials_are_stored_privately_and_printed_once() {
                 Some(Ok(l)) => out.push(l),
                 _ => break,
             }
-            if out.last().unwrap().contains("shown only") || out.last().unwrap().contains("Using the root") {
+            if out.last().unwrap().contains("shown only")
+                || out.last().unwrap().contains("Using the root")
+            {
                 break;
             }
         }
@@ -54,10 +71,16 @@ async fn generated_credentials_are_stored_privately_and_printed_once() {
         out.join("\n")
     };
     let first = run(&dir);
-    let secret_line = first.lines().find(|l| l.contains("AWS_SECRET_ACCESS_KEY=")).expect("secret printed on first start");
+    let secret_line = first
+        .lines()
+        .find(|l| l.contains("AWS_SECRET_ACCESS_KEY="))
+        .expect("secret printed on first start");
     let secret = secret_line.split('=').nth(1).unwrap();
     let file = dir.join("root-credentials");
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     assert!(std::fs::read_to_string(&file).unwrap().contains(secret));
     let second = run(&dir);
     assert!(!second.contains(secret), "secret printed again:\n{second}");
@@ -107,5 +130,7 @@ async fn graceful_shutdown_finishes_in_flight_downloads() {
     assert_eq!(all, data);
     s.stop();
     // New connections are refused once it has stopped.
-    assert!(reqwest::get(format!("{}/granary/health/live", s.endpoint)).await.is_err());
+    assert!(reqwest::get(format!("{}/granary/health/live", s.endpoint))
+        .await
+        .is_err());
 }

@@ -29,7 +29,9 @@ pub struct ChunkSigner {
 
 impl std::fmt::Debug for ChunkSigner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChunkSigner").field("scope", &self.scope).finish_non_exhaustive()
+        f.debug_struct("ChunkSigner")
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
     }
 }
 
@@ -100,7 +102,9 @@ pub struct ChunkedDecoder {
 }
 
 fn framing(msg: &str) -> S3Error {
-    S3Error::IncompleteBody(format!("The request body is not valid aws-chunked encoding: {msg}"))
+    S3Error::IncompleteBody(format!(
+        "The request body is not valid aws-chunked encoding: {msg}"
+    ))
 }
 
 impl ChunkedDecoder {
@@ -177,15 +181,21 @@ impl ChunkedDecoder {
                 if !line.is_empty() {
                     return Err(framing("chunk data longer than its declared size"));
                 }
-                let hash = hex::encode(self.hasher.take().map(|h| h.finalize()).unwrap_or_default());
+                let hash =
+                    hex::encode(self.hasher.take().map(|h| h.finalize()).unwrap_or_default());
                 self.verify_chunk(&hash)?;
                 self.state = State::Header;
             }
             State::Header => {
-                let text = std::str::from_utf8(line).map_err(|_| framing("chunk header is not text"))?;
+                let text =
+                    std::str::from_utf8(line).map_err(|_| framing("chunk header is not text"))?;
                 let (size, ext) = text.split_once(';').unwrap_or((text, ""));
-                let size = u64::from_str_radix(size.trim(), 16).map_err(|_| framing("bad chunk size"))?;
-                self.chunk_signature = ext.trim().strip_prefix("chunk-signature=").map(str::to_string);
+                let size =
+                    u64::from_str_radix(size.trim(), 16).map_err(|_| framing("bad chunk size"))?;
+                self.chunk_signature = ext
+                    .trim()
+                    .strip_prefix("chunk-signature=")
+                    .map(str::to_string);
                 if self.signer.is_some() && self.chunk_signature.is_none() {
                     return Err(framing("chunk without chunk-signature"));
                 }
@@ -201,10 +211,9 @@ impl ChunkedDecoder {
                 if line.is_empty() {
                     if let Some(signer) = &mut self.signer {
                         if !self.trailers.is_empty() || self.trailer_signature.is_some() {
-                            let provided = self
-                                .trailer_signature
-                                .take()
-                                .ok_or_else(|| framing("signed trailer without x-amz-trailer-signature"))?;
+                            let provided = self.trailer_signature.take().ok_or_else(|| {
+                                framing("signed trailer without x-amz-trailer-signature")
+                            })?;
                             signer.trailer(&self.trailer_canonical, &provided)?;
                         }
                     }
@@ -212,7 +221,9 @@ impl ChunkedDecoder {
                     return Ok(());
                 }
                 let text = std::str::from_utf8(line).map_err(|_| framing("trailer is not text"))?;
-                let (name, value) = text.split_once(':').ok_or_else(|| framing("bad trailer line"))?;
+                let (name, value) = text
+                    .split_once(':')
+                    .ok_or_else(|| framing("bad trailer line"))?;
                 let name = name.trim().to_ascii_lowercase();
                 let value = value.trim().to_string();
                 if name == "x-amz-trailer-signature" {
@@ -332,7 +343,10 @@ mod tests {
         // A changed trailer value breaks the trailer signature.
         let b = body(TRAILER_SIGNED, &TRAILER.replace("sOO8", "AAA8"));
         let mut d = ChunkedDecoder::new(Some(example_signer(TRAILER_SEED)));
-        assert!(matches!(decode(&mut d, &b, 1000), Err(S3Error::SignatureDoesNotMatch { .. })));
+        assert!(matches!(
+            decode(&mut d, &b, 1000),
+            Err(S3Error::SignatureDoesNotMatch { .. })
+        ));
     }
 
     #[test]
@@ -340,11 +354,17 @@ mod tests {
         let mut b = body(SIGNED, "");
         b[100] = b'b';
         let mut d = ChunkedDecoder::new(Some(example_signer(SEED)));
-        assert!(matches!(decode(&mut d, &b, 4096), Err(S3Error::SignatureDoesNotMatch { .. })));
+        assert!(matches!(
+            decode(&mut d, &b, 4096),
+            Err(S3Error::SignatureDoesNotMatch { .. })
+        ));
         let mut sigs = SIGNED;
         sigs[2] = SIGNED[1];
         let mut d = ChunkedDecoder::new(Some(example_signer(SEED)));
-        assert!(matches!(decode(&mut d, &body(sigs, ""), 4096), Err(S3Error::SignatureDoesNotMatch { .. })));
+        assert!(matches!(
+            decode(&mut d, &body(sigs, ""), 4096),
+            Err(S3Error::SignatureDoesNotMatch { .. })
+        ));
     }
 
     #[test]

@@ -52,7 +52,9 @@ const AMZ_DATE: &[time::format_description::BorrowedFormatItem<'static>] =
     format_description!("[year][month][day]T[hour][minute][second]Z");
 
 fn parse_amz_date(s: &str) -> Option<OffsetDateTime> {
-    PrimitiveDateTime::parse(s, AMZ_DATE).ok().map(|t| t.assume_utc())
+    PrimitiveDateTime::parse(s, AMZ_DATE)
+        .ok()
+        .map(|t| t.assume_utc())
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -79,7 +81,10 @@ struct Parsed {
     signature: String,
 }
 
-fn parse_credential(cred: &str, malformed: impl Fn(String) -> S3Error) -> S3Result<(String, Scope)> {
+fn parse_credential(
+    cred: &str,
+    malformed: impl Fn(String) -> S3Error,
+) -> S3Result<(String, Scope)> {
     let parts: Vec<&str> = cred.split('/').collect();
     if parts.len() != 5 || parts[4] != "aws4_request" {
         return Err(malformed(format!(
@@ -97,7 +102,12 @@ fn parse_credential(cred: &str, malformed: impl Fn(String) -> S3Error) -> S3Resu
 }
 
 fn parse_authorization(value: &str) -> S3Result<Parsed> {
-    let malformed = |m: String| S3Error::AuthorizationHeaderMalformed(format!("The authorization header is malformed; {m}"), None);
+    let malformed = |m: String| {
+        S3Error::AuthorizationHeaderMalformed(
+            format!("The authorization header is malformed; {m}"),
+            None,
+        )
+    };
     let rest = value.strip_prefix(ALGORITHM).ok_or_else(|| {
         S3Error::InvalidRequest("The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.".into())
     })?;
@@ -115,7 +125,9 @@ fn parse_authorization(value: &str) -> S3Result<Parsed> {
         }
     }
     let (Some(credential), Some(signed), Some(signature)) = (credential, signed, signature) else {
-        return Err(malformed("it must contain Credential, SignedHeaders and Signature".into()));
+        return Err(malformed(
+            "it must contain Credential, SignedHeaders and Signature".into(),
+        ));
     };
     let (access_key, scope) = parse_credential(credential, malformed)?;
     Ok(Parsed {
@@ -136,20 +148,39 @@ struct SigningInput<'a> {
     query: String,
 }
 
-fn check_scope(scope: &Scope, date: &OffsetDateTime, region: &str, mk: impl Fn(String, Option<String>) -> S3Error) -> S3Result<()> {
+fn check_scope(
+    scope: &Scope,
+    date: &OffsetDateTime,
+    region: &str,
+    mk: impl Fn(String, Option<String>) -> S3Error,
+) -> S3Result<()> {
     if scope.region != region {
         return Err(mk(
-            format!("the region '{}' is wrong; expecting '{region}'", scope.region),
+            format!(
+                "the region '{}' is wrong; expecting '{region}'",
+                scope.region
+            ),
             Some(region.to_string()),
         ));
     }
     if scope.service != "s3" {
-        return Err(mk(format!("the service '{}' is wrong; expecting 's3'", scope.service), None));
+        return Err(mk(
+            format!("the service '{}' is wrong; expecting 's3'", scope.service),
+            None,
+        ));
     }
-    let day = format!("{:04}{:02}{:02}", date.year(), date.month() as u8, date.day());
+    let day = format!(
+        "{:04}{:02}{:02}",
+        date.year(),
+        date.month() as u8,
+        date.day()
+    );
     if scope.date != day {
         return Err(mk(
-            format!("the credential date '{}' does not match the request date '{day}'", scope.date),
+            format!(
+                "the credential date '{}' does not match the request date '{day}'",
+                scope.date
+            ),
             None,
         ));
     }
@@ -160,7 +191,12 @@ fn verify(input: SigningInput<'_>, creds: &Credentials) -> S3Result<[u8; 32]> {
     let secret = creds
         .secret(&input.parsed.access_key)
         .ok_or(S3Error::InvalidAccessKeyId)?;
-    let signed: Vec<&str> = input.parsed.signed_headers.iter().map(|s| s.as_str()).collect();
+    let signed: Vec<&str> = input
+        .parsed
+        .signed_headers
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
     if !signed.contains(&"host") {
         return Err(S3Error::AuthorizationHeaderMalformed(
             "The authorization header is malformed; the host header must be signed".into(),
@@ -192,13 +228,21 @@ fn verify(input: SigningInput<'_>, creds: &Credentials) -> S3Result<[u8; 32]> {
 
 /// Authenticates a request. `region` is the server's region; `now` the
 /// clock used for skew and expiry.
-pub fn authenticate(parts: &Parts, creds: &Credentials, region: &str, now: OffsetDateTime) -> S3Result<Authenticated> {
+pub fn authenticate(
+    parts: &Parts,
+    creds: &Credentials,
+    region: &str,
+    now: OffsetDateTime,
+) -> S3Result<Authenticated> {
     let raw_query = parts.uri.query().unwrap_or("");
     if let Some(auth) = header(&parts.headers, "authorization") {
         return header_auth(parts, auth, raw_query, creds, region, now);
     }
     let params = query_params(raw_query);
-    if params.iter().any(|(k, _)| k == "X-Amz-Algorithm" || k == "X-Amz-Credential" || k == "X-Amz-Signature") {
+    if params
+        .iter()
+        .any(|(k, _)| k == "X-Amz-Algorithm" || k == "X-Amz-Credential" || k == "X-Amz-Signature")
+    {
         return presigned_auth(parts, &params, raw_query, creds, region, now);
     }
     Err(S3Error::AccessDenied("Access Denied".into()))
@@ -215,13 +259,21 @@ fn header_auth(
     let parsed = parse_authorization(auth)?;
     let (date, amz_date) = match header(&parts.headers, "x-amz-date") {
         Some(d) => (
-            parse_amz_date(d).ok_or_else(|| S3Error::AccessDenied("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"".into()))?,
+            parse_amz_date(d).ok_or_else(|| {
+                S3Error::AccessDenied(
+                    "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"".into(),
+                )
+            })?,
             d.to_string(),
         ),
         None => {
             let d = header(&parts.headers, "date")
                 .and_then(|d| httpdate::parse_http_date(d).ok())
-                .ok_or_else(|| S3Error::AccessDenied("AWS authentication requires a valid Date or x-amz-date header".into()))?;
+                .ok_or_else(|| {
+                    S3Error::AccessDenied(
+                        "AWS authentication requires a valid Date or x-amz-date header".into(),
+                    )
+                })?;
             let t = OffsetDateTime::from(d);
             let s = t.format(AMZ_DATE).expect("formats");
             (t, s)
@@ -231,10 +283,15 @@ fn header_auth(
         return Err(S3Error::RequestTimeTooSkewed);
     }
     check_scope(&parsed.scope, &date, region, |m, r| {
-        S3Error::AuthorizationHeaderMalformed(format!("The authorization header is malformed; {m}"), r)
+        S3Error::AuthorizationHeaderMalformed(
+            format!("The authorization header is malformed; {m}"),
+            r,
+        )
     })?;
     let content_sha = header(&parts.headers, "x-amz-content-sha256").ok_or_else(|| {
-        S3Error::InvalidRequest("Missing required header for this request: x-amz-content-sha256".into())
+        S3Error::InvalidRequest(
+            "Missing required header for this request: x-amz-content-sha256".into(),
+        )
     })?;
     let payload_kind = classify_payload(content_sha)?;
     let access_key = parsed.access_key.clone();
@@ -259,7 +316,10 @@ fn header_auth(
         },
         PayloadKind::UnsignedChunks => Payload::UnsignedChunks,
     };
-    Ok(Authenticated { access_key, payload })
+    Ok(Authenticated {
+        access_key,
+        payload,
+    })
 }
 
 enum PayloadKind {
@@ -296,7 +356,12 @@ fn presigned_auth(
     region: &str,
     now: OffsetDateTime,
 ) -> S3Result<Authenticated> {
-    let get = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let get = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
     let bad = |m: &str| S3Error::AuthorizationQueryParametersError(m.to_string());
     let algorithm = get("X-Amz-Algorithm").ok_or_else(|| bad("Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters."))?;
     if algorithm != ALGORITHM {
@@ -311,8 +376,14 @@ fn presigned_auth(
     ) else {
         return Err(bad("Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters."));
     };
-    let (access_key, scope) = parse_credential(cred, |m| S3Error::AuthorizationQueryParametersError(format!("Error parsing the X-Amz-Credential parameter; {m}")))?;
-    let t = parse_amz_date(date).ok_or_else(|| bad("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\""))?;
+    let (access_key, scope) = parse_credential(cred, |m| {
+        S3Error::AuthorizationQueryParametersError(format!(
+            "Error parsing the X-Amz-Credential parameter; {m}"
+        ))
+    })?;
+    let t = parse_amz_date(date).ok_or_else(|| {
+        bad("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"")
+    })?;
     let expires: i64 = expires
         .parse()
         .map_err(|_| bad("X-Amz-Expires should be a number"))?;
@@ -320,7 +391,9 @@ fn presigned_auth(
         return Err(bad("X-Amz-Expires must be non-negative"));
     }
     if expires > MAX_PRESIGN_EXPIRY_SECS {
-        return Err(bad("X-Amz-Expires must be less than a week (in seconds) that is 604800"));
+        return Err(bad(
+            "X-Amz-Expires must be less than a week (in seconds) that is 604800",
+        ));
     }
     if t - now > MAX_CLOCK_SKEW {
         return Err(S3Error::AccessDenied("Request is not valid yet".into()));
@@ -329,7 +402,9 @@ fn presigned_auth(
         return Err(S3Error::AccessDenied("Request has expired".into()));
     }
     check_scope(&scope, &t, region, |m, _| {
-        S3Error::AuthorizationQueryParametersError(format!("Error parsing the X-Amz-Credential parameter; {m}"))
+        S3Error::AuthorizationQueryParametersError(format!(
+            "Error parsing the X-Amz-Credential parameter; {m}"
+        ))
     })?;
     let payload_hash = header(&parts.headers, "x-amz-content-sha256")
         .unwrap_or("UNSIGNED-PAYLOAD")
@@ -337,7 +412,11 @@ fn presigned_auth(
     let payload = match classify_payload(&payload_hash)? {
         PayloadKind::Unsigned => Payload::Unsigned,
         PayloadKind::Sha256 => Payload::Sha256(payload_hash.to_ascii_lowercase()),
-        _ => return Err(S3Error::InvalidRequest("Presigned requests cannot use aws-chunked payloads".into())),
+        _ => {
+            return Err(S3Error::InvalidRequest(
+                "Presigned requests cannot use aws-chunked payloads".into(),
+            ))
+        }
     };
     verify(
         SigningInput {
@@ -354,5 +433,8 @@ fn presigned_auth(
         },
         creds,
     )?;
-    Ok(Authenticated { access_key, payload })
+    Ok(Authenticated {
+        access_key,
+        payload,
+    })
 }

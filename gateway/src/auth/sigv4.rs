@@ -37,7 +37,10 @@ pub struct Scope {
 impl Scope {
     /// The scope string.
     pub fn to_scope_string(&self) -> String {
-        format!("{}/{}/{}/aws4_request", self.date, self.region, self.service)
+        format!(
+            "{}/{}/{}/aws4_request",
+            self.date, self.region, self.service
+        )
     }
 }
 
@@ -107,7 +110,11 @@ pub fn canonical_query(raw_query: &str, skip: Option<&str>) -> String {
 /// Canonical headers block for `signed` (lower-case names, in order):
 /// values trimmed, inner runs of spaces collapsed, repeats joined by `,`.
 /// `None` when a signed header is absent.
-pub fn canonical_headers(headers: &HeaderMap, signed: &[&str], host: Option<&str>) -> Option<String> {
+pub fn canonical_headers(
+    headers: &HeaderMap,
+    signed: &[&str],
+    host: Option<&str>,
+) -> Option<String> {
     let mut out = String::new();
     for &name in signed {
         let values: Vec<String> = headers
@@ -177,7 +184,11 @@ pub fn sign(key: &[u8; 32], string_to_sign: &str) -> String {
 
 /// Compares two signatures without leaking where they differ.
 pub fn signatures_equal(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 #[cfg(test)]
@@ -209,7 +220,10 @@ mod tests {
             "host;x-amz-date",
             &sha256_hex(body),
         );
-        sign(&signing_key(SECRET, &scope()), &string_to_sign("20150830T123600Z", &scope(), &cr))
+        sign(
+            &signing_key(SECRET, &scope()),
+            &string_to_sign("20150830T123600Z", &scope(), &cr),
+        )
     }
 
     #[test]
@@ -240,9 +254,15 @@ mod tests {
     fn s3_get_object_example() {
         // "GET Object" example of the S3 SigV4 documentation.
         let mut h = HeaderMap::new();
-        h.insert("host", HeaderValue::from_static("examplebucket.s3.amazonaws.com"));
+        h.insert(
+            "host",
+            HeaderValue::from_static("examplebucket.s3.amazonaws.com"),
+        );
         h.insert("range", HeaderValue::from_static("bytes=0-9"));
-        h.insert("x-amz-content-sha256", HeaderValue::from_static(EMPTY_SHA256));
+        h.insert(
+            "x-amz-content-sha256",
+            HeaderValue::from_static(EMPTY_SHA256),
+        );
         h.insert("x-amz-date", HeaderValue::from_static("20130524T000000Z"));
         let signed = ["host", "range", "x-amz-content-sha256", "x-amz-date"];
         let cr = canonical_request(
@@ -262,7 +282,10 @@ mod tests {
             &signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", &s),
             &string_to_sign("20130524T000000Z", &s, &cr),
         );
-        assert_eq!(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+        assert_eq!(
+            sig,
+            "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+        );
     }
 
     #[test]
@@ -272,7 +295,10 @@ mod tests {
         assert_eq!(canonical_uri("/b/a%20key%2Bx"), "/b/a%20key%2Bx");
         assert_eq!(canonical_uri("/b/a key"), "/b/a%20key");
         assert_eq!(
-            canonical_query("prefix=a%2Fb&list-type=2&delimiter=/&X-Amz-Signature=x", Some("X-Amz-Signature")),
+            canonical_query(
+                "prefix=a%2Fb&list-type=2&delimiter=/&X-Amz-Signature=x",
+                Some("X-Amz-Signature")
+            ),
             "delimiter=%2F&list-type=2&prefix=a%2Fb"
         );
         assert_eq!(canonical_query("uploads", None), "uploads=");

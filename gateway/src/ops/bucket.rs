@@ -35,7 +35,12 @@ pub async fn list_buckets(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
             .decode(token)
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| S3Error::InvalidArgument("The continuation token provided is incorrect".into(), None))?;
+            .ok_or_else(|| {
+                S3Error::InvalidArgument(
+                    "The continuation token provided is incorrect".into(),
+                    None,
+                )
+            })?;
         all.retain(|b| b.name > after);
     }
     let max = match req.q("max-buckets") {
@@ -43,7 +48,12 @@ pub async fn list_buckets(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
             .parse::<usize>()
             .ok()
             .filter(|m| (1..=MAX_BUCKETS_PAGE).contains(m))
-            .ok_or_else(|| S3Error::InvalidArgument("max-buckets must be between 1 and 10000".into(), Some(("max-buckets".into(), m.into()))))?,
+            .ok_or_else(|| {
+                S3Error::InvalidArgument(
+                    "max-buckets must be between 1 and 10000".into(),
+                    Some(("max-buckets".into(), m.into())),
+                )
+            })?,
         None => usize::MAX,
     };
     let next = (all.len() > max).then(|| B64.encode(all[max - 1].name.as_bytes()));
@@ -57,7 +67,11 @@ pub async fn list_buckets(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
                 .map(|b| BucketEntry {
                     name: b.name,
                     creation_date: iso8601(b.created_ns),
-                    bucket_region: if b.region.is_empty() { gw.config.region.clone() } else { b.region },
+                    bucket_region: if b.region.is_empty() {
+                        gw.config.region.clone()
+                    } else {
+                        b.region
+                    },
                 })
                 .collect(),
         },
@@ -72,17 +86,31 @@ pub async fn create(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respo
     let name = req.bucket();
     validate_bucket_name(name)?;
     reject_unsupported(&req.parts.headers)?;
-    if req.header("x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-        return Err(S3Error::NotImplemented("Object lock is not supported yet".into()));
+    if req
+        .header("x-amz-bucket-object-lock-enabled")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Err(S3Error::NotImplemented(
+            "Object lock is not supported yet".into(),
+        ));
     }
     if let Some(o) = req.header("x-amz-object-ownership") {
         if o != "BucketOwnerEnforced" {
-            return Err(S3Error::NotImplemented(format!("Object ownership {o} is not supported; buckets are BucketOwnerEnforced")));
+            return Err(S3Error::NotImplemented(format!(
+                "Object ownership {o} is not supported; buckets are BucketOwnerEnforced"
+            )));
         }
     }
     let len = req.payload_length()?;
     if len > 0 {
-        let doc = read_small(body, req.auth.payload.clone(), len, MAX_CONFIG_BYTES, gw.config.body_idle_timeout).await?;
+        let doc = read_small(
+            body,
+            req.auth.payload.clone(),
+            len,
+            MAX_CONFIG_BYTES,
+            gw.config.body_idle_timeout,
+        )
+        .await?;
         let cfg: CreateBucketConfiguration = from_xml(&doc)?;
         if let Some(loc) = cfg.location_constraint.filter(|l| !l.is_empty()) {
             if loc != gw.config.region {
@@ -107,10 +135,21 @@ pub async fn create(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respo
 
 /// HeadBucket.
 pub async fn head(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let b = gw.store.bucket(req.bucket()).await.map_err(|e| named(e, req.bucket(), None))?;
+    let b = gw
+        .store
+        .bucket(req.bucket())
+        .await
+        .map_err(|e| named(e, req.bucket(), None))?;
     Ok(Response::builder()
         .status(StatusCode::OK)
-        .header("x-amz-bucket-region", if b.region.is_empty() { gw.config.region.clone() } else { b.region })
+        .header(
+            "x-amz-bucket-region",
+            if b.region.is_empty() {
+                gw.config.region.clone()
+            } else {
+                b.region
+            },
+        )
         .body(Body::empty())
         .expect("valid response"))
 }
@@ -126,17 +165,38 @@ pub async fn delete(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 
 /// GetBucketLocation: empty for us-east-1, as S3 answers.
 pub async fn location(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let b = gw.store.bucket(req.bucket()).await.map_err(|e| named(e, req.bucket(), None))?;
-    let region = if b.region.is_empty() { gw.config.region.clone() } else { b.region };
+    let b = gw
+        .store
+        .bucket(req.bucket())
+        .await
+        .map_err(|e| named(e, req.bucket(), None))?;
+    let region = if b.region.is_empty() {
+        gw.config.region.clone()
+    } else {
+        b.region
+    };
     let doc = LocationConstraint {
         xmlns: NS,
-        region: if region == "us-east-1" { String::new() } else { region },
+        region: if region == "us-east-1" {
+            String::new()
+        } else {
+            region
+        },
     };
     Ok(xml(StatusCode::OK, to_xml("LocationConstraint", &doc)))
 }
 
 /// GetBucketVersioning: versioning has never been enabled on any bucket.
 pub async fn versioning(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store.bucket(req.bucket()).await.map_err(|e| named(e, req.bucket(), None))?;
-    Ok(xml(StatusCode::OK, to_xml("VersioningConfiguration", &VersioningConfiguration { xmlns: NS })))
+    gw.store
+        .bucket(req.bucket())
+        .await
+        .map_err(|e| named(e, req.bucket(), None))?;
+    Ok(xml(
+        StatusCode::OK,
+        to_xml(
+            "VersioningConfiguration",
+            &VersioningConfiguration { xmlns: NS },
+        ),
+    ))
 }

@@ -23,13 +23,20 @@ use crate::Gateway;
 
 /// Parses `x-amz-copy-source` into (bucket, key).
 pub fn copy_source(v: &str) -> S3Result<(String, String)> {
-    let bad = || S3Error::InvalidArgument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey".into(), Some(("x-amz-copy-source".into(), v.into())));
+    let bad = || {
+        S3Error::InvalidArgument(
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey".into(),
+            Some(("x-amz-copy-source".into(), v.into())),
+        )
+    };
     let (path, version) = match v.split_once("?versionId=") {
         Some((p, ver)) => (p, Some(ver)),
         None => (v, None),
     };
     if version.is_some_and(|ver| ver != "null") {
-        return Err(S3Error::NotImplemented("Copying a specific object version is not supported yet".into()));
+        return Err(S3Error::NotImplemented(
+            "Copying a specific object version is not supported yet".into(),
+        ));
     }
     let decoded = percent_encoding::percent_decode_str(path)
         .decode_utf8()
@@ -50,14 +57,21 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     let (src_bucket, src_key) = copy_source(req.header("x-amz-copy-source").unwrap_or(""))?;
     let directive = req.header("x-amz-metadata-directive").unwrap_or("COPY");
     if directive != "COPY" && directive != "REPLACE" {
-        return Err(S3Error::InvalidArgument("Unknown metadata directive.".into(), Some(("x-amz-metadata-directive".into(), directive.into()))));
+        return Err(S3Error::InvalidArgument(
+            "Unknown metadata directive.".into(),
+            Some(("x-amz-metadata-directive".into(), directive.into())),
+        ));
     }
     let src = gw
         .store
         .head_object(&src_bucket, &src_key)
         .await
         .map_err(|e| named(e, &src_bucket, Some(&src_key)))?;
-    check_copy_source(&req.parts.headers, &src.meta.etag, src.mtime_ns / 1_000_000_000)?;
+    check_copy_source(
+        &req.parts.headers,
+        &src.meta.etag,
+        src.mtime_ns / 1_000_000_000,
+    )?;
     if src.size > MAX_PUT_BYTES {
         return Err(S3Error::InvalidRequest(format!(
             "The specified copy source is larger than the maximum allowable size for a copy source: {MAX_PUT_BYTES}"
@@ -98,7 +112,9 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         .map_err(|_| S3Error::Internal("copy stream still referenced".into()))?
         .finish()
         .await;
-    let md5 = digests.md5.ok_or_else(|| S3Error::Internal("no MD5".into()))?;
+    let md5 = digests
+        .md5
+        .ok_or_else(|| S3Error::Internal("no MD5".into()))?;
     meta.etag = hex::encode(md5);
     if let Some((alg, value)) = digests.checksum {
         meta.checksum = Some(ChecksumValue {
@@ -126,8 +142,14 @@ mod tests {
     #[test]
     fn sources() {
         assert_eq!(copy_source("/b/k%20x").unwrap(), ("b".into(), "k x".into()));
-        assert_eq!(copy_source("b/a/b/c").unwrap(), ("b".into(), "a/b/c".into()));
-        assert_eq!(copy_source("b/k?versionId=null").unwrap(), ("b".into(), "k".into()));
+        assert_eq!(
+            copy_source("b/a/b/c").unwrap(),
+            ("b".into(), "a/b/c".into())
+        );
+        assert_eq!(
+            copy_source("b/k?versionId=null").unwrap(),
+            ("b".into(), "k".into())
+        );
         assert!(copy_source("b").is_err());
         assert!(copy_source("/b/").is_err());
         assert!(copy_source("").is_err());

@@ -28,14 +28,25 @@ pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<B
 /// DeleteObjects: up to 1,000 keys; each gets a Deleted or an Error entry.
 pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let has_digest = req.header("content-md5").is_some()
-        || crate::checksum::ALL.iter().any(|a| req.header(a.header()).is_some())
+        || crate::checksum::ALL
+            .iter()
+            .any(|a| req.header(a.header()).is_some())
         || req.header("x-amz-sdk-checksum-algorithm").is_some();
     if !has_digest {
-        return Err(S3Error::InvalidRequest("Missing required header for this request: Content-MD5".into()));
+        return Err(S3Error::InvalidRequest(
+            "Missing required header for this request: Content-MD5".into(),
+        ));
     }
     let integ = super::receive::integrity(req)?;
     let len = req.payload_length()?;
-    let doc = read_small(body, req.auth.payload.clone(), len, MAX_DELETE_BYTES, gw.config.body_idle_timeout).await?;
+    let doc = read_small(
+        body,
+        req.auth.payload.clone(),
+        len,
+        MAX_DELETE_BYTES,
+        gw.config.body_idle_timeout,
+    )
+    .await?;
     integ.verify_small(&doc)?;
     let parsed: Delete = from_xml(&doc)?;
     if parsed.objects.is_empty() || parsed.objects.len() > MAX_DELETE_KEYS {
@@ -43,7 +54,10 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
             "The XML you provided was not well-formed or did not validate against our published schema (between 1 and {MAX_DELETE_KEYS} keys)"
         )));
     }
-    gw.store.bucket(req.bucket()).await.map_err(|e| named(e, req.bucket(), None))?;
+    gw.store
+        .bucket(req.bucket())
+        .await
+        .map_err(|e| named(e, req.bucket(), None))?;
     let mut result = DeleteResult {
         xmlns: NS,
         deleted: Vec::new(),
@@ -52,7 +66,9 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
     for obj in parsed.objects {
         let outcome = match (&obj.version_id, validate_key(&obj.key)) {
             (_, Err(e)) => Err(e),
-            (Some(v), _) if v != "null" => Err(S3Error::NotImplemented("Object versions are not supported yet".into())),
+            (Some(v), _) if v != "null" => Err(S3Error::NotImplemented(
+                "Object versions are not supported yet".into(),
+            )),
             _ => gw
                 .store
                 .delete_object(req.bucket(), &obj.key)

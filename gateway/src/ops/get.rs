@@ -36,7 +36,11 @@ pub fn part_number(v: &str) -> S3Result<u32> {
 /// The byte range a `partNumber` selects.
 fn part_range(obj: &ObjectRecord, n: u32) -> S3Result<Range<u64>> {
     if !obj.multipart {
-        return if n == 1 { Ok(0..obj.size) } else { Err(S3Error::InvalidPartNumber) };
+        return if n == 1 {
+            Ok(0..obj.size)
+        } else {
+            Err(S3Error::InvalidPartNumber)
+        };
     }
     let idx = n as usize - 1;
     if idx >= obj.parts.len() {
@@ -52,14 +56,20 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
     let part = req.q("partNumber").map(part_number).transpose()?;
     let range_header = req.header("range");
     if part.is_some() && range_header.is_some() {
-        return Err(S3Error::InvalidRequest("Cannot specify both Range header and partNumber query parameter".into()));
+        return Err(S3Error::InvalidRequest(
+            "Cannot specify both Range header and partNumber query parameter".into(),
+        ));
     }
     let obj = gw
         .store
         .head_object(bucket, key)
         .await
         .map_err(|e| named(e, bucket, Some(key)))?;
-    check_read(&req.parts.headers, &obj.meta.etag, obj.mtime_ns / 1_000_000_000)?;
+    check_read(
+        &req.parts.headers,
+        &obj.meta.etag,
+        obj.mtime_ns / 1_000_000_000,
+    )?;
 
     let (range, partial) = match (part, range_header.and_then(range::parse)) {
         (Some(n), _) => {
@@ -70,12 +80,25 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
         (None, Some(spec)) => (spec.resolve(obj.size)?, true),
         (None, None) => (0..obj.size, false),
     };
-    let mut resp = Response::builder().status(if partial { StatusCode::PARTIAL_CONTENT } else { StatusCode::OK });
+    let mut resp = Response::builder().status(if partial {
+        StatusCode::PARTIAL_CONTENT
+    } else {
+        StatusCode::OK
+    });
     let headers = resp.headers_mut().expect("builder is valid");
-    let checksum_mode = req.header("x-amz-checksum-mode").is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"));
-    object_headers(headers, &obj, checksum_mode && range.start == 0 && range.end == obj.size && part.is_none());
+    let checksum_mode = req
+        .header("x-amz-checksum-mode")
+        .is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"));
+    object_headers(
+        headers,
+        &obj,
+        checksum_mode && range.start == 0 && range.end == obj.size && part.is_none(),
+    );
     apply_overrides(headers, &req.query);
-    headers.insert(http::header::CONTENT_LENGTH, (range.end - range.start).into());
+    headers.insert(
+        http::header::CONTENT_LENGTH,
+        (range.end - range.start).into(),
+    );
     if partial {
         let v = format!("bytes {}-{}/{}", range.start, range.end - 1, obj.size);
         headers.insert(http::header::CONTENT_RANGE, v.parse().expect("ascii"));
@@ -91,7 +114,11 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
     let first = match stream.next().await {
         Some(Ok(b)) => b,
         Some(Err(e)) => return Err(named(e, bucket, Some(key))),
-        None => return Err(S3Error::Internal("object stream ended before its data".into())),
+        None => {
+            return Err(S3Error::Internal(
+                "object stream ended before its data".into(),
+            ))
+        }
     };
     let rest = stream.map(|r| r.map_err(std::io::Error::other));
     let body = futures::stream::once(async move { Ok::<_, std::io::Error>(first) }).chain(rest);

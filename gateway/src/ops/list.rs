@@ -52,7 +52,12 @@ fn max_keys(req: &S3Request) -> S3Result<usize> {
             .ok()
             .filter(|n| *n >= 0)
             .map(|n| (n as usize).min(MAX_KEYS))
-            .ok_or_else(|| S3Error::InvalidArgument("Provided max-keys not an integer or within integer range".into(), Some(("max-keys".into(), v.into())))),
+            .ok_or_else(|| {
+                S3Error::InvalidArgument(
+                    "Provided max-keys not an integer or within integer range".into(),
+                    Some(("max-keys".into(), v.into())),
+                )
+            }),
     }
 }
 
@@ -60,7 +65,10 @@ fn encoding_url(req: &S3Request) -> S3Result<bool> {
     match req.q("encoding-type") {
         None => Ok(false),
         Some(e) if e.eq_ignore_ascii_case("url") => Ok(true),
-        Some(e) => Err(S3Error::InvalidArgument("Invalid Encoding Method specified in Request".into(), Some(("encoding-type".into(), e.into())))),
+        Some(e) => Err(S3Error::InvalidArgument(
+            "Invalid Encoding Method specified in Request".into(),
+            Some(("encoding-type".into(), e.into())),
+        )),
     }
 }
 
@@ -124,7 +132,12 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
     Ok(out)
 }
 
-fn contents(gw: &Gateway, listed: Vec<(String, ObjectRecord)>, url: bool, owner: bool) -> Vec<Contents> {
+fn contents(
+    gw: &Gateway,
+    listed: Vec<(String, ObjectRecord)>,
+    url: bool,
+    owner: bool,
+) -> Vec<Contents> {
     listed
         .into_iter()
         .map(|(key, rec)| Contents {
@@ -135,7 +148,11 @@ fn contents(gw: &Gateway, listed: Vec<(String, ObjectRecord)>, url: bool, owner:
             checksum_type: rec.meta.checksum.as_ref().map(|c| c.kind.clone()),
             size: rec.size,
             owner: owner.then(|| gw.owner.clone()),
-            storage_class: rec.meta.storage_class.clone().unwrap_or_else(|| STANDARD.into()),
+            storage_class: rec
+                .meta
+                .storage_class
+                .clone()
+                .unwrap_or_else(|| STANDARD.into()),
         })
         .collect()
 }
@@ -157,13 +174,24 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
             B64.decode(t)
                 .ok()
                 .and_then(|b| String::from_utf8(b).ok())
-                .ok_or_else(|| S3Error::InvalidArgument("The continuation token provided is incorrect".into(), Some(("continuation-token".into(), t.clone()))))?,
+                .ok_or_else(|| {
+                    S3Error::InvalidArgument(
+                        "The continuation token provided is incorrect".into(),
+                        Some(("continuation-token".into(), t.clone())),
+                    )
+                })?,
         ),
-        None => req.q("start-after").filter(|s| !s.is_empty()).map(str::to_string),
+        None => req
+            .q("start-after")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
     };
     let p = ListParams {
         prefix: req.q("prefix").unwrap_or("").to_string(),
-        delimiter: req.q("delimiter").filter(|d| !d.is_empty()).map(str::to_string),
+        delimiter: req
+            .q("delimiter")
+            .filter(|d| !d.is_empty())
+            .map(str::to_string),
         max_keys: max_keys(req)?,
         after,
     };
@@ -183,8 +211,17 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
             .truncated
             .then(|| listed.last.as_ref().map(|l| B64.encode(l.as_bytes())))
             .flatten(),
-        start_after: req.q("start-after").filter(|s| !s.is_empty()).map(|s| enc(s, url)),
-        common_prefixes: listed.prefixes.iter().map(|cp| CommonPrefix { prefix: enc(cp, url) }).collect(),
+        start_after: req
+            .q("start-after")
+            .filter(|s| !s.is_empty())
+            .map(|s| enc(s, url)),
+        common_prefixes: listed
+            .prefixes
+            .iter()
+            .map(|cp| CommonPrefix {
+                prefix: enc(cp, url),
+            })
+            .collect(),
         contents: contents(gw, listed.contents, url, fetch_owner),
     };
     Ok(xml(StatusCode::OK, to_xml("ListBucketResult", &doc)))
@@ -196,7 +233,10 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
     let marker = req.q("marker").unwrap_or("").to_string();
     let p = ListParams {
         prefix: req.q("prefix").unwrap_or("").to_string(),
-        delimiter: req.q("delimiter").filter(|d| !d.is_empty()).map(str::to_string),
+        delimiter: req
+            .q("delimiter")
+            .filter(|d| !d.is_empty())
+            .map(str::to_string),
         max_keys: max_keys(req)?,
         after: (!marker.is_empty()).then(|| marker.clone()),
     };
@@ -213,7 +253,13 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
         delimiter: p.delimiter.as_deref().map(|d| enc(d, url)),
         is_truncated: listed.truncated,
         encoding_type: url.then(|| "url".to_string()),
-        common_prefixes: listed.prefixes.iter().map(|cp| CommonPrefix { prefix: enc(cp, url) }).collect(),
+        common_prefixes: listed
+            .prefixes
+            .iter()
+            .map(|cp| CommonPrefix {
+                prefix: enc(cp, url),
+            })
+            .collect(),
         contents: contents(gw, listed.contents, url, true),
     };
     Ok(xml(StatusCode::OK, to_xml("ListBucketResult", &doc)))

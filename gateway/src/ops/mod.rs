@@ -19,14 +19,39 @@ use crate::Gateway;
 
 /// Bucket subresources S3 defines that Granary does not serve yet.
 const UNSUPPORTED_BUCKET: [&str; 22] = [
-    "acl", "policy", "policyStatus", "tagging", "cors", "lifecycle", "website", "logging",
-    "notification", "replication", "encryption", "object-lock", "publicAccessBlock",
-    "ownershipControls", "intelligent-tiering", "analytics", "metrics", "inventory",
-    "accelerate", "requestPayment", "versions", "metadataTable",
+    "acl",
+    "policy",
+    "policyStatus",
+    "tagging",
+    "cors",
+    "lifecycle",
+    "website",
+    "logging",
+    "notification",
+    "replication",
+    "encryption",
+    "object-lock",
+    "publicAccessBlock",
+    "ownershipControls",
+    "intelligent-tiering",
+    "analytics",
+    "metrics",
+    "inventory",
+    "accelerate",
+    "requestPayment",
+    "versions",
+    "metadataTable",
 ];
 /// Object subresources S3 defines that Granary does not serve yet.
 const UNSUPPORTED_OBJECT: [&str; 8] = [
-    "acl", "tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes",
+    "acl",
+    "tagging",
+    "retention",
+    "legal-hold",
+    "torrent",
+    "restore",
+    "select",
+    "attributes",
 ];
 
 fn unsupported(req: &S3Request, list: &[&str]) -> S3Result<()> {
@@ -40,7 +65,10 @@ fn unsupported(req: &S3Request, list: &[&str]) -> S3Result<()> {
 
 /// An empty response with `status`.
 pub(crate) fn empty(status: StatusCode) -> Response<Body> {
-    Response::builder().status(status).body(Body::empty()).expect("valid response")
+    Response::builder()
+        .status(status)
+        .body(Body::empty())
+        .expect("valid response")
 }
 
 /// An XML document response.
@@ -58,7 +86,9 @@ pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Resu
     match (req.bucket.is_some(), req.key.is_some()) {
         (false, _) => match method {
             Method::GET => bucket::list_buckets(gw, &req).await,
-            _ => Err(S3Error::MethodNotAllowed("The specified method is not allowed against this resource.".into())),
+            _ => Err(S3Error::MethodNotAllowed(
+                "The specified method is not allowed against this resource.".into(),
+            )),
         },
         (true, false) => {
             unsupported(&req, &UNSUPPORTED_BUCKET)?;
@@ -75,8 +105,12 @@ pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Resu
                 Method::PUT => bucket::create(gw, &req, body).await,
                 Method::DELETE => bucket::delete(gw, &req).await,
                 Method::POST if req.has("delete") => delete::delete_objects(gw, &req, body).await,
-                Method::POST => Err(S3Error::NotImplemented("POST Object (browser form upload) is not supported yet".into())),
-                _ => Err(S3Error::MethodNotAllowed("The specified method is not allowed against this resource.".into())),
+                Method::POST => Err(S3Error::NotImplemented(
+                    "POST Object (browser form upload) is not supported yet".into(),
+                )),
+                _ => Err(S3Error::MethodNotAllowed(
+                    "The specified method is not allowed against this resource.".into(),
+                )),
             }
         }
         (true, true) => {
@@ -88,17 +122,23 @@ pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Resu
                 Method::HEAD => get::get(gw, &req, true).await,
                 Method::PUT if req.has("uploadId") || req.has("partNumber") => {
                     if req.parts.headers.contains_key("x-amz-copy-source") {
-                        return Err(S3Error::NotImplemented("UploadPartCopy is not supported yet".into()));
+                        return Err(S3Error::NotImplemented(
+                            "UploadPartCopy is not supported yet".into(),
+                        ));
                     }
                     multipart::upload_part(gw, &req, body).await
                 }
-                Method::PUT if req.parts.headers.contains_key("x-amz-copy-source") => copy::copy_object(gw, &req).await,
+                Method::PUT if req.parts.headers.contains_key("x-amz-copy-source") => {
+                    copy::copy_object(gw, &req).await
+                }
                 Method::PUT => put::put_object(gw, &req, body).await,
                 Method::POST if req.has("uploads") => multipart::create(gw, &req).await,
                 Method::POST if req.has("uploadId") => multipart::complete(gw, &req, body).await,
                 Method::DELETE if req.has("uploadId") => multipart::abort(gw, &req).await,
                 Method::DELETE => delete::delete_object(gw, &req).await,
-                _ => Err(S3Error::MethodNotAllowed("The specified method is not allowed against this resource.".into())),
+                _ => Err(S3Error::MethodNotAllowed(
+                    "The specified method is not allowed against this resource.".into(),
+                )),
             }
         }
     }

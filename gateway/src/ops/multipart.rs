@@ -53,7 +53,12 @@ fn page_size(req: &S3Request, name: &str) -> S3Result<usize> {
             .ok()
             .filter(|n| *n >= 0)
             .map(|n| (n as usize).min(MAX_LIST))
-            .ok_or_else(|| S3Error::InvalidArgument(format!("Provided {name} not an integer or within integer range"), Some((name.into(), v.into())))),
+            .ok_or_else(|| {
+                S3Error::InvalidArgument(
+                    format!("Provided {name} not an integer or within integer range"),
+                    Some((name.into(), v.into())),
+                )
+            }),
     }
 }
 
@@ -62,7 +67,9 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     reject_unsupported(&req.parts.headers)?;
     storage_class(&req.parts.headers)?;
     if let Some(a) = req.header("x-amz-checksum-algorithm") {
-        ChecksumAlgorithm::from_name(a).ok_or_else(|| S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported")))?;
+        ChecksumAlgorithm::from_name(a).ok_or_else(|| {
+            S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported"))
+        })?;
     }
     let meta = object_meta(&req.parts.headers)?;
     let id = gw
@@ -76,7 +83,10 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
         key: req.key().into(),
         upload_id: id.simple().to_string(),
     };
-    Ok(xml(StatusCode::OK, to_xml("InitiateMultipartUploadResult", &doc)))
+    Ok(xml(
+        StatusCode::OK,
+        to_xml("InitiateMultipartUploadResult", &doc),
+    ))
 }
 
 /// UploadPart.
@@ -90,12 +100,24 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
     let received = receive(gw, req, body, Target::Part(&upload)).await?;
     let etag = hex::encode(received.md5);
-    let checksum = received.explicit_checksum.then(|| received.checksum.clone());
+    let checksum = received
+        .explicit_checksum
+        .then(|| received.checksum.clone());
     gw.store
-        .commit_part(req.bucket(), req.key(), id, number, received.staged, etag.clone(), checksum.clone())
+        .commit_part(
+            req.bucket(),
+            req.key(),
+            id,
+            number,
+            received.staged,
+            etag.clone(),
+            checksum.clone(),
+        )
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
-    let mut resp = Response::builder().status(StatusCode::OK).header(http::header::ETAG, quoted(&etag));
+    let mut resp = Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::ETAG, quoted(&etag));
     if let Some(c) = checksum {
         if let Some(alg) = ChecksumAlgorithm::from_name(&c.algorithm) {
             resp = resp.header(alg.header(), c.value);
@@ -130,7 +152,11 @@ pub fn multipart_etag(part_etags: &[&str]) -> Option<String> {
     for e in part_etags {
         h.update(hex::decode(e).ok()?);
     }
-    Some(format!("{}-{}", hex::encode(h.finalize()), part_etags.len()))
+    Some(format!(
+        "{}-{}",
+        hex::encode(h.finalize()),
+        part_etags.len()
+    ))
 }
 
 /// CompleteMultipartUpload.
@@ -145,16 +171,29 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
     if len == 0 {
         return Err(S3Error::MalformedXml("The XML you provided was not well-formed or did not validate against our published schema".into()));
     }
-    let doc = read_small(body, req.auth.payload.clone(), len, MAX_COMPLETE_BYTES, gw.config.body_idle_timeout).await?;
+    let doc = read_small(
+        body,
+        req.auth.payload.clone(),
+        len,
+        MAX_COMPLETE_BYTES,
+        gw.config.body_idle_timeout,
+    )
+    .await?;
     let wanted: CompleteMultipartUpload = from_xml(&doc)?;
     if wanted.parts.is_empty() {
         return Err(S3Error::MalformedXml("The XML you provided was not well-formed or did not validate against our published schema".into()));
     }
-    if wanted.parts.windows(2).any(|w| w[0].part_number >= w[1].part_number) {
+    if wanted
+        .parts
+        .windows(2)
+        .any(|w| w[0].part_number >= w[1].part_number)
+    {
         return Err(S3Error::InvalidPartOrder);
     }
     let stored = all_parts(gw, req, id).await?;
-    let invalid = || S3Error::InvalidPart("One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.".into());
+    let invalid = || {
+        S3Error::InvalidPart("One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.".into())
+    };
     let mut chosen = Vec::with_capacity(wanted.parts.len());
     for w in &wanted.parts {
         let p = stored
@@ -166,11 +205,17 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
         }
         chosen.push(p.clone());
     }
-    if chosen[..chosen.len() - 1].iter().any(|p| p.part.size < MIN_PART_BYTES) {
-        return Err(S3Error::EntityTooSmall("Your proposed upload is smaller than the minimum allowed object size.".into()));
+    if chosen[..chosen.len() - 1]
+        .iter()
+        .any(|p| p.part.size < MIN_PART_BYTES)
+    {
+        return Err(S3Error::EntityTooSmall(
+            "Your proposed upload is smaller than the minimum allowed object size.".into(),
+        ));
     }
     let etags: Vec<&str> = chosen.iter().map(|p| p.part.etag.as_str()).collect();
-    let etag = multipart_etag(&etags).ok_or_else(|| S3Error::Internal("stored part ETag is not hex".into()))?;
+    let etag = multipart_etag(&etags)
+        .ok_or_else(|| S3Error::Internal("stored part ETag is not hex".into()))?;
     let mut meta = upload.meta.clone();
     meta.etag = etag.clone();
     meta.checksum = None;
@@ -181,12 +226,19 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
     let host = req.header("host").unwrap_or("localhost");
     let doc = CompleteMultipartUploadResult {
         xmlns: NS,
-        location: format!("http://{host}/{}/{}", req.bucket(), uri_encode(req.key().as_bytes(), false)),
+        location: format!(
+            "http://{host}/{}/{}",
+            req.bucket(),
+            uri_encode(req.key().as_bytes(), false)
+        ),
         bucket: req.bucket().into(),
         key: req.key().into(),
         etag: quoted(&etag),
     };
-    Ok(xml(StatusCode::OK, to_xml("CompleteMultipartUploadResult", &doc)))
+    Ok(xml(
+        StatusCode::OK,
+        to_xml("CompleteMultipartUploadResult", &doc),
+    ))
 }
 
 /// AbortMultipartUpload.
@@ -205,7 +257,12 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
     let max = page_size(req, "max-parts")?;
     let marker: u32 = match req.q("part-number-marker") {
         None | Some("") => 0,
-        Some(v) => v.parse().map_err(|_| S3Error::InvalidArgument("Provided part-number-marker not an integer or within integer range".into(), Some(("part-number-marker".into(), v.into()))))?,
+        Some(v) => v.parse().map_err(|_| {
+            S3Error::InvalidArgument(
+                "Provided part-number-marker not an integer or within integer range".into(),
+                Some(("part-number-marker".into(), v.into())),
+            )
+        })?,
     };
     let (mut parts, mut more) = gw
         .store
@@ -246,10 +303,15 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
 pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let max = page_size(req, "max-uploads")?;
     let prefix = req.q("prefix").unwrap_or("").to_string();
-    let delimiter = req.q("delimiter").filter(|d| !d.is_empty()).map(str::to_string);
+    let delimiter = req
+        .q("delimiter")
+        .filter(|d| !d.is_empty())
+        .map(str::to_string);
     let key_marker = req.q("key-marker").unwrap_or("").to_string();
     let id_marker = req.q("upload-id-marker").unwrap_or("").to_string();
-    let url = req.q("encoding-type").is_some_and(|e| e.eq_ignore_ascii_case("url"));
+    let url = req
+        .q("encoding-type")
+        .is_some_and(|e| e.eq_ignore_ascii_case("url"));
     let mut start = if key_marker.is_empty() {
         UploadListStart::Beginning
     } else {
@@ -270,7 +332,9 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
             .map_err(|e| named(e, req.bucket(), None))?;
         for u in &page {
             let rolled = delimiter.as_deref().and_then(|d| {
-                u.key[prefix.len()..].find(d).map(|i| u.key[..prefix.len() + i + d.len()].to_string())
+                u.key[prefix.len()..]
+                    .find(d)
+                    .map(|i| u.key[..prefix.len() + i + d.len()].to_string())
             });
             if let Some(cp) = &rolled {
                 if prefixes.last() == Some(cp) {
@@ -293,19 +357,32 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
             }
         }
         match page.last() {
-            Some(u) if more => start = UploadListStart::AfterUpload(u.key.clone().into_bytes(), u.upload_id),
+            Some(u) if more => {
+                start = UploadListStart::AfterUpload(u.key.clone().into_bytes(), u.upload_id)
+            }
             _ => break,
         }
     }
-    let enc = |s: &str| if url { uri_encode(s.as_bytes(), false) } else { s.to_string() };
+    let enc = |s: &str| {
+        if url {
+            uri_encode(s.as_bytes(), false)
+        } else {
+            s.to_string()
+        }
+    };
     let doc = ListMultipartUploadsResult {
         xmlns: NS,
         bucket: req.bucket().into(),
         key_marker: enc(&key_marker),
         upload_id_marker: id_marker,
-        next_key_marker: truncated.then(|| last.as_ref().map(|(k, _)| enc(k))).flatten(),
+        next_key_marker: truncated
+            .then(|| last.as_ref().map(|(k, _)| enc(k)))
+            .flatten(),
         next_upload_id_marker: truncated
-            .then(|| last.as_ref().and_then(|(_, id)| id.map(|i| i.simple().to_string())))
+            .then(|| {
+                last.as_ref()
+                    .and_then(|(_, id)| id.map(|i| i.simple().to_string()))
+            })
             .flatten(),
         prefix: enc(&prefix),
         delimiter: delimiter.as_deref().map(enc),
@@ -323,9 +400,15 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
                 initiated: iso8601(u.record.initiated_ns),
             })
             .collect(),
-        common_prefixes: prefixes.into_iter().map(|p| CommonPrefix { prefix: enc(&p) }).collect(),
+        common_prefixes: prefixes
+            .into_iter()
+            .map(|p| CommonPrefix { prefix: enc(&p) })
+            .collect(),
     };
-    Ok(xml(StatusCode::OK, to_xml("ListMultipartUploadsResult", &doc)))
+    Ok(xml(
+        StatusCode::OK,
+        to_xml("ListMultipartUploadsResult", &doc),
+    ))
 }
 
 #[cfg(test)]
@@ -340,7 +423,10 @@ mod tests {
         let mut h = Md5::new();
         h.update(Md5::digest(b"a"));
         h.update(Md5::digest(b"b"));
-        assert_eq!(multipart_etag(&[&a, &b]).unwrap(), format!("{}-2", hex::encode(h.finalize())));
+        assert_eq!(
+            multipart_etag(&[&a, &b]).unwrap(),
+            format!("{}-2", hex::encode(h.finalize()))
+        );
         assert!(multipart_etag(&["zz"]).is_none());
     }
 }

@@ -5,10 +5,10 @@ use http::{Response, StatusCode};
 
 use super::named;
 use super::receive::{receive, Target};
-use crate::headers::{object_meta, quoted, reject_unsupported, storage_class};
-use crate::error::S3Result;
-use crate::request::S3Request;
 use crate::checksum::ChecksumAlgorithm;
+use crate::error::S3Result;
+use crate::headers::{object_meta, quoted, reject_unsupported, storage_class};
+use crate::request::S3Request;
 use crate::Gateway;
 
 /// PutObject: streams the body into shard files, verifies every digest the

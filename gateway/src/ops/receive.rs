@@ -40,7 +40,9 @@ pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
             B64.decode(v.trim())
                 .ok()
                 .and_then(|b| <[u8; 16]>::try_from(b).ok())
-                .ok_or_else(|| S3Error::InvalidDigest("The Content-MD5 you specified was invalid.".into()))?,
+                .ok_or_else(|| {
+                    S3Error::InvalidDigest("The Content-MD5 you specified was invalid.".into())
+                })?,
         ),
     };
     let mut chosen: Option<(ChecksumAlgorithm, Option<Vec<u8>>, bool)> = None;
@@ -49,15 +51,17 @@ pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
             if chosen.is_some() {
                 return Err(S3Error::InvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.".into()));
             }
-            let raw = alg
-                .decode_value(v)
-                .ok_or_else(|| S3Error::InvalidRequest(format!("Value for {} header is invalid.", alg.header())))?;
+            let raw = alg.decode_value(v).ok_or_else(|| {
+                S3Error::InvalidRequest(format!("Value for {} header is invalid.", alg.header()))
+            })?;
             chosen = Some((alg, Some(raw), false));
         }
     }
     if let Some(t) = req.header("x-amz-trailer") {
         let alg = ChecksumAlgorithm::from_header(t.trim()).ok_or_else(|| {
-            S3Error::InvalidRequest(format!("The trailer {t} is not supported; only x-amz-checksum-* trailers are"))
+            S3Error::InvalidRequest(format!(
+                "The trailer {t} is not supported; only x-amz-checksum-* trailers are"
+            ))
         })?;
         if chosen.is_some() {
             return Err(S3Error::InvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.".into()));
@@ -79,7 +83,8 @@ pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
         }
     }
     let explicit = chosen.is_some();
-    let (algorithm, expected, in_trailer) = chosen.unwrap_or((ChecksumAlgorithm::Crc64Nvme, None, false));
+    let (algorithm, expected, in_trailer) =
+        chosen.unwrap_or((ChecksumAlgorithm::Crc64Nvme, None, false));
     Ok(Integrity {
         content_md5,
         algorithm,
@@ -96,7 +101,9 @@ impl Integrity {
         use md5::Digest as _;
         if let Some(expected) = self.content_md5 {
             if <[u8; 16]>::from(md5::Md5::digest(data)) != expected {
-                return Err(S3Error::BadDigest("The Content-MD5 you specified did not match what we received.".into()));
+                return Err(S3Error::BadDigest(
+                    "The Content-MD5 you specified did not match what we received.".into(),
+                ));
             }
         }
         if let Some(expected) = &self.expected {
@@ -134,7 +141,12 @@ pub struct Received {
 }
 
 /// Streams the request body into storage and verifies it.
-pub async fn receive(gw: &Gateway, req: &S3Request, body: Body, target: Target<'_>) -> S3Result<Received> {
+pub async fn receive(
+    gw: &Gateway,
+    req: &S3Request,
+    body: Body,
+    target: Target<'_>,
+) -> S3Result<Received> {
     let length = req.payload_length()?;
     if length > MAX_PUT_BYTES {
         return Err(S3Error::EntityTooLarge(format!(
@@ -153,19 +165,28 @@ pub async fn receive(gw: &Gateway, req: &S3Request, body: Body, target: Target<'
         },
     );
     let staged = match target {
-        Target::Object => gw.store.write_data(req.bucket(), req.key(), stream, Some(length)).await,
+        Target::Object => {
+            gw.store
+                .write_data(req.bucket(), req.key(), stream, Some(length))
+                .await
+        }
         Target::Part(upload) => gw.store.write_part_data(upload, stream, Some(length)).await,
     }
     .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
-    let tap = Arc::try_unwrap(tap).map_err(|_| S3Error::Internal("body still referenced".into()))?;
+    let tap =
+        Arc::try_unwrap(tap).map_err(|_| S3Error::Internal("body still referenced".into()))?;
     let digests = tap.finish().await;
-    let md5 = digests.md5.ok_or_else(|| S3Error::Internal("no MD5".into()))?;
+    let md5 = digests
+        .md5
+        .ok_or_else(|| S3Error::Internal("no MD5".into()))?;
     let (alg, value) = digests
         .checksum
         .ok_or_else(|| S3Error::Internal("no checksum".into()))?;
     if let Some(expected) = integ.content_md5 {
         if expected != md5 {
-            return Err(S3Error::BadDigest("The Content-MD5 you specified did not match what we received.".into()));
+            return Err(S3Error::BadDigest(
+                "The Content-MD5 you specified did not match what we received.".into(),
+            ));
         }
     }
     let expected = if integ.in_trailer {
@@ -174,8 +195,18 @@ pub async fn receive(gw: &Gateway, req: &S3Request, body: Body, target: Target<'
             .iter()
             .find(|(n, _)| n == alg.header())
             .map(|(_, v)| v.clone())
-            .ok_or_else(|| S3Error::InvalidRequest(format!("The trailer {} was declared but not sent", alg.header())))?;
-        Some(alg.decode_value(&v).ok_or_else(|| S3Error::InvalidRequest(format!("Value for {} trailing header is invalid.", alg.header())))?)
+            .ok_or_else(|| {
+                S3Error::InvalidRequest(format!(
+                    "The trailer {} was declared but not sent",
+                    alg.header()
+                ))
+            })?;
+        Some(alg.decode_value(&v).ok_or_else(|| {
+            S3Error::InvalidRequest(format!(
+                "Value for {} trailing header is invalid.",
+                alg.header()
+            ))
+        })?)
     } else {
         integ.expected
     };
