@@ -37,17 +37,8 @@ pub fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Finds the bucket and key a request addresses: virtual-hosted style when
-/// the Host is `<bucket>.<domain>`, path style otherwise.
-pub fn parse_target(
-    parts: &Parts,
-    domain: Option<&str>,
-) -> S3Result<(Option<String>, Option<String>)> {
-    let raw_path = parts.uri.path();
-    let decoded = percent_encoding::percent_decode_str(raw_path)
-        .decode_utf8()
-        .map_err(|_| S3Error::InvalidUri)?;
-    let path = decoded.strip_prefix('/').unwrap_or(&decoded);
+/// The bucket named by the Host header (`<bucket>.<domain>`), if any.
+pub fn virtual_host_bucket(parts: &Parts, domain: Option<&str>) -> Option<String> {
     let host = parts
         .headers
         .get(http::header::HOST)
@@ -61,13 +52,27 @@ pub fn parse_target(
             host
         }
     });
-    let vhost_bucket = domain.and_then(|d| {
+    domain.and_then(|d| {
         host.strip_suffix(d)
             .and_then(|b| b.strip_suffix('.'))
             .filter(|b| !b.is_empty())
-    });
-    let (bucket, key) = match vhost_bucket {
-        Some(b) => (Some(b.to_string()), path),
+            .map(str::to_string)
+    })
+}
+
+/// Finds the bucket and key a request addresses: virtual-hosted style when
+/// the Host is `<bucket>.<domain>`, path style otherwise.
+pub fn parse_target(
+    parts: &Parts,
+    domain: Option<&str>,
+) -> S3Result<(Option<String>, Option<String>)> {
+    let raw_path = parts.uri.path();
+    let decoded = percent_encoding::percent_decode_str(raw_path)
+        .decode_utf8()
+        .map_err(|_| S3Error::InvalidUri)?;
+    let path = decoded.strip_prefix('/').unwrap_or(&decoded);
+    let (bucket, key) = match virtual_host_bucket(parts, domain) {
+        Some(b) => (Some(b), path),
         None => {
             let (b, k) = path.split_once('/').unwrap_or((path, ""));
             ((!b.is_empty()).then(|| b.to_string()), k)

@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::auth::authenticate;
 use crate::error::S3Result;
 use crate::ops::dispatch;
-use crate::request::{parse_query, parse_target, S3Request};
+use crate::request::{parse_query, parse_target, virtual_host_bucket, S3Request};
 use crate::Gateway;
 
 /// The gateway's router.
@@ -100,11 +100,13 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
 
 async fn handle(gw: &Gateway, parts: http::request::Parts, body: Body) -> S3Result<Response<Body>> {
     let (bucket, key) = parse_target(&parts, gw.config.domain.as_deref())?;
+    let vhost = virtual_host_bucket(&parts, gw.config.domain.as_deref());
     let auth = authenticate(
         &parts,
         &gw.credentials,
         &gw.config.region,
         time::OffsetDateTime::now_utc(),
+        vhost.as_deref(),
     )?;
     let query = parse_query(parts.uri.query());
     let req = S3Request {

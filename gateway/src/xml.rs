@@ -232,6 +232,17 @@ pub struct CopyObjectResult {
     pub last_modified: String,
 }
 
+/// UploadPartCopy response.
+#[derive(Serialize)]
+pub struct CopyPartResult {
+    /// Quoted ETag of the new part.
+    #[serde(rename = "ETag")]
+    pub etag: String,
+    /// Last modified (ISO 8601).
+    #[serde(rename = "LastModified")]
+    pub last_modified: String,
+}
+
 /// CreateMultipartUpload response.
 #[derive(Serialize)]
 pub struct InitiateMultipartUploadResult {

@@ -139,3 +139,76 @@ async fn copy_object_directives_and_conditions() {
         .unwrap_err();
     assert_eq!(code(&e), "InvalidArgument");
 }
+
+#[tokio::test]
+async fn upload_part_copy_with_ranges() {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let s = Server::start(4);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let src = Pattern::bytes(21, 11 << 20);
+    put_bytes(&c, "bkt", "src", src.clone()).await;
+    let up = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key("dst")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let p1 = c
+        .upload_part_copy()
+        .bucket("bkt")
+        .key("dst")
+        .upload_id(id)
+        .part_number(1)
+        .copy_source("bkt/src")
+        .copy_source_range("bytes=0-5242879")
+        .send()
+        .await
+        .unwrap();
+    let p2 = c
+        .upload_part_copy()
+        .bucket("bkt")
+        .key("dst")
+        .upload_id(id)
+        .part_number(2)
+        .copy_source("bkt/src")
+        .copy_source_range(format!("bytes=6000000-{}", src.len() - 1))
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .upload_part_copy()
+        .bucket("bkt")
+        .key("dst")
+        .upload_id(id)
+        .part_number(3)
+        .copy_source("bkt/src")
+        .copy_source_range(format!("bytes=0-{}", src.len()))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
+    let part = |n: i32, r: &aws_sdk_s3::types::CopyPartResult| {
+        CompletedPart::builder()
+            .part_number(n)
+            .e_tag(r.e_tag().unwrap())
+            .build()
+    };
+    c.complete_multipart_upload()
+        .bucket("bkt")
+        .key("dst")
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(part(1, p1.copy_part_result().unwrap()))
+                .parts(part(2, p2.copy_part_result().unwrap()))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let want = [&src[..5_242_880], &src[6_000_000..]].concat();
+    assert_eq!(get_bytes(&c, "bkt", "dst").await, want);
+}

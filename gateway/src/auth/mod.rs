@@ -4,6 +4,7 @@
 
 pub mod chunked;
 pub mod credentials;
+pub mod sigv2;
 pub mod sigv4;
 
 use http::request::Parts;
@@ -227,18 +228,23 @@ fn verify(input: SigningInput<'_>, creds: &Credentials) -> S3Result<[u8; 32]> {
 }
 
 /// Authenticates a request. `region` is the server's region; `now` the
-/// clock used for skew and expiry.
+/// clock used for skew and expiry; `vhost_bucket` the bucket named by the
+/// Host header in virtual-hosted-style requests.
 pub fn authenticate(
     parts: &Parts,
     creds: &Credentials,
     region: &str,
     now: OffsetDateTime,
+    vhost_bucket: Option<&str>,
 ) -> S3Result<Authenticated> {
     let raw_query = parts.uri.query().unwrap_or("");
     if let Some(auth) = header(&parts.headers, "authorization") {
         return header_auth(parts, auth, raw_query, creds, region, now);
     }
     let params = query_params(raw_query);
+    if params.iter().any(|(k, _)| k == "AWSAccessKeyId") {
+        return sigv2::presigned(parts, &params, creds, now.unix_timestamp(), vhost_bucket);
+    }
     if params
         .iter()
         .any(|(k, _)| k == "X-Amz-Algorithm" || k == "X-Amz-Credential" || k == "X-Amz-Signature")

@@ -122,9 +122,7 @@ pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Resu
                 Method::HEAD => get::get(gw, &req, true).await,
                 Method::PUT if req.has("uploadId") || req.has("partNumber") => {
                     if req.parts.headers.contains_key("x-amz-copy-source") {
-                        return Err(S3Error::NotImplemented(
-                            "UploadPartCopy is not supported yet".into(),
-                        ));
+                        return multipart::upload_part_copy(gw, &req).await;
                     }
                     multipart::upload_part(gw, &req, body).await
                 }

@@ -9,6 +9,7 @@ use md5::{Digest as _, Md5};
 use placement::{PartRecord, UploadListStart};
 use uuid::Uuid;
 
+use super::copy::{copy_source_object, stream_copy, CopyTarget};
 use super::get::part_number;
 use super::receive::{receive, Target};
 use super::{empty, named, xml};
@@ -20,8 +21,8 @@ use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, storage_c
 use crate::request::S3Request;
 use crate::xml::{
     from_xml, to_xml, CommonPrefix, CompleteMultipartUpload, CompleteMultipartUploadResult,
-    InitiateMultipartUploadResult, Initiator, ListMultipartUploadsResult, ListPartsResult,
-    PartEntry, UploadEntry, NS,
+    CopyPartResult, InitiateMultipartUploadResult, Initiator, ListMultipartUploadsResult,
+    ListPartsResult, PartEntry, UploadEntry, NS,
 };
 use crate::Gateway;
 
@@ -124,6 +125,63 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
         }
     }
     Ok(resp.body(Body::empty()).expect("valid response"))
+}
+
+/// Parses `x-amz-copy-source-range: bytes=first-last` against a source of
+/// `size` bytes.
+fn copy_range(v: &str, size: u64) -> S3Result<std::ops::Range<u64>> {
+    let bad = || {
+        S3Error::InvalidArgument(
+            format!("Range specified is not valid for source object of size: {size}"),
+            Some(("x-amz-copy-source-range".into(), v.into())),
+        )
+    };
+    let (a, b) = v
+        .trim()
+        .strip_prefix("bytes=")
+        .and_then(|r| r.split_once('-'))
+        .ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a > b || b >= size {
+        return Err(bad());
+    }
+    Ok(a..b + 1)
+}
+
+/// UploadPartCopy: a part copied from (a byte range of) another object.
+pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    let number = part_number(req.q("partNumber").unwrap_or(""))?;
+    let id = upload_id(req)?;
+    let upload = gw
+        .store
+        .get_upload(req.bucket(), req.key(), id)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let source = copy_source_object(gw, req).await?;
+    let range = match req.header("x-amz-copy-source-range") {
+        Some(r) => copy_range(r, source.2.size)?,
+        None => 0..source.2.size,
+    };
+    let copied = stream_copy(gw, req, source, range, CopyTarget::Part(&upload)).await?;
+    let etag = hex::encode(copied.md5);
+    let part = gw
+        .store
+        .commit_part(
+            req.bucket(),
+            req.key(),
+            id,
+            number,
+            copied.staged,
+            etag.clone(),
+            None,
+        )
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let doc = CopyPartResult {
+        etag: quoted(&etag),
+        last_modified: iso8601(part.mtime_ns),
+    };
+    Ok(xml(StatusCode::OK, to_xml("CopyPartResult", &doc)))
 }
 
 async fn all_parts(gw: &Gateway, req: &S3Request, id: Uuid) -> S3Result<Vec<PartRecord>> {
@@ -414,6 +472,15 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_ranges() {
+        assert_eq!(copy_range("bytes=0-9", 10).unwrap(), 0..10);
+        assert!(copy_range("bytes=0-10", 10).is_err());
+        assert!(copy_range("bytes=5-4", 10).is_err());
+        assert!(copy_range("bytes=-4", 10).is_err());
+        assert!(copy_range("0-4", 10).is_err());
+    }
 
     #[test]
     fn etag_of_parts() {
