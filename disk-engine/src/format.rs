@@ -71,6 +71,26 @@ struct Envelope {
 }
 
 impl FormatRecord {
+    /// Format records for every slot of a new set of `data + parity` disks
+    /// in a new deployment's first pool and set.
+    pub fn new_set(tier: Tier, data: u32, parity: u32) -> Vec<FormatRecord> {
+        let deployment_id = Uuid::new_v4();
+        let ids: Vec<DiskId> = (0..data + parity).map(|_| DiskId(Uuid::new_v4())).collect();
+        (0..ids.len())
+            .map(|slot| FormatRecord {
+                deployment_id,
+                disk_id: ids[slot],
+                pool: 0,
+                tier,
+                set: 0,
+                position: slot as u32,
+                data_shards: data,
+                parity_shards: parity,
+                set_disks: ids.clone(),
+            })
+            .collect()
+    }
+
     /// Width of the erasure set (k + m).
     pub fn set_size(&self) -> usize {
         (self.data_shards + self.parity_shards) as usize
@@ -174,18 +194,7 @@ mod tests {
     use super::*;
 
     fn sample() -> FormatRecord {
-        let ids: Vec<DiskId> = (0..4).map(|_| DiskId(Uuid::new_v4())).collect();
-        FormatRecord {
-            deployment_id: Uuid::new_v4(),
-            disk_id: ids[1],
-            pool: 0,
-            tier: Tier::Hot,
-            set: 0,
-            position: 1,
-            data_shards: 2,
-            parity_shards: 2,
-            set_disks: ids,
-        }
+        FormatRecord::new_set(Tier::Hot, 2, 2).swap_remove(1)
     }
 
     #[test]

@@ -384,23 +384,11 @@ impl Disk for LocalDisk {
 mod tests {
     use super::*;
     use crate::format::Tier;
-    use crate::types::DiskId;
 
     fn formatted(dir: &Path) -> LocalDisk {
-        let id = DiskId(Uuid::new_v4());
-        FormatRecord {
-            deployment_id: Uuid::new_v4(),
-            disk_id: id,
-            pool: 0,
-            tier: Tier::Hot,
-            set: 0,
-            position: 0,
-            data_shards: 1,
-            parity_shards: 0,
-            set_disks: vec![id],
-        }
-        .write_to(dir)
-        .unwrap();
+        FormatRecord::new_set(Tier::Hot, 1, 0)[0]
+            .write_to(dir)
+            .unwrap();
         LocalDisk::open(dir, LocalDiskOptions::default()).unwrap()
     }
 

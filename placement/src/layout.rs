@@ -89,6 +89,33 @@ impl PartGeometry {
             .collect()
     }
 
+    /// The data segments of stripes `stripes`, stripe by stripe, shard by
+    /// shard; empty segments (padding) are left out.
+    pub fn data_segments(&self, stripes: std::ops::Range<u64>) -> Vec<Segment> {
+        let stripe = self.layout.stripe_size();
+        let mut out = Vec::new();
+        let mut run_offset = 0;
+        for j in stripes {
+            let base = j * stripe;
+            let bl = self.block_len(j);
+            let sl = self.stripe_len(j);
+            for shard in 0..self.layout.data as usize {
+                let start = base + (shard as u64 * bl).min(sl);
+                let end = base + ((shard as u64 + 1) * bl).min(sl);
+                if start < end {
+                    out.push(Segment {
+                        shard,
+                        start,
+                        end,
+                        run_offset,
+                    });
+                }
+            }
+            run_offset += bl;
+        }
+        out
+    }
+
     /// Total bytes in each shard file.
     pub fn shard_len(&self) -> u64 {
         match self.stripes() {
@@ -96,6 +123,20 @@ impl PartGeometry {
             n => self.shard_offset(n - 1) + self.block_len(n - 1),
         }
     }
+}
+
+/// Part bytes `[start, end)` held by data shard `shard` in one stripe; its
+/// block begins `run_offset` bytes into a shard read of the stripe run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Data shard index.
+    pub shard: usize,
+    /// First part byte held (part-relative).
+    pub start: u64,
+    /// One past the last part byte held.
+    pub end: u64,
+    /// Offset of this stripe's block within the shard run.
+    pub run_offset: u64,
 }
 
 /// Write and read quorums of a k + m set.
@@ -161,6 +202,14 @@ mod tests {
             for d in 0..layout.width() {
                 prop_assert_eq!(layout.disk_of_shard(layout.shard_of_disk(d)), d);
             }
+            // Segments tile the part in order.
+            let segs = g.data_segments(0..g.stripes());
+            let mut at = 0;
+            for seg in &segs {
+                prop_assert_eq!(seg.start, at);
+                at = seg.end;
+            }
+            prop_assert_eq!(at, size);
         }
     }
 }

@@ -181,21 +181,10 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
 fn format_new(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
     let n = cfg.dirs.len();
     let parity = cfg.parity.unwrap_or_else(|| default_parity(n));
-    let deployment_id = Uuid::new_v4();
-    let ids: Vec<DiskId> = (0..n).map(|_| DiskId(Uuid::new_v4())).collect();
-    for (slot, dir) in cfg.dirs.iter().enumerate() {
-        FormatRecord {
-            deployment_id,
-            disk_id: ids[slot],
-            pool: 0,
-            tier: cfg.tier,
-            set: 0,
-            position: slot as u32,
-            data_shards: (n - parity) as u32,
-            parity_shards: parity as u32,
-            set_disks: ids.clone(),
-        }
-        .write_to(dir)?;
+    let formats = FormatRecord::new_set(cfg.tier, (n - parity) as u32, parity as u32);
+    let deployment_id = formats[0].deployment_id;
+    for (f, dir) in formats.iter().zip(&cfg.dirs) {
+        f.write_to(dir)?;
     }
     tracing::info!(disks = n, data = n - parity, parity, %deployment_id, "formatted a new deployment");
     open_all(cfg, parity, deployment_id)

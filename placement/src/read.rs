@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::layout::PartGeometry;
+use crate::layout::{ErasureLayout, PartGeometry};
 use crate::record::ObjectRecord;
 use crate::set::ErasureSet;
 
@@ -57,6 +57,21 @@ impl Stream for ObjectStream {
 
 /// Which disks failed while reading a part: reported for repair.
 type Damage = Vec<usize>;
+
+/// The same byte run of every shard of one part.
+struct ShardRun {
+    data_id: Uuid,
+    layout: ErasureLayout,
+    offset: u64,
+    len: u64,
+}
+
+/// Shard runs read so far.
+struct Gather {
+    shards: Vec<Option<Bytes>>,
+    tried: Vec<bool>,
+    damage: Damage,
+}
 
 impl ErasureSet {
     /// Streams bytes `range` of `object` (stored under `ns/key`). The range
@@ -138,55 +153,38 @@ impl ErasureSet {
         let layout = geo.layout;
         let k = layout.data as usize;
         let n = layout.width();
-        let stripe_size = layout.stripe_size();
         let shard_off = geo.shard_offset(stripes.start);
         let shard_len: u64 = stripes.clone().map(|j| geo.block_len(j)).sum();
 
         // Which data shards hold bytes of `want` in these stripes.
+        let segments: Vec<_> = geo
+            .data_segments(stripes.clone())
+            .into_iter()
+            .filter(|s| s.start < want.end && s.end > want.start)
+            .collect();
         let mut needed = vec![false; k];
-        for j in stripes.clone() {
-            let base = j * stripe_size;
-            let bl = geo.block_len(j);
-            let sl = geo.stripe_len(j);
-            for (i, need) in needed.iter_mut().enumerate() {
-                let a = base + i as u64 * bl;
-                let b = base + ((i as u64 + 1) * bl).min(sl);
-                if a < b && a < want.end && b > want.start {
-                    *need = true;
-                }
-            }
+        for s in &segments {
+            needed[s.shard] = true;
         }
-        let mut shards: Vec<Option<Bytes>> = vec![None; n];
-        let mut tried = vec![false; n];
-        let mut damage = Vec::new();
-        let wanted: Vec<usize> = (0..k).filter(|&i| needed[i]).collect();
-        self.read_shards(
+        let run = ShardRun {
             data_id,
             layout,
-            &wanted,
-            shard_off,
-            shard_len,
-            &mut shards,
-            &mut tried,
-            &mut damage,
-        )
-        .await;
+            offset: shard_off,
+            len: shard_len,
+        };
+        let mut g = Gather {
+            shards: vec![None; n],
+            tried: vec![false; n],
+            damage: Vec::new(),
+        };
+        let wanted: Vec<usize> = (0..k).filter(|&i| needed[i]).collect();
+        self.gather(&run, &wanted, &mut g).await;
 
-        if wanted.iter().any(|&i| shards[i].is_none()) {
+        if wanted.iter().any(|&i| g.shards[i].is_none()) {
             // Degraded: fetch every other shard and rebuild what is missing.
-            let rest: Vec<usize> = (0..n).filter(|&i| !tried[i]).collect();
-            self.read_shards(
-                data_id,
-                layout,
-                &rest,
-                shard_off,
-                shard_len,
-                &mut shards,
-                &mut tried,
-                &mut damage,
-            )
-            .await;
-            let good = shards.iter().filter(|s| s.is_some()).count();
+            let rest: Vec<usize> = (0..n).filter(|&i| !g.tried[i]).collect();
+            self.gather(&run, &rest, &mut g).await;
+            let good = g.shards.iter().filter(|s| s.is_some()).count();
             if good < k {
                 return Err(Error::ReadQuorum {
                     needed: k,
@@ -195,68 +193,55 @@ impl ErasureSet {
             }
             let codec = self.codec.clone();
             let spans = geo.block_spans(stripes.clone());
-            let present = shards.clone();
+            let present = g.shards.clone();
             let rebuilt =
                 tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &spans, k))
                     .await
                     .map_err(|e| Error::Internal(format!("reconstruct: {e}")))??;
             for (i, b) in rebuilt.into_iter().enumerate() {
-                if shards[i].is_none() {
-                    shards[i] = Some(b);
+                if g.shards[i].is_none() {
+                    g.shards[i] = Some(b);
                 }
             }
         }
 
-        // Assemble the wanted bytes, stripe by stripe, as slices of the shard reads.
-        let mut out = Vec::new();
-        let mut at = 0u64;
-        for j in stripes {
-            let base = j * stripe_size;
-            let bl = geo.block_len(j);
-            let sl = geo.stripe_len(j);
-            for (i, shard) in shards.iter().enumerate().take(k) {
-                let a = base + i as u64 * bl;
-                let b = base + ((i as u64 + 1) * bl).min(sl);
-                let (lo, hi) = (a.max(want.start), b.min(want.end));
-                if lo < hi {
-                    let shard = shard.as_ref().expect("needed shard present");
-                    let s = (at + lo - a) as usize;
-                    out.push(shard.slice(s..s + (hi - lo) as usize));
-                }
-            }
-            at += bl;
-        }
-        Ok((out, damage))
+        // The wanted bytes, in order, as slices of the shard reads.
+        let out = segments
+            .iter()
+            .map(|seg| {
+                let (lo, hi) = (seg.start.max(want.start), seg.end.min(want.end));
+                let shard = g.shards[seg.shard].as_ref().expect("needed shard present");
+                let at = (seg.run_offset + lo - seg.start) as usize;
+                shard.slice(at..at + (hi - lo) as usize)
+            })
+            .collect();
+        Ok((out, g.damage))
     }
 
-    /// Reads the same shard range from the disks holding `which` shards.
-    #[allow(clippy::too_many_arguments)]
-    async fn read_shards(
-        &self,
-        data_id: Uuid,
-        layout: crate::layout::ErasureLayout,
-        which: &[usize],
-        off: u64,
-        len: u64,
-        shards: &mut [Option<Bytes>],
-        tried: &mut [bool],
-        damage: &mut Vec<usize>,
-    ) {
+    /// Reads the same shard range from the disks holding shards `which`,
+    /// recording what arrived, what was tried and which disks were damaged.
+    async fn gather(&self, run: &ShardRun, which: &[usize], g: &mut Gather) {
         let results = join_all(which.iter().map(|&i| {
-            let disk = self.disks[layout.disk_of_shard(i)].clone();
-            async move { (i, disk.read_shard(ShardId(data_id), off, len).await) }
+            let disk = self.disks[run.layout.disk_of_shard(i)].clone();
+            async move {
+                (
+                    i,
+                    disk.read_shard(ShardId(run.data_id), run.offset, run.len)
+                        .await,
+                )
+            }
         }))
         .await;
         for (i, r) in results {
-            tried[i] = true;
+            g.tried[i] = true;
+            let slot = run.layout.disk_of_shard(i);
             match r {
-                Ok(b) if b.len() as u64 == len => shards[i] = Some(b),
-                Ok(_) => damage.push(layout.disk_of_shard(i)),
+                Ok(b) if b.len() as u64 == run.len => g.shards[i] = Some(b),
+                Ok(_) => g.damage.push(slot),
                 Err(e) => {
-                    let slot = layout.disk_of_shard(i);
                     tracing::debug!(disk = self.disks[slot].label(), error = %e, "shard read failed");
                     if !e.is_disk_failure() {
-                        damage.push(slot);
+                        g.damage.push(slot);
                     }
                 }
             }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
-use disk_engine::{PutRecordOutcome, ShardId, ShardOptions, ShardWriter};
+use disk_engine::{PutRecordOutcome, ShardId, ShardWriter};
 use futures::future::join_all;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
@@ -231,20 +231,12 @@ impl ErasureSet {
     ) -> Result<(), Error> {
         let layout = geo.layout;
         let n = layout.width();
-        let opened = self
-            .some_disks(targets, |slot, d| async move {
-                d.create_shard(
-                    ShardId(data_id),
-                    ShardOptions {
-                        block_size: layout.block_size,
-                        shard_index: layout.shard_of_disk(slot) as u32,
-                    },
-                )
-                .await
-            })
-            .await;
-        let mut writers: Vec<Option<Box<dyn ShardWriter>>> =
-            opened.into_iter().map(|r| r.and_then(|r| r.ok())).collect();
+        let mut writers: Vec<Option<Box<dyn ShardWriter>>> = self
+            .create_shards(data_id, layout, targets)
+            .await
+            .into_iter()
+            .map(|r| r.and_then(|r| r.ok()))
+            .collect();
         let sources: Vec<usize> = (0..n).filter(|s| !targets[*s]).collect();
         let stripes = geo.stripes();
         let mut j = 0;

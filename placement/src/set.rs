@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use disk_engine::{
-    Disk, DiskError, DiskHealth, PutRecordOutcome, Record, ShardId, Stamp, VersionId,
+    Disk, DiskError, DiskHealth, PutRecordOutcome, Record, ShardId, ShardOptions, ShardWriter,
+    Stamp, VersionId,
 };
 use futures::future::join_all;
 use uuid::Uuid;
@@ -193,6 +194,27 @@ impl ErasureSet {
                 }
             }
         }))
+        .await
+    }
+
+    /// Starts shard file `data_id` on the disks set in `mask`, each with its
+    /// shard index under `layout`.
+    pub(crate) async fn create_shards(
+        &self,
+        data_id: Uuid,
+        layout: ErasureLayout,
+        mask: &[bool],
+    ) -> Vec<Option<Result<Box<dyn ShardWriter>, DiskError>>> {
+        self.some_disks(mask, |slot, d| async move {
+            d.create_shard(
+                ShardId(data_id),
+                ShardOptions {
+                    block_size: layout.block_size,
+                    shard_index: layout.shard_of_disk(slot) as u32,
+                },
+            )
+            .await
+        })
         .await
     }
 

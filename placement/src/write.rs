@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use disk_engine::{DiskError, ShardId, ShardOptions, ShardWriter};
+use disk_engine::{DiskError, ShardId, ShardWriter};
 use futures::future::join_all;
 use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
@@ -262,21 +262,12 @@ impl ErasureSet {
         data_id: Uuid,
     ) -> Result<(mpsc::Sender<Vec<Bytes>>, WriteStage), Error> {
         let opened = self
-            .each_disk(|slot, d| async move {
-                d.create_shard(
-                    ShardId(data_id),
-                    ShardOptions {
-                        block_size: layout.block_size,
-                        shard_index: layout.shard_of_disk(slot) as u32,
-                    },
-                )
-                .await
-            })
+            .create_shards(data_id, layout, &vec![true; self.width()])
             .await;
         let mut writers: Writers = Vec::with_capacity(opened.len());
         let mut errors = Vec::new();
         for (slot, r) in opened.into_iter().enumerate() {
-            match r {
+            match r.expect("every disk was asked") {
                 Ok(w) => writers.push(Some(w)),
                 Err(e) => {
                     tracing::debug!(disk = self.disks[slot].label(), error = %e, "disk skipped for write");

@@ -157,6 +157,15 @@ fn contents(
         .collect()
 }
 
+fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefix> {
+    prefixes
+        .iter()
+        .map(|cp| CommonPrefix {
+            prefix: enc(cp, url),
+        })
+        .collect()
+}
+
 fn enc(s: &str, url: bool) -> String {
     if url {
         uri_encode(s.as_bytes(), false)
@@ -215,13 +224,7 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
             .q("start-after")
             .filter(|s| !s.is_empty())
             .map(|s| enc(s, url)),
-        common_prefixes: listed
-            .prefixes
-            .iter()
-            .map(|cp| CommonPrefix {
-                prefix: enc(cp, url),
-            })
-            .collect(),
+        common_prefixes: common_prefixes(&listed.prefixes, url),
         contents: contents(gw, listed.contents, url, fetch_owner),
     };
     Ok(xml(StatusCode::OK, to_xml("ListBucketResult", &doc)))
@@ -253,13 +256,7 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
         delimiter: p.delimiter.as_deref().map(|d| enc(d, url)),
         is_truncated: listed.truncated,
         encoding_type: url.then(|| "url".to_string()),
-        common_prefixes: listed
-            .prefixes
-            .iter()
-            .map(|cp| CommonPrefix {
-                prefix: enc(cp, url),
-            })
-            .collect(),
+        common_prefixes: common_prefixes(&listed.prefixes, url),
         contents: contents(gw, listed.contents, url, true),
     };
     Ok(xml(StatusCode::OK, to_xml("ListBucketResult", &doc)))

@@ -6,7 +6,7 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 use md5::{Digest as _, Md5};
-use placement::{PartRecord, UploadListStart};
+use placement::{PartRecord, UploadListStart, UploadRecord};
 use uuid::Uuid;
 
 use super::copy::{copy_source_object, stream_copy, CopyTarget};
@@ -90,8 +90,8 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     ))
 }
 
-/// UploadPart.
-pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+/// The part number, upload id and upload a part request addresses.
+async fn part_target(gw: &Gateway, req: &S3Request) -> S3Result<(u32, Uuid, UploadRecord)> {
     let number = part_number(req.q("partNumber").unwrap_or(""))?;
     let id = upload_id(req)?;
     let upload = gw
@@ -99,6 +99,12 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
         .get_upload(req.bucket(), req.key(), id)
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    Ok((number, id, upload))
+}
+
+/// UploadPart.
+pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    let (number, id, upload) = part_target(gw, req).await?;
     let received = receive(gw, req, body, Target::Part(&upload)).await?;
     let etag = hex::encode(received.md5);
     let checksum = received
@@ -150,13 +156,7 @@ fn copy_range(v: &str, size: u64) -> S3Result<std::ops::Range<u64>> {
 
 /// UploadPartCopy: a part copied from (a byte range of) another object.
 pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let number = part_number(req.q("partNumber").unwrap_or(""))?;
-    let id = upload_id(req)?;
-    let upload = gw
-        .store
-        .get_upload(req.bucket(), req.key(), id)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let (number, id, upload) = part_target(gw, req).await?;
     let source = copy_source_object(gw, req).await?;
     let range = match req.header("x-amz-copy-source-range") {
         Some(r) => copy_range(r, source.2.size)?,

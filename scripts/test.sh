@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds Granary and runs every test: unit tests of each crate, the
+# end-to-end tests (the real binary driven by the Rust AWS SDK), and the S3
+# compatibility suite (aws CLI and boto3 from PyPI).
+#
+# GRANARY_E2E_LARGE_BYTES sets the size of the large-object test (default
+# 2 GiB). The full-disk test mounts a tmpfs and needs root; it says SKIPPED
+# otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+
+echo "== cargo test (unit and end-to-end)"
+cargo test --workspace --locked
+
+echo "== S3 compatibility suite"
+cargo build --locked --quiet --bin granary
+GRANARY_BIN="$target/debug/granary" s3-compat-tests/run.sh
