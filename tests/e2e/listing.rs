@@ -189,6 +189,7 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
         .await
         .unwrap();
     assert!(r.contents().is_empty());
+    assert_eq!(r.is_truncated(), Some(false));
 }
 
 #[tokio::test]

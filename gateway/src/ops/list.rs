@@ -83,6 +83,10 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
         Some(a) if a.as_str() >= p.prefix.as_str() => ListStart::After(a.as_bytes().to_vec()),
         _ => ListStart::Beginning,
     };
+    if p.max_keys == 0 {
+        // Nothing asked for, nothing to page through.
+        return Ok(out);
+    }
     let delimiter = p.delimiter.as_deref().filter(|d| !d.is_empty());
     let mut count = 0;
     'pages: loop {
