@@ -30,7 +30,7 @@ pub enum DiskHealth {
     Online {
         /// Size of the filesystem in bytes.
         total_bytes: u64,
-        /// Bytes available to Granary.
+        /// Bytes available for object data (the metadata reserve excluded).
         free_bytes: u64,
     },
     /// The disk does not answer or is not usable.

@@ -36,7 +36,7 @@ pub use disk::{
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
-pub use local::{LocalDisk, LocalDiskOptions};
+pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions};
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use types::{DiskId, KeyRecords, PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};

@@ -42,6 +42,13 @@ impl Default for LocalDiskOptions {
     }
 }
 
+/// Space kept free for the metadata store: shard data never takes the last
+/// 1% of the filesystem (at least 16 MiB, at most 1 GiB), so RocksDB never
+/// meets ENOSPC even when several disks share one filesystem.
+pub fn metadata_reserve(total_bytes: u64) -> u64 {
+    (total_bytes / 100).clamp(16 << 20, 1 << 30)
+}
+
 /// A disk backed by a local directory.
 pub struct LocalDisk {
     root: PathBuf,
@@ -49,6 +56,7 @@ pub struct LocalDisk {
     format: FormatRecord,
     meta: Arc<MetaStore>,
     opts: LocalDiskOptions,
+    reserve: u64,
     _lock: File,
 }
 
@@ -90,12 +98,14 @@ impl LocalDisk {
         fs::create_dir_all(&tmp)?;
         sync_dir(root)?;
         let meta = Arc::new(MetaStore::open(&root.join("meta"))?);
+        let (total, _) = crate::io::fs_space(root)?;
         Ok(LocalDisk {
             root: root.to_path_buf(),
             label,
             format,
             meta,
             opts,
+            reserve: metadata_reserve(total),
             _lock: lock,
         })
     }
@@ -134,6 +144,8 @@ impl LocalDisk {
 
 struct LocalShardWriter {
     inner: Option<ShardFileWriter>,
+    root: PathBuf,
+    reserve: u64,
     tmp: PathBuf,
     dest_dir: PathBuf,
     dest: PathBuf,
@@ -147,7 +159,14 @@ impl ShardWriter for LocalShardWriter {
         let mut w = self.inner.take().ok_or_else(|| {
             DiskError::InvalidArgument("shard writer used after a failed append".into())
         })?;
+        let (root, reserve) = (self.root.clone(), self.reserve);
         let w = blocking(move || {
+            // Checked before every block: shard data must leave the reserve
+            // free even when other disks share this filesystem.
+            let (_, free) = crate::io::fs_space(&root)?;
+            if free < reserve + block.len() as u64 {
+                return Err(DiskError::Full);
+            }
             w.append_block(&block)?;
             Ok(w)
         })
@@ -215,9 +234,9 @@ impl Disk for LocalDisk {
         })
         .await;
         match r {
-            Ok((total_bytes, free_bytes)) => DiskHealth::Online {
+            Ok((total_bytes, free)) => DiskHealth::Online {
                 total_bytes,
-                free_bytes,
+                free_bytes: free.saturating_sub(self.reserve),
             },
             Err(e) => DiskHealth::Offline {
                 reason: e.to_string(),
@@ -254,6 +273,8 @@ impl Disk for LocalDisk {
         .await?;
         Ok(Box::new(LocalShardWriter {
             inner: Some(w),
+            root: self.root.clone(),
+            reserve: self.reserve,
             tmp,
             dest_dir,
             dest,

@@ -103,6 +103,9 @@ impl MetaStore {
         opts.set_keep_log_file_num(4);
         opts.set_max_open_files(512);
         opts.set_max_total_wal_size(64 << 20);
+        // The default 4 MiB MANIFEST preallocation is wasted on a store of
+        // small records.
+        opts.set_manifest_preallocation_size(1 << 20);
         let cf = |name: &str| {
             let mut o = Options::default();
             o.set_write_buffer_size(WRITE_BUFFER_BYTES);

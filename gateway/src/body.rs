@@ -20,6 +20,89 @@ use crate::auth::Payload;
 use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
 
+/// Most bytes of an abandoned request body read and discarded so the
+/// client receives the error response instead of a reset connection.
+const DRAIN_LIMIT_BYTES: u64 = 256 << 20;
+/// Longest wait for the next bytes while draining: a client that is still
+/// sending delivers data well within it; a stalled one is let go.
+const DRAIN_IDLE: Duration = Duration::from_secs(2);
+
+/// A request body that, when dropped unread (the request failed before or
+/// while reading it), keeps reading and discarding up to
+/// [`DRAIN_LIMIT_BYTES`] in the background. Without it the connection closes
+/// under a client that is still sending, which sees a broken pipe instead of
+/// the S3 error.
+pub struct DrainOnDrop {
+    inner: Option<Body>,
+    /// The client waits for `100 Continue` before sending the body.
+    expects_continue: bool,
+    polled: bool,
+}
+
+impl DrainOnDrop {
+    /// Wraps a request body; `expects_continue` when the request carried
+    /// `Expect: 100-continue` (then an unread body was never sent).
+    pub fn new(body: Body, expects_continue: bool) -> DrainOnDrop {
+        DrainOnDrop {
+            inner: Some(body),
+            expects_continue,
+            polled: false,
+        }
+    }
+}
+
+impl http_body::Body for DrainOnDrop {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        self.polled = true;
+        match self.inner.as_mut() {
+            Some(b) => std::pin::Pin::new(b).poll_frame(cx),
+            None => std::task::Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_none_or(http_body::Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner
+            .as_ref()
+            .map(http_body::Body::size_hint)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for DrainOnDrop {
+    fn drop(&mut self) {
+        let Some(body) = self.inner.take() else {
+            return;
+        };
+        if http_body::Body::is_end_stream(&body) || (self.expects_continue && !self.polled) {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let mut frames = body.into_data_stream();
+                let mut drained = 0u64;
+                while drained < DRAIN_LIMIT_BYTES {
+                    match tokio::time::timeout(DRAIN_IDLE, frames.next()).await {
+                        Ok(Some(Ok(b))) => drained += b.len() as u64,
+                        _ => break,
+                    }
+                }
+            });
+        }
+    }
+}
+
 /// Trailing headers of an `aws-chunked` body, available once it ended.
 pub type Trailers = Arc<Mutex<Option<Vec<(String, String)>>>>;
 

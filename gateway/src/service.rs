@@ -14,6 +14,7 @@ use rand::Rng;
 use tracing::Instrument;
 
 use crate::auth::authenticate;
+use crate::body::DrainOnDrop;
 use crate::error::S3Result;
 use crate::ops::dispatch;
 use crate::request::{parse_query, parse_target, virtual_host_bucket, S3Request};
@@ -64,6 +65,11 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
     async move {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
+        let expects_continue = parts
+            .headers
+            .get(http::header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        let body = Body::new(DrainOnDrop::new(body, expects_continue));
         let resource = parts.uri.path().to_string();
         let head = parts.method == http::Method::HEAD;
         let mut resp = match handle(&gw, parts, body).await {

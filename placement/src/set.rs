@@ -25,12 +25,6 @@ use crate::repair::RepairQueue;
 /// blocks (they stay in cache) and one CRC64 per block costs nothing.
 pub const DEFAULT_BLOCK_SIZE: u32 = 256 << 10;
 
-/// Free space each disk keeps back from object data, so metadata writes
-/// never meet a full filesystem: 1% of the disk, between 8 MiB and 1 GiB.
-fn free_space_reserve(total: u64) -> u64 {
-    (total / 100).clamp(8 << 20, 1 << 30)
-}
-
 /// An erasure set of `k + m` disks.
 pub struct ErasureSet {
     pub(crate) disks: Vec<Arc<dyn Disk>>,
@@ -234,13 +228,9 @@ impl ErasureSet {
             .count();
         let roomy = health
             .iter()
-            .filter(|h| match h {
-                DiskHealth::Online {
-                    total_bytes,
-                    free_bytes,
-                } => *free_bytes >= per_disk.saturating_add(free_space_reserve(*total_bytes)),
-                DiskHealth::Offline { .. } => false,
-            })
+            .filter(
+                |h| matches!(h, DiskHealth::Online { free_bytes, .. } if *free_bytes >= per_disk),
+            )
             .count();
         if online < self.quorum.write {
             return Err(Error::WriteQuorum {

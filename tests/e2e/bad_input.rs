@@ -1,42 +1,4 @@
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
 use crate::harness::*;
-
-/// Writes a signed request's head and the first `send` bytes of its body
-/// straight to a socket, then (optionally) closes the write side.
-fn partial_request(
-    s: &Server,
-    method: &str,
-    path: &str,
-    body_len: usize,
-    send: usize,
-    close: bool,
-) -> String {
-    let body = vec![b'z'; body_len];
-    let mut raw = Raw::new(method, format!("{}{path}", s.endpoint)).body(body.clone());
-    raw.signed_payload = false;
-    let req = raw.signed(USER, SECRET, "us-east-1", None);
-    let mut head = format!("{method} {path} HTTP/1.1\r\n");
-    for (k, v) in req.headers() {
-        head.push_str(&format!("{}: {}\r\n", k, v.to_str().unwrap()));
-    }
-    head.push_str(&format!(
-        "content-length: {body_len}\r\nconnection: close\r\n\r\n"
-    ));
-    let mut sock = TcpStream::connect(&s.addr).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    sock.write_all(head.as_bytes()).unwrap();
-    sock.write_all(&body[..send]).unwrap();
-    if close {
-        sock.shutdown(std::net::Shutdown::Write).unwrap();
-    }
-    let mut out = String::new();
-    let _ = sock.read_to_string(&mut out);
-    out
-}
 
 #[tokio::test]
 async fn bad_requests_get_s3_errors_and_change_nothing() {
@@ -47,12 +9,12 @@ async fn bad_requests_get_s3_errors_and_change_nothing() {
     let e = &s.endpoint;
 
     // A body cut short, then a client that stalls mid-body.
-    let reply = partial_request(&s, "PUT", "/bkt/k", 100_000, 50_000, true);
+    let reply = partial_request(&s, &[], "PUT", "/bkt/k", 100_000, 50_000, true);
     assert!(
         reply.contains("IncompleteBody") || reply.is_empty(),
         "{reply}"
     );
-    let reply = partial_request(&s, "PUT", "/bkt/k", 100_000, 10, false);
+    let reply = partial_request(&s, &[], "PUT", "/bkt/k", 100_000, 10, false);
     assert!(
         reply.starts_with("HTTP/1.1 400") && reply.contains("<Code>RequestTimeout</Code>"),
         "{reply}"

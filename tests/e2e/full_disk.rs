@@ -19,7 +19,7 @@ async fn full_disk_fails_writes_cleanly_with_507() {
     let mnt = root.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
     let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=96m", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", "size=256m", "tmpfs"])
         .arg(&mnt)
         .status()
         .map(|s| s.success())
@@ -35,23 +35,29 @@ async fn full_disk_fails_writes_cleanly_with_507() {
     c.create_bucket().bucket("bkt").send().await.unwrap();
     put_bytes(&c, "bkt", "before", Pattern::bytes(1, 4 << 20)).await;
 
-    // Declared too large for the free space: refused before any byte lands.
-    let e = c
-        .put_object()
-        .bucket("bkt")
-        .key("huge")
-        .body(Pattern::bytes(2, 120 << 20).into())
-        .send()
-        .await
-        .unwrap_err();
-    assert_eq!(status(&e), 507, "{e:?}");
-    assert_eq!(code(&e), "InsufficientStorage");
+    // Declared too large for the free space: refused before any byte is
+    // sent (the client waits for 100-continue, as the aws CLI does).
+    let reply = partial_request(
+        &s,
+        &[("expect", "100-continue")],
+        "PUT",
+        "/bkt/huge",
+        1 << 30,
+        0,
+        false,
+    );
+    assert!(reply.starts_with("HTTP/1.1 507"), "{reply}");
+    assert!(!reply.contains("100 Continue"), "{reply}");
+    assert!(
+        reply.contains("<Code>InsufficientStorage</Code>"),
+        "{reply}"
+    );
     // Fits one disk's check but not the shared filesystem: fails mid-write.
     let e = c
         .put_object()
         .bucket("bkt")
         .key("mid")
-        .body(Pattern::bytes(3, 60 << 20).into())
+        .body(Pattern::bytes(3, 200 << 20).into())
         .send()
         .await
         .unwrap_err();

@@ -10,11 +10,15 @@ use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
 use aws_sdk_s3::config::{BehaviorVersion, Region};
+use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use aws_sigv4::http_request::{
     sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings,
 };
 use aws_smithy_runtime_api::client::identity::Identity;
+use aws_smithy_types::body::SdkBody;
+use bytes::Bytes;
+use http_body::Frame;
 
 pub const USER: &str = "e2e-root";
 pub const SECRET: &str = "e2e-secret-key-123";
@@ -355,6 +359,46 @@ pub async fn send(req: http::Request<Vec<u8>>) -> Reply {
     }
 }
 
+/// Writes a signed request's head (plus `extra` headers) and the first
+/// `send` bytes of a `body_len`-byte body straight to a socket, then
+/// optionally closes the write side; returns everything the server answered.
+pub fn partial_request(
+    s: &Server,
+    extra: &[(&str, &str)],
+    method: &str,
+    path: &str,
+    body_len: usize,
+    send: usize,
+    close: bool,
+) -> String {
+    use std::io::{Read, Write};
+    let body = vec![b'z'; body_len];
+    let mut raw = Raw::new(method, format!("{}{path}", s.endpoint)).body(body.clone());
+    raw.signed_payload = false;
+    let req = raw.signed(USER, SECRET, "us-east-1", None);
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    for (k, v) in req.headers() {
+        head.push_str(&format!("{}: {}\r\n", k, v.to_str().unwrap()));
+    }
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!(
+        "content-length: {body_len}\r\nconnection: close\r\n\r\n"
+    ));
+    let mut sock = std::net::TcpStream::connect(&s.addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    sock.write_all(head.as_bytes()).unwrap();
+    sock.write_all(&body[..send]).unwrap();
+    if close {
+        sock.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    let mut out = String::new();
+    let _ = sock.read_to_string(&mut out);
+    out
+}
+
 /// Deterministic pseudo-random bytes (xorshift64*), reproducible by seed.
 pub struct Pattern {
     state: u64,
@@ -382,6 +426,28 @@ impl Pattern {
         Pattern::new(seed).fill(&mut v);
         v
     }
+}
+
+/// A streaming request body generating `len` pattern bytes on the fly.
+pub fn generated_body(len: u64, seed: u64) -> ByteStream {
+    const CHUNK: u64 = 1 << 20;
+    let stream = futures::stream::unfold(
+        (Pattern::new(seed), 0u64),
+        move |(mut p, sent)| async move {
+            if sent >= len {
+                return None;
+            }
+            let n = CHUNK.min(len - sent) as usize;
+            let mut buf = vec![0u8; n];
+            p.fill(&mut buf);
+            Some((
+                Ok::<_, std::io::Error>(Frame::data(Bytes::from(buf))),
+                (p, sent + n as u64),
+            ))
+        },
+    );
+    let body = http_body_util::StreamBody::new(futures::StreamExt::fuse(stream));
+    ByteStream::new(SdkBody::from_body_1_x(body))
 }
 
 /// The S3 error code of an SDK error.

@@ -1,9 +1,5 @@
 use std::time::Instant;
 
-use aws_sdk_s3::primitives::ByteStream;
-use aws_smithy_types::body::SdkBody;
-use bytes::Bytes;
-use http_body::Frame;
 use md5::{Digest, Md5};
 
 use crate::harness::*;
@@ -14,28 +10,6 @@ fn large_size() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2 << 30)
-}
-
-/// A streaming request body generating `len` pattern bytes on the fly.
-fn generated_body(len: u64, seed: u64) -> ByteStream {
-    const CHUNK: u64 = 1 << 20;
-    let stream = futures::stream::unfold(
-        (Pattern::new(seed), 0u64),
-        move |(mut p, sent)| async move {
-            if sent >= len {
-                return None;
-            }
-            let n = CHUNK.min(len - sent) as usize;
-            let mut buf = vec![0u8; n];
-            p.fill(&mut buf);
-            Some((
-                Ok::<_, std::io::Error>(Frame::data(Bytes::from(buf))),
-                (p, sent + n as u64),
-            ))
-        },
-    );
-    let body = http_body_util::StreamBody::new(futures::StreamExt::fuse(stream));
-    ByteStream::new(SdkBody::from_body_1_x(body))
 }
 
 fn expected_md5(len: u64, seed: u64) -> String {
