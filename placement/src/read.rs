@@ -119,7 +119,11 @@ impl ErasureSet {
                                 }
                             }
                             if tx.send(Ok(chunks)).await.is_err() {
-                                break;
+                                // The reader went away: stop reading.
+                                if !damaged.is_empty() {
+                                    set.repair.request(&ns, &key, damaged);
+                                }
+                                return;
                             }
                         }
                         Err(err) => {
@@ -131,7 +135,9 @@ impl ErasureSet {
                     s = e;
                 }
             }
-            if !damaged.is_empty() {
+            if damaged.is_empty() {
+                set.check_unread_shards(&ns, &key, &object);
+            } else {
                 set.repair.request(&ns, &key, damaged);
             }
         });

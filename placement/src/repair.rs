@@ -17,13 +17,19 @@ use uuid::Uuid;
 
 use crate::error::Error;
 use crate::layout::PartGeometry;
+use crate::record::ObjectRecord;
 use crate::set::{ErasureSet, Resolved};
 
 /// Objects waiting for repair; further requests are dropped (and logged)
 /// until the worker catches up — a later read will queue them again.
 const REPAIR_QUEUE_DEPTH: usize = 1024;
-/// Stripes rebuilt per step when rewriting a shard.
+/// Stripes verified or rebuilt per step when repairing a shard.
 const REPAIR_BATCH_STRIPES: u64 = 16;
+/// Background checks of unread shards running at once (see
+/// `check_unread_shards`).
+pub(crate) const PRESENCE_CHECKS: usize = 4;
+/// Parts of one object whose shards a presence check looks at.
+const PRESENCE_CHECK_PARTS: usize = 64;
 
 /// One object to repair, with the (shard id, disk slot) pairs a read found
 /// damaged.
@@ -173,16 +179,9 @@ impl ErasureSet {
                 size: part.size,
                 layout: obj.layout,
             };
-            let expect = geo.shard_len();
-            let lens = self
-                .each_disk(|_, d| async move { d.shard_len(ShardId(data_id)).await })
-                .await;
+            let bad = self.verify_shards(data_id, &geo, responded).await;
             let targets: Vec<bool> = (0..self.width())
-                .map(|slot| {
-                    responded[slot]
-                        && (damaged.contains(&(data_id, slot))
-                            || !matches!(lens[slot], Ok(l) if l == expect))
-                })
+                .map(|slot| bad[slot] || (responded[slot] && damaged.contains(&(data_id, slot))))
                 .collect();
             if targets.iter().any(|t| *t) {
                 self.rebuild_shards(data_id, &geo, &targets).await?;
@@ -219,6 +218,92 @@ impl ErasureSet {
             }
         }
         Ok(())
+    }
+
+    /// Reads every shard of a part completely (each read verifies every
+    /// block's checksum) and returns the slots whose shard is missing, short
+    /// or corrupt. Disks that do not answer are not counted as damaged.
+    async fn verify_shards(
+        &self,
+        data_id: Uuid,
+        geo: &PartGeometry,
+        responded: &[bool],
+    ) -> Vec<bool> {
+        let mut bad = vec![false; self.width()];
+        let stripes = geo.stripes();
+        let mut j = 0;
+        while j < stripes {
+            let e = (j + REPAIR_BATCH_STRIPES).min(stripes);
+            let off = geo.shard_offset(j);
+            let len: u64 = (j..e).map(|s| geo.block_len(s)).sum();
+            let reads = self
+                .each_disk(|_, d| async move { d.read_shard(ShardId(data_id), off, len).await })
+                .await;
+            for (slot, r) in reads.into_iter().enumerate() {
+                if let Err(e) = r {
+                    if responded[slot] && !e.is_disk_failure() {
+                        bad[slot] = true;
+                    }
+                }
+            }
+            j = e;
+        }
+        bad
+    }
+
+    /// After a read that went well, checks in the background that the shard
+    /// files the read did not need (parity) are present and whole, and
+    /// queues a repair when one is not. At most [`PRESENCE_CHECKS`] run at
+    /// once; further ones are skipped, which samples them under load.
+    pub(crate) fn check_unread_shards(
+        self: &Arc<Self>,
+        ns: &str,
+        key: &str,
+        object: &ObjectRecord,
+    ) {
+        let Ok(permit) = self.presence_checks.clone().try_acquire_owned() else {
+            return;
+        };
+        let set = self.clone();
+        let (ns, key) = (ns.to_string(), key.to_string());
+        let parts: Vec<(Uuid, PartGeometry)> = object
+            .parts
+            .iter()
+            .take(PRESENCE_CHECK_PARTS)
+            .filter_map(|p| {
+                p.data_id.map(|id| {
+                    (
+                        id,
+                        PartGeometry {
+                            size: p.size,
+                            layout: object.layout,
+                        },
+                    )
+                })
+            })
+            .collect();
+        tokio::spawn(async move {
+            let mut damaged = Vec::new();
+            for (id, geo) in parts {
+                let expect = geo.shard_len();
+                let lens = set
+                    .each_disk(|_, d| async move { d.shard_len(ShardId(id)).await })
+                    .await;
+                for (slot, r) in lens.into_iter().enumerate() {
+                    let whole = match r {
+                        Ok(l) => l == expect,
+                        Err(e) => e.is_disk_failure(),
+                    };
+                    if !whole {
+                        damaged.push((id, slot));
+                    }
+                }
+            }
+            if !damaged.is_empty() {
+                set.repair.request(&ns, &key, damaged);
+            }
+            drop(permit);
+        });
     }
 
     /// Rewrites the shard files of `data_id` on the `targets` slots from the

@@ -35,6 +35,8 @@ pub struct ErasureSet {
     pub(crate) codec: Arc<Codec>,
     pub(crate) locks: KeyLocks,
     pub(crate) repair: RepairQueue,
+    /// Permits for background checks of shards reads did not touch.
+    pub(crate) presence_checks: Arc<tokio::sync::Semaphore>,
     last_mtime: AtomicU64,
 }
 
@@ -93,6 +95,7 @@ impl ErasureSet {
             block_size,
             locks: KeyLocks::new(),
             repair,
+            presence_checks: Arc::new(tokio::sync::Semaphore::new(crate::repair::PRESENCE_CHECKS)),
             last_mtime: AtomicU64::new(0),
         })
     }

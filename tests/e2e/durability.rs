@@ -36,34 +36,59 @@ fn flip(path: &PathBuf, at: usize) {
     std::fs::write(path, b).unwrap();
 }
 
+/// Which shard of its stripe a shard file holds (from its header).
+fn shard_index(path: &PathBuf) -> u32 {
+    let b = std::fs::read(path).unwrap();
+    u32::from_le_bytes(b[32..36].try_into().unwrap())
+}
+
 #[tokio::test]
 async fn m_bad_shards_are_survived_and_repaired() {
     let s = Server::start(4);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
     let data = Pattern::bytes(11, 3 << 20);
-    put_bytes(&c, "bkt", "k", data.clone()).await;
-    let snap = snapshot(&s);
-    assert_eq!(snap.len(), 4, "one shard file per disk");
-    // m = 2: delete the shard of m-1 = 1 disk, flip bytes in one more.
-    std::fs::remove_file(&snap[1].0).unwrap();
-    flip(&snap[2].0, 4096 + 1000);
-    flip(&snap[2].0, 4096 + 700_000);
-    assert_eq!(get_bytes(&c, "bkt", "k").await, data);
-    let r = c
-        .get_object()
-        .bucket("bkt")
-        .key("k")
-        .range("bytes=1000000-1000099")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.body.collect().await.unwrap().into_bytes().to_vec(),
-        &data[1_000_000..1_000_100]
-    );
-    wait_until_restored(&snap).await;
-
+    // m = 2: delete the shard files of m-1 = 1 disk and flip bytes in one
+    // more; once hitting data shards, once only parity shards (which a
+    // healthy read never touches).
+    let mut first = Vec::new();
+    for (key, delete_data, flip_data) in [("k", true, false), ("parity-only", false, false)] {
+        let before = snapshot(&s);
+        put_bytes(&c, "bkt", key, data.clone()).await;
+        let snap: Vec<(PathBuf, Vec<u8>)> = snapshot(&s)
+            .into_iter()
+            .filter(|f| !before.iter().any(|b| b.0 == f.0))
+            .collect();
+        assert_eq!(snap.len(), 4, "one shard file per disk");
+        let is_data = |f: &(PathBuf, Vec<u8>)| shard_index(&f.0) < 2;
+        let victim = snap.iter().position(|f| is_data(f) == delete_data).unwrap();
+        let flipped = snap
+            .iter()
+            .enumerate()
+            .position(|(i, f)| i != victim && is_data(f) == flip_data)
+            .unwrap();
+        std::fs::remove_file(&snap[victim].0).unwrap();
+        flip(&snap[flipped].0, 4096 + 1000);
+        flip(&snap[flipped].0, 4096 + 700_000);
+        assert_eq!(get_bytes(&c, "bkt", key).await, data);
+        let r = c
+            .get_object()
+            .bucket("bkt")
+            .key(key)
+            .range("bytes=1000000-1000099")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.body.collect().await.unwrap().into_bytes().to_vec(),
+            &data[1_000_000..1_000_100]
+        );
+        wait_until_restored(&snap).await;
+        if first.is_empty() {
+            first = snap;
+        }
+    }
+    let snap = first;
     // m + 1 bad shards: the GET fails; it never returns wrong bytes.
     std::fs::remove_file(&snap[0].0).unwrap();
     std::fs::remove_file(&snap[1].0).unwrap();
