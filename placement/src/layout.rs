@@ -76,6 +76,23 @@ impl PartGeometry {
         j * self.layout.block_size as u64
     }
 
+    /// Stripes `stripes` cut into runs of at most `per_run` stripes, each
+    /// with the offset and length of its bytes in every shard file.
+    pub fn runs(&self, stripes: std::ops::Range<u64>, per_run: u64) -> Vec<StripeRun> {
+        let mut out = Vec::new();
+        let mut j = stripes.start;
+        while j < stripes.end {
+            let e = (j + per_run.max(1)).min(stripes.end);
+            out.push(StripeRun {
+                stripes: j..e,
+                offset: self.shard_offset(j),
+                len: (j..e).map(|s| self.block_len(s)).sum(),
+            });
+            j = e;
+        }
+        out
+    }
+
     /// (offset, length) of each stripe's block in a shard read that starts
     /// at stripe `stripes.start`.
     pub fn block_spans(&self, stripes: std::ops::Range<u64>) -> Vec<(u64, u64)> {
@@ -123,6 +140,17 @@ impl PartGeometry {
             n => self.shard_offset(n - 1) + self.block_len(n - 1),
         }
     }
+}
+
+/// A run of consecutive stripes and where its bytes sit in each shard file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StripeRun {
+    /// The stripes.
+    pub stripes: std::ops::Range<u64>,
+    /// Offset of the run in every shard file.
+    pub offset: u64,
+    /// Bytes of the run in every shard file.
+    pub len: u64,
 }
 
 /// Part bytes `[start, end)` held by data shard `shard` in one stripe; its

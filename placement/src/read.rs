@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::layout::{ErasureLayout, PartGeometry};
+use crate::layout::{ErasureLayout, PartGeometry, StripeRun};
 use crate::record::ObjectRecord;
 use crate::set::ErasureSet;
 
@@ -105,13 +105,10 @@ impl ErasureSet {
                 let local = (part_range.start - (offset - part.size))
                     ..(part_range.end - (offset - part.size));
                 let stripe = geo.layout.stripe_size();
-                let per_batch = (READ_BATCH_BYTES / stripe).max(1);
                 let first = local.start / stripe;
                 let last = (local.end - 1) / stripe;
-                let mut s = first;
-                while s <= last {
-                    let e = (s + per_batch).min(last + 1);
-                    match set.read_stripes(data_id, &geo, s..e, &local).await {
+                for run in geo.runs(first..last + 1, (READ_BATCH_BYTES / stripe).max(1)) {
+                    match set.read_stripes(data_id, &geo, &run, &local).await {
                         Ok((chunks, damage)) => {
                             for slot in damage {
                                 if !damaged.contains(&(data_id, slot)) {
@@ -132,7 +129,6 @@ impl ErasureSet {
                             return;
                         }
                     }
-                    s = e;
                 }
             }
             if damaged.is_empty() {
@@ -147,20 +143,19 @@ impl ErasureSet {
         }
     }
 
-    /// Reads stripes `stripes` of one part and returns the slices of object
+    /// Reads the stripes of `run` of one part and returns the slices of object
     /// data that fall in `want` (part-relative), plus the disks that failed.
     pub(crate) async fn read_stripes(
         &self,
         data_id: Uuid,
         geo: &PartGeometry,
-        stripes: Range<u64>,
+        run: &StripeRun,
         want: &Range<u64>,
     ) -> Result<(Vec<Bytes>, Damage), Error> {
         let layout = geo.layout;
         let k = layout.data as usize;
         let n = layout.width();
-        let shard_off = geo.shard_offset(stripes.start);
-        let shard_len: u64 = stripes.clone().map(|j| geo.block_len(j)).sum();
+        let stripes = run.stripes.clone();
 
         // Which data shards hold bytes of `want` in these stripes.
         let segments: Vec<_> = geo
@@ -172,11 +167,11 @@ impl ErasureSet {
         for s in &segments {
             needed[s.shard] = true;
         }
-        let run = ShardRun {
+        let shards = ShardRun {
             data_id,
             layout,
-            offset: shard_off,
-            len: shard_len,
+            offset: run.offset,
+            len: run.len,
         };
         let mut g = Gather {
             shards: vec![None; n],
@@ -184,12 +179,12 @@ impl ErasureSet {
             damage: Vec::new(),
         };
         let wanted: Vec<usize> = (0..k).filter(|&i| needed[i]).collect();
-        self.gather(&run, &wanted, &mut g).await;
+        self.gather(&shards, &wanted, &mut g).await;
 
         if wanted.iter().any(|&i| g.shards[i].is_none()) {
             // Degraded: fetch every other shard and rebuild what is missing.
             let rest: Vec<usize> = (0..n).filter(|&i| !g.tried[i]).collect();
-            self.gather(&run, &rest, &mut g).await;
+            self.gather(&shards, &rest, &mut g).await;
             let good = g.shards.iter().filter(|s| s.is_some()).count();
             if good < k {
                 return Err(Error::ReadQuorum {
@@ -198,7 +193,7 @@ impl ErasureSet {
                 });
             }
             let codec = self.codec.clone();
-            let spans = geo.block_spans(stripes.clone());
+            let spans = geo.block_spans(stripes);
             let present = g.shards.clone();
             let rebuilt =
                 tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &spans, k))

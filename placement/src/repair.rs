@@ -230,12 +230,8 @@ impl ErasureSet {
         responded: &[bool],
     ) -> Vec<bool> {
         let mut bad = vec![false; self.width()];
-        let stripes = geo.stripes();
-        let mut j = 0;
-        while j < stripes {
-            let e = (j + REPAIR_BATCH_STRIPES).min(stripes);
-            let off = geo.shard_offset(j);
-            let len: u64 = (j..e).map(|s| geo.block_len(s)).sum();
+        for run in geo.runs(0..geo.stripes(), REPAIR_BATCH_STRIPES) {
+            let (off, len) = (run.offset, run.len);
             let reads = self
                 .each_disk(|_, d| async move { d.read_shard(ShardId(data_id), off, len).await })
                 .await;
@@ -246,7 +242,6 @@ impl ErasureSet {
                     }
                 }
             }
-            j = e;
         }
         bad
     }
@@ -323,12 +318,8 @@ impl ErasureSet {
             .map(|r| r.and_then(|r| r.ok()))
             .collect();
         let sources: Vec<usize> = (0..n).filter(|s| !targets[*s]).collect();
-        let stripes = geo.stripes();
-        let mut j = 0;
-        while j < stripes {
-            let e = (j + REPAIR_BATCH_STRIPES).min(stripes);
-            let off = geo.shard_offset(j);
-            let len: u64 = (j..e).map(|s| geo.block_len(s)).sum();
+        for run in geo.runs(0..geo.stripes(), REPAIR_BATCH_STRIPES) {
+            let (off, len) = (run.offset, run.len);
             let reads = join_all(sources.iter().map(|&slot| {
                 let d = self.disks[slot].clone();
                 async move { (slot, d.read_shard(ShardId(data_id), off, len).await) }
@@ -341,7 +332,7 @@ impl ErasureSet {
                 }
             }
             let codec = self.codec.clone();
-            let spans = geo.block_spans(j..e);
+            let spans = geo.block_spans(run.stripes.clone());
             let run_spans = spans.clone();
             let full =
                 tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &run_spans, n))
@@ -365,7 +356,6 @@ impl ErasureSet {
                     *w = None;
                 }
             }
-            j = e;
         }
         for (slot, w) in writers.into_iter().enumerate() {
             if let Some(w) = w {

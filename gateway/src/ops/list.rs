@@ -25,6 +25,22 @@ struct ListParams {
     after: Option<String>,
 }
 
+impl ListParams {
+    /// Prefix, delimiter and max-keys of the request; `after` is where the
+    /// listing resumes (marker, start-after or continuation token).
+    fn of(req: &S3Request, after: Option<String>) -> S3Result<ListParams> {
+        Ok(ListParams {
+            prefix: req.q("prefix").unwrap_or("").to_string(),
+            delimiter: req
+                .q("delimiter")
+                .filter(|d| !d.is_empty())
+                .map(str::to_string),
+            max_keys: max_keys(req)?,
+            after,
+        })
+    }
+}
+
 struct Listed {
     contents: Vec<(String, ObjectRecord)>,
     prefixes: Vec<String>,
@@ -199,15 +215,7 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
             .filter(|s| !s.is_empty())
             .map(str::to_string),
     };
-    let p = ListParams {
-        prefix: req.q("prefix").unwrap_or("").to_string(),
-        delimiter: req
-            .q("delimiter")
-            .filter(|d| !d.is_empty())
-            .map(str::to_string),
-        max_keys: max_keys(req)?,
-        after,
-    };
+    let p = ListParams::of(req, after)?;
     let listed = list(gw, req.bucket(), &p).await?;
     let fetch_owner = req.q("fetch-owner").is_some_and(|v| v == "true");
     let doc = ListBucketResultV2 {
@@ -238,15 +246,7 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
 pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let url = encoding_url(req)?;
     let marker = req.q("marker").unwrap_or("").to_string();
-    let p = ListParams {
-        prefix: req.q("prefix").unwrap_or("").to_string(),
-        delimiter: req
-            .q("delimiter")
-            .filter(|d| !d.is_empty())
-            .map(str::to_string),
-        max_keys: max_keys(req)?,
-        after: (!marker.is_empty()).then(|| marker.clone()),
-    };
+    let p = ListParams::of(req, (!marker.is_empty()).then(|| marker.clone()))?;
     let listed = list(gw, req.bucket(), &p).await?;
     let doc = ListBucketResultV1 {
         xmlns: NS,

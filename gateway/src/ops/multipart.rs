@@ -90,15 +90,21 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     ))
 }
 
-/// The part number, upload id and upload a part request addresses.
-async fn part_target(gw: &Gateway, req: &S3Request) -> S3Result<(u32, Uuid, UploadRecord)> {
-    let number = part_number(req.q("partNumber").unwrap_or(""))?;
+/// The upload a request's `uploadId` names.
+async fn upload_of(gw: &Gateway, req: &S3Request) -> S3Result<(Uuid, UploadRecord)> {
     let id = upload_id(req)?;
     let upload = gw
         .store
         .get_upload(req.bucket(), req.key(), id)
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    Ok((id, upload))
+}
+
+/// The part number, upload id and upload a part request addresses.
+async fn part_target(gw: &Gateway, req: &S3Request) -> S3Result<(u32, Uuid, UploadRecord)> {
+    let number = part_number(req.q("partNumber").unwrap_or(""))?;
+    let (id, upload) = upload_of(gw, req).await?;
     Ok((number, id, upload))
 }
 
@@ -219,12 +225,7 @@ pub fn multipart_etag(part_etags: &[&str]) -> Option<String> {
 
 /// CompleteMultipartUpload.
 pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
-    let id = upload_id(req)?;
-    let upload = gw
-        .store
-        .get_upload(req.bucket(), req.key(), id)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let (id, upload) = upload_of(gw, req).await?;
     let len = req.payload_length()?;
     if len == 0 {
         return Err(S3Error::MalformedXml("The XML you provided was not well-formed or did not validate against our published schema".into()));
