@@ -5,8 +5,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use rand::distributions::{Alphanumeric, DistString};
-use rand::Rng;
+use gateway::{AccessKey, MasterKey};
 
 /// File (under the first data directory) holding a generated root key.
 pub const CREDENTIALS_FILE: &str = "root-credentials";
@@ -50,15 +49,52 @@ pub fn root_key(first_dir: &Path) -> anyhow::Result<(String, String, Origin)> {
             path.display()
         );
     }
-    let mut rng = rand::thread_rng();
-    let user = format!(
-        "GR{}",
-        (0..18)
-            .map(|_| b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[rng.gen_range(0..32)] as char)
-            .collect::<String>()
-    );
-    let password = Alphanumeric.sample_string(&mut rng, 40);
+    let AccessKey {
+        access_key_id: user,
+        secret_key: password,
+    } = AccessKey::generate("GR");
     disk_engine::write_file_atomic(&path, format!("{user}\n{password}\n").as_bytes(), 0o600)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok((user, password, Origin::Generated))
+}
+
+/// File (under the first data directory) holding a generated master key.
+pub const MASTER_KEY_FILE: &str = "master-key";
+
+/// Loads the key user secrets are sealed with: `GRANARY_MASTER_KEY`
+/// (base64 of 32 bytes), else the master-key file of the first data
+/// directory, created (mode 0600) on first start.
+pub fn master_key(first_dir: &Path) -> anyhow::Result<MasterKey> {
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine as _;
+    let decode = |text: &str, from: &str| -> anyhow::Result<MasterKey> {
+        let raw = B64
+            .decode(text.trim())
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .with_context(|| format!("{from} must hold the base64 of exactly 32 bytes"))?;
+        Ok(MasterKey::from_bytes(&raw))
+    };
+    if let Some(v) = std::env::var("GRANARY_MASTER_KEY")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        return decode(&v, "GRANARY_MASTER_KEY");
+    }
+    let path = first_dir.join(MASTER_KEY_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => decode(&text, &path.display().to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut raw = [0u8; 32];
+            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut raw);
+            disk_engine::write_file_atomic(
+                &path,
+                format!("{}\n", B64.encode(raw)).as_bytes(),
+                0o600,
+            )
+            .with_context(|| format!("writing {}", path.display()))?;
+            Ok(MasterKey::from_bytes(&raw))
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
 }

@@ -8,10 +8,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use disk_engine::{LocalDiskOptions, Tier};
-use gateway::{AccessKey, Credentials, Gateway, GatewayConfig, ServeOptions};
+use gateway::{AccessKey, Gateway, GatewayConfig, ServeOptions};
 use placement::{open_local_set, LocalSetConfig, Store, DEFAULT_BLOCK_SIZE};
 
-use crate::credentials::{root_key, Origin, CREDENTIALS_FILE};
+use crate::credentials::{master_key, root_key, Origin, CREDENTIALS_FILE};
 
 /// Options of `granary server`.
 #[derive(Args, Debug)]
@@ -34,6 +34,12 @@ pub struct ServerArgs {
     /// Seconds a client may pause while sending a request body.
     #[arg(long, default_value_t = 60)]
     pub body_timeout: u64,
+    /// PEM certificate chain: serve HTTPS instead of HTTP (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Skip fsync before acknowledging writes. UNSAFE: a power cut can lose
     /// acknowledged objects.
     #[arg(long)]
@@ -70,16 +76,24 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     let store = Store::new(set.disks, set.parity, DEFAULT_BLOCK_SIZE)?;
 
     let (user, password, origin) = root_key(&args.dirs[0])?;
-    let credentials = Credentials::with_root(AccessKey {
+    let root = AccessKey {
         access_key_id: user.clone(),
         secret_key: password.clone(),
-    });
+    };
+    let master = master_key(&args.dirs[0])?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            gateway::load_tls(cert, key)
+                .map_err(|e| anyhow::anyhow!("cannot load the TLS certificate: {e}"))?,
+        ),
+        _ => None,
+    };
     let config = GatewayConfig {
         region: args.region.clone(),
         domain: args.domain.clone(),
         body_idle_timeout: Duration::from_secs(args.body_timeout),
     };
-    let gw = Arc::new(Gateway::new(store.clone(), credentials, config, &user));
+    let gw = Arc::new(Gateway::new(store.clone(), root, master, config));
     let listener = tokio::net::TcpListener::bind(args.address)
         .await
         .with_context(|| format!("cannot listen on {}", args.address))?;
@@ -92,8 +106,9 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         (_, p) if p == n - 1 => format!("{n} mirrored disks"),
         (_, p) => format!("{n} disks, {}+{p} erasure coding", n - p),
     };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     println!(
-        "Granary listening on http://{addr} ({layout}, region {})",
+        "Granary listening on {scheme}://{addr} ({layout}, region {})",
         args.region
     );
     match origin {
@@ -123,7 +138,10 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     gateway::serve(
         listener,
         gateway::router(gw),
-        ServeOptions::default(),
+        ServeOptions {
+            tls,
+            ..ServeOptions::default()
+        },
         shutdown,
     )
     .await;

@@ -75,6 +75,37 @@ impl ChecksumAlgorithm {
         }
     }
 
+    /// The CRC behind the algorithm, for the CRC family.
+    pub fn crc(self) -> Option<(CrcAlgorithm, usize)> {
+        match self {
+            ChecksumAlgorithm::Crc32 => Some((CrcAlgorithm::Crc32IsoHdlc, 4)),
+            ChecksumAlgorithm::Crc32c => Some((CrcAlgorithm::Crc32Iscsi, 4)),
+            ChecksumAlgorithm::Crc64Nvme => Some((CrcAlgorithm::Crc64Nvme, 8)),
+            ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => None,
+        }
+    }
+
+    /// The checksum type a multipart upload gets when the client names none:
+    /// FULL_OBJECT for CRC64NVME, COMPOSITE for the others.
+    pub fn default_type(self) -> &'static str {
+        if self == ChecksumAlgorithm::Crc64Nvme {
+            FULL_OBJECT
+        } else {
+            COMPOSITE
+        }
+    }
+
+    /// Whether a multipart upload may use `kind` with this algorithm: only
+    /// CRCs combine into a full-object checksum, and CRC64NVME has no
+    /// composite form.
+    pub fn allows_type(self, kind: &str) -> bool {
+        match kind {
+            FULL_OBJECT => self.crc().is_some(),
+            COMPOSITE => self != ChecksumAlgorithm::Crc64Nvme,
+            _ => false,
+        }
+    }
+
     /// A fresh hasher.
     pub fn hasher(self) -> ChecksumHasher {
         match self {
@@ -130,6 +161,38 @@ impl ChecksumHasher {
     }
 }
 
+/// Checksum type of a whole-object checksum.
+pub const FULL_OBJECT: &str = "FULL_OBJECT";
+/// Checksum type of a checksum of part checksums.
+pub const COMPOSITE: &str = "COMPOSITE";
+
+/// The full-object CRC of a multipart object from its parts' CRCs (raw,
+/// big-endian) and lengths, or `None` for a non-CRC algorithm.
+pub fn combine_parts(alg: ChecksumAlgorithm, parts: &[(Vec<u8>, u64)]) -> Option<Vec<u8>> {
+    let (crc, width) = alg.crc()?;
+    let value = |raw: &[u8]| raw.iter().fold(0u64, |acc, b| (acc << 8) | *b as u64);
+    let mut combined: Option<u64> = None;
+    for (raw, len) in parts {
+        let v = value(raw);
+        combined = Some(match combined {
+            None => v,
+            Some(acc) => crc_fast::checksum_combine(crc, acc, v, *len),
+        });
+    }
+    let out = combined.unwrap_or_else(|| crc_fast::checksum(crc, b""));
+    Some(out.to_be_bytes()[8 - width..].to_vec())
+}
+
+/// The composite checksum of a multipart object: the algorithm over the
+/// concatenated part digests, encoded, followed by `-N`.
+pub fn composite(alg: ChecksumAlgorithm, parts: &[Vec<u8>]) -> String {
+    let mut h = alg.hasher();
+    for p in parts {
+        h.update(p);
+    }
+    format!("{}-{}", encode(&h.finalize()), parts.len())
+}
+
 /// Base64 of a raw digest.
 pub fn encode(raw: &[u8]) -> String {
     B64.encode(raw)
@@ -171,6 +234,51 @@ mod tests {
             of(ChecksumAlgorithm::Sha1, b"abc"),
             "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="
         );
+    }
+
+    #[test]
+    fn multipart_forms() {
+        let data = Pattern::new();
+        let (a, b) = data.split_at(70_000);
+        let digest = |alg: ChecksumAlgorithm, d: &[u8]| {
+            let mut h = alg.hasher();
+            h.update(d);
+            h.finalize()
+        };
+        for alg in [
+            ChecksumAlgorithm::Crc32,
+            ChecksumAlgorithm::Crc32c,
+            ChecksumAlgorithm::Crc64Nvme,
+        ] {
+            let parts = vec![
+                (digest(alg, a), a.len() as u64),
+                (digest(alg, b), b.len() as u64),
+            ];
+            assert_eq!(
+                combine_parts(alg, &parts).unwrap(),
+                digest(alg, &data),
+                "{alg:?}"
+            );
+        }
+        assert!(combine_parts(ChecksumAlgorithm::Sha256, &[]).is_none());
+        let c = composite(
+            ChecksumAlgorithm::Sha256,
+            &[
+                digest(ChecksumAlgorithm::Sha256, a),
+                digest(ChecksumAlgorithm::Sha256, b),
+            ],
+        );
+        assert!(c.ends_with("-2"));
+        assert!(!ChecksumAlgorithm::Crc64Nvme.allows_type(COMPOSITE));
+        assert!(!ChecksumAlgorithm::Sha1.allows_type(FULL_OBJECT));
+    }
+
+    struct Pattern;
+    impl Pattern {
+        #[allow(clippy::new_ret_no_self)]
+        fn new() -> Vec<u8> {
+            (0..200_000u32).map(|i| (i * 7 % 253) as u8).collect()
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! (<https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html>)
 
 use http::HeaderMap;
+use placement::WriteCondition;
 
 use crate::error::{S3Error, S3Result};
 
@@ -81,6 +82,28 @@ pub fn check_copy_source(h: &HeaderMap, etag: &str, modified_secs: u64) -> S3Res
         ));
     }
     Ok(())
+}
+
+/// The precondition of a conditional write (`If-None-Match: *` or
+/// `If-Match: <etag>` on PutObject and CompleteMultipartUpload).
+/// (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html>)
+pub fn write_condition(h: &HeaderMap) -> S3Result<Option<WriteCondition>> {
+    match (text(h, "if-none-match"), text(h, "if-match")) {
+        (None, None) => Ok(None),
+        (Some(_), Some(_)) => Err(S3Error::NotImplemented(
+            "If-Match and If-None-Match together are not supported on writes".into(),
+        )),
+        (Some(v), None) if v.trim() == "*" => Ok(Some(WriteCondition::IfNoneMatch)),
+        (Some(_), None) => Err(S3Error::NotImplemented(
+            "If-None-Match on writes only supports the value *".into(),
+        )),
+        (None, Some(v)) => Ok(Some(WriteCondition::IfMatch(
+            v.trim()
+                .trim_start_matches("W/")
+                .trim_matches('"')
+                .to_string(),
+        ))),
+    }
 }
 
 #[cfg(test)]

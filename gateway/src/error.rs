@@ -80,6 +80,28 @@ pub enum S3Error {
     NoSuchKey(String),
     /// 404 NoSuchUpload.
     NoSuchUpload,
+    /// 404 NoSuchVersion.
+    NoSuchVersion,
+    /// 404 NoSuchTagSet.
+    NoSuchTagSet,
+    /// 404 NoSuchBucketPolicy.
+    NoSuchBucketPolicy,
+    /// 404 NoSuchCORSConfiguration.
+    NoSuchCorsConfiguration,
+    /// 409 ConditionalRequestConflict.
+    ConditionalRequestConflict,
+    /// 400 InvalidTag.
+    InvalidTag(String),
+    /// 400 BadRequest.
+    BadRequest(String),
+    /// 400 MalformedPolicy.
+    MalformedPolicy(String),
+    /// 400 IncorrectNumberOfFilesInPostRequest.
+    IncorrectNumberOfFiles,
+    /// 403 AccessForbidden (a CORS request no rule allows).
+    AccessForbidden(String),
+    /// Another error, answered with extra response headers.
+    WithHeaders(Box<S3Error>, Vec<(&'static str, String)>),
     /// 501 NotImplemented.
     NotImplemented(String),
     /// 304 Not Modified (no body).
@@ -141,6 +163,17 @@ impl S3Error {
             NoSuchBucket(_) => "NoSuchBucket",
             NoSuchKey(_) => "NoSuchKey",
             NoSuchUpload => "NoSuchUpload",
+            NoSuchVersion => "NoSuchVersion",
+            NoSuchTagSet => "NoSuchTagSet",
+            NoSuchBucketPolicy => "NoSuchBucketPolicy",
+            NoSuchCorsConfiguration => "NoSuchCORSConfiguration",
+            ConditionalRequestConflict => "ConditionalRequestConflict",
+            InvalidTag(_) => "InvalidTag",
+            BadRequest(_) => "BadRequest",
+            MalformedPolicy(_) => "MalformedPolicy",
+            AccessForbidden(_) => "AccessForbidden",
+            IncorrectNumberOfFiles => "IncorrectNumberOfFilesInPostRequest",
+            WithHeaders(inner, _) => inner.code(),
             NotImplemented(_) => "NotImplemented",
             NotModified => "NotModified",
             PreconditionFailed(_) => "PreconditionFailed",
@@ -161,7 +194,19 @@ impl S3Error {
             | InvalidAccessKeyId
             | RequestTimeTooSkewed
             | SignatureDoesNotMatch { .. } => StatusCode::FORBIDDEN,
-            NoSuchBucket(_) | NoSuchKey(_) | NoSuchUpload => StatusCode::NOT_FOUND,
+            NoSuchBucket(_)
+            | NoSuchKey(_)
+            | NoSuchUpload
+            | NoSuchVersion
+            | NoSuchTagSet
+            | NoSuchBucketPolicy
+            | NoSuchCorsConfiguration => StatusCode::NOT_FOUND,
+            ConditionalRequestConflict => StatusCode::CONFLICT,
+            AccessForbidden(_) => StatusCode::FORBIDDEN,
+            InvalidTag(_) | BadRequest(_) | MalformedPolicy(_) | IncorrectNumberOfFiles => {
+                StatusCode::BAD_REQUEST
+            }
+            WithHeaders(inner, _) => inner.status(),
             MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             BucketAlreadyOwnedByYou(_) | BucketNotEmpty(_) => StatusCode::CONFLICT,
             MissingContentLength => StatusCode::LENGTH_REQUIRED,
@@ -235,6 +280,14 @@ impl S3Error {
             NoSuchBucket(_) => "The specified bucket does not exist".into(),
             NoSuchKey(_) => "The specified key does not exist.".into(),
             NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.".into(),
+            NoSuchVersion => "The specified version does not exist.".into(),
+            NoSuchTagSet => "The TagSet does not exist".into(),
+            NoSuchBucketPolicy => "The bucket policy does not exist".into(),
+            NoSuchCorsConfiguration => "The CORS configuration does not exist".into(),
+            ConditionalRequestConflict => "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.".into(),
+            InvalidTag(m) | BadRequest(m) | MalformedPolicy(m) | AccessForbidden(m) => m.clone(),
+            IncorrectNumberOfFiles => "POST requires exactly one file upload per request.".into(),
+            WithHeaders(inner, _) => inner.message(),
             NotModified => "Not Modified".into(),
             PreconditionFailed(_) => "At least one of the pre-conditions you specified did not hold".into(),
             RequestTimeTooSkewed => "The difference between the request time and the current time is too large.".into(),
@@ -246,6 +299,9 @@ impl S3Error {
 
     fn extra_fields(&self, out: &mut String) {
         use S3Error::*;
+        if let WithHeaders(inner, _) = self {
+            return inner.extra_fields(out);
+        }
         let mut field = |name: &str, value: &str| {
             let _ = write!(out, "<{name}>{}</{name}>", xml_escape(value));
         };
@@ -307,6 +363,11 @@ impl S3Error {
         }
         let status = self.status();
         let mut builder = Response::builder().status(status);
+        if let S3Error::WithHeaders(_, headers) = &self {
+            for (name, value) in headers {
+                builder = builder.header(*name, value);
+            }
+        }
         if let S3Error::InvalidRange(size) = &self {
             builder = builder.header(http::header::CONTENT_RANGE, format!("bytes */{size}"));
         }
@@ -355,6 +416,12 @@ impl From<placement::Error> for S3Error {
             P::NoSuchBucket => S3Error::NoSuchBucket(String::new()),
             P::NoSuchKey => S3Error::NoSuchKey(String::new()),
             P::NoSuchUpload => S3Error::NoSuchUpload,
+            P::NoSuchVersion => S3Error::NoSuchVersion,
+            P::IsDeleteMarker => S3Error::MethodNotAllowed(
+                "The specified method is not allowed against this resource.".into(),
+            ),
+            P::PreconditionFailed => S3Error::PreconditionFailed("If-Match"),
+            P::ConditionalConflict => S3Error::ConditionalRequestConflict,
             P::BucketExists => S3Error::BucketAlreadyOwnedByYou(String::new()),
             P::BucketNotEmpty => S3Error::BucketNotEmpty(String::new()),
             P::DiskFull => S3Error::InsufficientStorage,

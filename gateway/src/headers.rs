@@ -21,19 +21,14 @@ const STORED_HEADERS: [&str; 5] = [
     "content-language",
     "expires",
 ];
-/// Storage classes S3 defines; only STANDARD is served so far.
-const KNOWN_CLASSES: [&str; 10] = [
-    "STANDARD",
-    "REDUCED_REDUNDANCY",
-    "STANDARD_IA",
-    "ONEZONE_IA",
-    "INTELLIGENT_TIERING",
-    "GLACIER",
-    "DEEP_ARCHIVE",
-    "OUTPOSTS",
-    "GLACIER_IR",
-    "EXPRESS_ONEZONE",
-];
+
+/// Now, in nanoseconds since the epoch.
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
 
 /// ISO 8601 with milliseconds, as S3's XML uses.
 pub fn iso8601(ns: u64) -> String {
@@ -76,7 +71,6 @@ pub fn reject_unsupported(h: &HeaderMap) -> S3Result<()> {
         if n.starts_with("x-amz-grant-")
             || n.starts_with("x-amz-server-side-encryption")
             || n.starts_with("x-amz-object-lock-")
-            || n == "x-amz-tagging"
             || n == "x-amz-website-redirect-location"
         {
             return Err(S3Error::NotImplemented(format!(
@@ -87,13 +81,12 @@ pub fn reject_unsupported(h: &HeaderMap) -> S3Result<()> {
     Ok(())
 }
 
-/// The storage class a write asks for (only STANDARD is served today).
+/// The storage class a write asks for. Only STANDARD is stored today;
+/// every other class is refused with InvalidStorageClass until the cold
+/// tier serves them.
 pub fn storage_class(h: &HeaderMap) -> S3Result<()> {
     match text(h, "x-amz-storage-class") {
         None | Some(STANDARD) => Ok(()),
-        Some(c) if KNOWN_CLASSES.contains(&c) => Err(S3Error::NotImplemented(format!(
-            "Storage class {c} is not supported yet; use STANDARD"
-        ))),
         Some(_) => Err(S3Error::InvalidStorageClass),
     }
 }

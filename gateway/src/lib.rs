@@ -7,19 +7,24 @@
 //! another gateway would need: every object, bucket and upload lives in the
 //! store behind `placement::Store`.
 
+mod admin;
 pub mod auth;
 mod body;
 pub mod checksum;
 mod conditions;
+mod cors;
 pub mod error;
 mod hashing;
 mod headers;
+pub mod iam;
 mod names;
 mod ops;
 mod range;
 mod request;
 mod server;
 mod service;
+mod tags;
+mod versions;
 pub mod xml;
 
 use std::sync::Arc;
@@ -27,8 +32,9 @@ use std::time::Duration;
 
 pub use auth::credentials::{AccessKey, Credentials};
 pub use error::S3Error;
-pub use server::{serve, ServeOptions};
-pub use service::router;
+pub use iam::secrets::MasterKey;
+pub use server::{load_tls, serve, ServeOptions};
+pub use service::{router, Connection};
 
 /// How the gateway answers.
 #[derive(Clone, Debug)]
@@ -55,8 +61,8 @@ impl Default for GatewayConfig {
 pub struct Gateway {
     /// The object store.
     pub store: Arc<placement::Store>,
-    /// Accepted access keys.
-    pub credentials: Credentials,
+    /// The root key and the users.
+    pub identities: iam::Identities,
     /// Answering options.
     pub config: GatewayConfig,
     /// Owner shown in listings.
@@ -64,23 +70,25 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// A gateway over `store`, accepting `credentials`; the owner shown in
-    /// listings is derived from `owner_key` (the root access key).
+    /// A gateway over `store` with `root` as its root key; user secrets are
+    /// sealed with `master`. The owner shown in listings is derived from the
+    /// root access key.
     pub fn new(
         store: Arc<placement::Store>,
-        credentials: Credentials,
+        root: AccessKey,
+        master: MasterKey,
         config: GatewayConfig,
-        owner_key: &str,
     ) -> Gateway {
         use sha2::Digest as _;
+        let owner = xml::Owner {
+            id: hex::encode(sha2::Sha256::digest(root.access_key_id.as_bytes())),
+            display_name: "granary".into(),
+        };
         Gateway {
+            identities: iam::Identities::new(root, store.clone(), master),
             store,
-            credentials,
             config,
-            owner: xml::Owner {
-                id: hex::encode(sha2::Sha256::digest(owner_key.as_bytes())),
-                display_name: "granary".into(),
-            },
+            owner,
         }
     }
 }

@@ -1,10 +1,13 @@
 //! One S3 request after authentication: its target (bucket, key), decoded
 //! query parameters and headers, with the accessors every operation uses.
 
+use std::net::SocketAddr;
+
 use http::request::Parts;
 
 use crate::auth::{Authenticated, Payload};
 use crate::error::{S3Error, S3Result};
+use crate::iam::Principal;
 
 /// A parsed, authenticated S3 request (the body travels separately).
 pub struct S3Request {
@@ -16,8 +19,14 @@ pub struct S3Request {
     pub key: Option<String>,
     /// Query parameters, decoded, in order.
     pub query: Vec<(String, String)>,
-    /// Who sent it and how the body is verified.
+    /// How the body is verified.
     pub auth: Authenticated,
+    /// Who sent it.
+    pub principal: Principal,
+    /// The client's address.
+    pub client: Option<SocketAddr>,
+    /// Whether the connection is TLS.
+    pub secure: bool,
 }
 
 /// Splits a raw query string into decoded pairs.

@@ -1,16 +1,28 @@
 //! The listener: TCP_NODELAY on every connection (small responses must not
-//! wait for Nagle), HTTP/1.1 and h2c, a header read deadline against slow
-//! clients, and graceful shutdown that lets in-flight requests finish.
+//! wait for Nagle), optional TLS (rustls), HTTP/1.1 and HTTP/2, a header
+//! read deadline against slow clients, and graceful shutdown that lets
+//! in-flight requests finish.
 
 use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio_rustls::rustls;
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+use crate::service::Connection;
+
+/// Longest a TLS handshake may take.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connection handling options.
 #[derive(Clone, Debug)]
@@ -19,6 +31,8 @@ pub struct ServeOptions {
     pub header_read_timeout: Duration,
     /// Longest wait for in-flight requests at shutdown.
     pub shutdown_grace: Duration,
+    /// Serve TLS with this configuration.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for ServeOptions {
@@ -26,8 +40,54 @@ impl Default for ServeOptions {
         ServeOptions {
             header_read_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(30),
+            tls: None,
         }
     }
+}
+
+/// Loads a PEM certificate chain and private key into a TLS configuration
+/// offering HTTP/2 and HTTP/1.1.
+pub fn load_tls(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| format!("{}: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!("{}: no certificate found", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let mut cfg = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("TLS certificate and key do not fit: {e}"))?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+fn spawn_connection<I>(
+    builder: &Builder<TokioExecutor>,
+    watcher: Watcher,
+    io: I,
+    app: Router,
+    conn: Connection,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
+        req.extensions_mut().insert(conn);
+        app.clone().oneshot(req)
+    });
+    let served = builder
+        .serve_connection_with_upgrades(TokioIo::new(io), svc)
+        .into_owned();
+    let served = watcher.watch(served);
+    tokio::spawn(async move {
+        if let Err(e) = served.await {
+            tracing::debug!(peer = %conn.peer, error = %e, "connection ended with an error");
+        }
+    });
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops
@@ -44,7 +104,9 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(opts.header_read_timeout)
         .keep_alive(true);
+    let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
+    let tls = opts.tls.clone().map(TlsAcceptor::from);
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -61,14 +123,40 @@ pub async fn serve(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        let svc = TowerToHyperService::new(app.clone());
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-        let conn = graceful.watch(conn.into_owned());
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+        match &tls {
+            None => spawn_connection(
+                &builder,
+                graceful.watcher(),
+                stream,
+                app.clone(),
+                Connection {
+                    peer,
+                    secure: false,
+                },
+            ),
+            Some(acceptor) => {
+                let (acceptor, builder, watcher, app) = (
+                    acceptor.clone(),
+                    builder.clone(),
+                    graceful.watcher(),
+                    app.clone(),
+                );
+                tokio::spawn(async move {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(tls)) => spawn_connection(
+                            &builder,
+                            watcher,
+                            tls,
+                            app,
+                            Connection { peer, secure: true },
+                        ),
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                });
             }
-        });
+        }
     }
     drop(listener);
     tracing::info!("stopped accepting connections; finishing in-flight requests");

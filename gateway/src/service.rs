@@ -7,15 +7,20 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::Router;
 use http::{HeaderValue, Response, StatusCode};
 use rand::Rng;
 use tracing::Instrument;
 
-use crate::auth::authenticate;
+use crate::auth::credentials::Credentials;
+use crate::auth::{anonymous, authenticate, requested_key};
 use crate::body::DrainOnDrop;
+use crate::cors;
+use crate::error::S3Error;
 use crate::error::S3Result;
+use crate::iam::Principal;
+use crate::ops;
 use crate::ops::dispatch;
 use crate::request::{parse_query, parse_target, virtual_host_bucket, S3Request};
 use crate::Gateway;
@@ -25,6 +30,7 @@ pub fn router(gw: Arc<Gateway>) -> Router {
     Router::new()
         .route("/granary/health/live", get(live))
         .route("/granary/health/ready", get(ready))
+        .route("/granary/admin/v1/{*rest}", any(crate::admin::handle))
         .fallback(s3)
         .with_state(gw)
 }
@@ -104,16 +110,42 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
     .await
 }
 
+/// The client's address and whether the connection is TLS, put into each
+/// request's extensions by the listener.
+#[derive(Clone, Copy, Debug)]
+pub struct Connection {
+    /// Peer address.
+    pub peer: std::net::SocketAddr,
+    /// TLS connection.
+    pub secure: bool,
+}
+
 async fn handle(gw: &Gateway, parts: http::request::Parts, body: Body) -> S3Result<Response<Body>> {
     let (bucket, key) = parse_target(&parts, gw.config.domain.as_deref())?;
-    let vhost = virtual_host_bucket(&parts, gw.config.domain.as_deref());
-    let auth = authenticate(
-        &parts,
-        &gw.credentials,
-        &gw.config.region,
-        time::OffsetDateTime::now_utc(),
-        vhost.as_deref(),
-    )?;
+    let conn = parts.extensions.get::<Connection>().copied();
+    if parts.method == http::Method::OPTIONS {
+        return preflight(gw, &parts, bucket.as_deref()).await;
+    }
+    let (auth, principal) = match requested_key(&parts) {
+        None => (anonymous(&parts), Principal::Anonymous),
+        Some(access_key) => {
+            // An unknown key still goes through authenticate, so a
+            // malformed signature is reported as such before the key is.
+            let (creds, principal) = match gw.identities.lookup(&access_key).await? {
+                Some((secret, principal)) => (Credentials::single(&access_key, &secret), principal),
+                None => (Credentials::default(), Principal::Anonymous),
+            };
+            let vhost = virtual_host_bucket(&parts, gw.config.domain.as_deref());
+            let auth = authenticate(
+                &parts,
+                &creds,
+                &gw.config.region,
+                time::OffsetDateTime::now_utc(),
+                vhost.as_deref(),
+            )?;
+            (auth, principal)
+        }
+    };
     let query = parse_query(parts.uri.query());
     let req = S3Request {
         parts,
@@ -121,6 +153,81 @@ async fn handle(gw: &Gateway, parts: http::request::Parts, body: Body) -> S3Resu
         key,
         query,
         auth,
+        principal,
+        client: conn.map(|c| c.peer),
+        secure: conn.is_some_and(|c| c.secure),
     };
-    dispatch(gw, req, body).await
+    let method = req.parts.method.clone();
+    let origin = req.parts.headers.contains_key(http::header::ORIGIN);
+    let cors_bucket = req.bucket.clone();
+    let request_headers = origin.then(|| req.parts.headers.clone());
+    let result = dispatch(gw, req, body).await;
+    match (request_headers, cors_bucket) {
+        (Some(h), Some(b)) => Ok(with_cors(gw, &b, &method, &h, result).await?),
+        _ => result,
+    }
+}
+
+/// Answers a CORS preflight (OPTIONS) request; it carries no signature.
+async fn preflight(
+    gw: &Gateway,
+    parts: &http::request::Parts,
+    bucket: Option<&str>,
+) -> S3Result<Response<Body>> {
+    let bucket = bucket.ok_or_else(|| {
+        S3Error::BadRequest("Insufficient information. Origin request header needed.".into())
+    })?;
+    let cfg = ops::cors::configuration(gw, bucket).await?;
+    let headers = cors::preflight(cfg.as_ref(), &parts.headers)?;
+    let mut resp = Response::builder()
+        .status(StatusCode::OK)
+        .body(Body::empty())
+        .expect("valid response");
+    resp.headers_mut().extend(headers);
+    Ok(resp)
+}
+
+/// Adds Access-Control-* headers to the answer (success or error) of a
+/// request that carried an Origin, when the bucket's CORS rules allow it.
+async fn with_cors(
+    gw: &Gateway,
+    bucket: &str,
+    method: &http::Method,
+    request: &http::HeaderMap,
+    result: S3Result<Response<Body>>,
+) -> S3Result<Response<Body>> {
+    let Ok(Some(cfg)) = ops::cors::configuration(gw, bucket).await else {
+        return result;
+    };
+    match result {
+        Ok(mut resp) => {
+            cors::decorate(&cfg, method, request, resp.headers_mut());
+            Ok(resp)
+        }
+        Err(e) => {
+            let mut extra = http::HeaderMap::new();
+            cors::decorate(&cfg, method, request, &mut extra);
+            if extra.is_empty() {
+                return Err(e);
+            }
+            let headers = extra
+                .iter()
+                .filter_map(|(k, v)| Some((static_name(k.as_str())?, v.to_str().ok()?.to_string())))
+                .collect();
+            Err(S3Error::WithHeaders(Box::new(e), headers))
+        }
+    }
+}
+
+fn static_name(name: &str) -> Option<&'static str> {
+    [
+        "access-control-allow-origin",
+        "access-control-allow-credentials",
+        "access-control-allow-methods",
+        "access-control-expose-headers",
+        "access-control-max-age",
+        "vary",
+    ]
+    .into_iter()
+    .find(|n| *n == name)
 }

@@ -27,6 +27,87 @@ pub fn from_xml<T: DeserializeOwned>(bytes: &[u8]) -> S3Result<T> {
     })
 }
 
+/// Checksum elements of a response (at most one algorithm is set).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChecksumFields {
+    /// CRC32, base64.
+    #[serde(
+        rename = "ChecksumCRC32",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub crc32: Option<String>,
+    /// CRC32C, base64.
+    #[serde(
+        rename = "ChecksumCRC32C",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub crc32c: Option<String>,
+    /// CRC64NVME, base64.
+    #[serde(
+        rename = "ChecksumCRC64NVME",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub crc64nvme: Option<String>,
+    /// SHA1, base64.
+    #[serde(
+        rename = "ChecksumSHA1",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub sha1: Option<String>,
+    /// SHA256, base64.
+    #[serde(
+        rename = "ChecksumSHA256",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub sha256: Option<String>,
+    /// COMPOSITE or FULL_OBJECT.
+    #[serde(
+        rename = "ChecksumType",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub kind: Option<String>,
+}
+
+impl ChecksumFields {
+    /// The fields for a stored checksum (with its type when `with_type`).
+    pub fn of(c: Option<&placement::ChecksumValue>, with_type: bool) -> ChecksumFields {
+        let mut f = ChecksumFields::default();
+        let Some(c) = c else { return f };
+        let slot = match c.algorithm.as_str() {
+            "CRC32" => &mut f.crc32,
+            "CRC32C" => &mut f.crc32c,
+            "CRC64NVME" => &mut f.crc64nvme,
+            "SHA1" => &mut f.sha1,
+            "SHA256" => &mut f.sha256,
+            _ => return f,
+        };
+        *slot = Some(c.value.clone());
+        if with_type {
+            f.kind = Some(c.kind.clone());
+        }
+        f
+    }
+
+    /// The one (algorithm name, value) given, if any.
+    pub fn given(&self) -> Option<(&'static str, &str)> {
+        [
+            ("CRC32", &self.crc32),
+            ("CRC32C", &self.crc32c),
+            ("CRC64NVME", &self.crc64nvme),
+            ("SHA1", &self.sha1),
+            ("SHA256", &self.sha256),
+        ]
+        .into_iter()
+        .find_map(|(n, v)| v.as_deref().map(|v| (n, v)))
+    }
+}
+
 /// Bucket or object owner.
 #[derive(Serialize, Clone, Debug)]
 pub struct Owner {
@@ -213,12 +294,123 @@ pub struct LocationConstraint {
     pub region: String,
 }
 
-/// GetBucketVersioning response (versioning never enabled).
+/// GetBucketVersioning response / PutBucketVersioning request.
+#[derive(Serialize, Deserialize, Default)]
+pub struct VersioningStatus {
+    /// Namespace.
+    #[serde(rename = "@xmlns", default, skip_deserializing)]
+    pub xmlns: &'static str,
+    /// "Enabled" or "Suspended"; absent when never enabled.
+    #[serde(rename = "Status", skip_serializing_if = "Option::is_none", default)]
+    pub status: Option<String>,
+    /// "Enabled" or "Disabled".
+    #[serde(rename = "MfaDelete", skip_serializing_if = "Option::is_none", default)]
+    pub mfa_delete: Option<String>,
+}
+
+/// One version in ListObjectVersions.
 #[derive(Serialize)]
-pub struct VersioningConfiguration {
+pub struct VersionEntry {
+    /// Key.
+    #[serde(rename = "Key")]
+    pub key: String,
+    /// Version id.
+    #[serde(rename = "VersionId")]
+    pub version_id: String,
+    /// Whether this is the current version.
+    #[serde(rename = "IsLatest")]
+    pub is_latest: bool,
+    /// Last modified.
+    #[serde(rename = "LastModified")]
+    pub last_modified: String,
+    /// Quoted ETag.
+    #[serde(rename = "ETag")]
+    pub etag: String,
+    /// Size.
+    #[serde(rename = "Size")]
+    pub size: u64,
+    /// Owner.
+    #[serde(rename = "Owner")]
+    pub owner: Owner,
+    /// Storage class.
+    #[serde(rename = "StorageClass")]
+    pub storage_class: String,
+}
+
+/// One delete marker in ListObjectVersions.
+#[derive(Serialize)]
+pub struct DeleteMarkerEntry {
+    /// Key.
+    #[serde(rename = "Key")]
+    pub key: String,
+    /// Version id.
+    #[serde(rename = "VersionId")]
+    pub version_id: String,
+    /// Whether this is the current version.
+    #[serde(rename = "IsLatest")]
+    pub is_latest: bool,
+    /// Last modified.
+    #[serde(rename = "LastModified")]
+    pub last_modified: String,
+    /// Owner.
+    #[serde(rename = "Owner")]
+    pub owner: Owner,
+}
+
+/// A version or a delete marker, in listing order.
+#[derive(Serialize)]
+pub enum VersionItem {
+    /// An object version.
+    Version(VersionEntry),
+    /// A delete marker.
+    DeleteMarker(DeleteMarkerEntry),
+}
+
+/// ListObjectVersions response.
+#[derive(Serialize)]
+pub struct ListVersionsResult {
     /// Namespace.
     #[serde(rename = "@xmlns")]
     pub xmlns: &'static str,
+    /// Bucket.
+    #[serde(rename = "Name")]
+    pub name: String,
+    /// Prefix.
+    #[serde(rename = "Prefix")]
+    pub prefix: String,
+    /// Key marker given.
+    #[serde(rename = "KeyMarker")]
+    pub key_marker: String,
+    /// Version id marker given.
+    #[serde(rename = "VersionIdMarker")]
+    pub version_id_marker: String,
+    /// Next key marker.
+    #[serde(rename = "NextKeyMarker", skip_serializing_if = "Option::is_none")]
+    pub next_key_marker: Option<String>,
+    /// Next version id marker.
+    #[serde(
+        rename = "NextVersionIdMarker",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub next_version_id_marker: Option<String>,
+    /// Max keys.
+    #[serde(rename = "MaxKeys")]
+    pub max_keys: usize,
+    /// Delimiter.
+    #[serde(rename = "Delimiter", skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
+    /// More follow.
+    #[serde(rename = "IsTruncated")]
+    pub is_truncated: bool,
+    /// Encoding type.
+    #[serde(rename = "EncodingType", skip_serializing_if = "Option::is_none")]
+    pub encoding_type: Option<String>,
+    /// Versions and delete markers.
+    #[serde(rename = "$value", default)]
+    pub items: Vec<VersionItem>,
+    /// Common prefixes.
+    #[serde(rename = "CommonPrefixes", default)]
+    pub common_prefixes: Vec<CommonPrefix>,
 }
 
 /// CopyObject response.
@@ -278,6 +470,9 @@ pub struct CompleteMultipartUploadResult {
     /// Quoted multipart ETag.
     #[serde(rename = "ETag")]
     pub etag: String,
+    /// The object's checksum.
+    #[serde(flatten)]
+    pub checksum: ChecksumFields,
 }
 
 /// A user reference in multipart listings.
@@ -306,6 +501,9 @@ pub struct PartEntry {
     /// Bytes.
     #[serde(rename = "Size")]
     pub size: u64,
+    /// The part's checksum.
+    #[serde(flatten)]
+    pub checksum: ChecksumFields,
 }
 
 /// ListParts response.
@@ -422,6 +620,18 @@ pub struct DeletedEntry {
     /// Key.
     #[serde(rename = "Key")]
     pub key: String,
+    /// The version deleted, when one was named.
+    #[serde(rename = "VersionId", skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+    /// Whether a delete marker was created or deleted.
+    #[serde(rename = "DeleteMarker", skip_serializing_if = "Option::is_none")]
+    pub delete_marker: Option<bool>,
+    /// Version id of that delete marker.
+    #[serde(
+        rename = "DeleteMarkerVersionId",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub delete_marker_version_id: Option<String>,
 }
 
 /// A failed key in DeleteObjects.
@@ -460,7 +670,9 @@ pub struct CompleteMultipartUpload {
     pub parts: Vec<CompletedPart>,
 }
 
-/// One part of a CompleteMultipartUpload request.
+/// One part of a CompleteMultipartUpload request. (The checksum fields are
+/// spelled out: serde's `flatten` buffers elements as maps, which breaks
+/// the typed fields beside it.)
 #[derive(Deserialize, Debug)]
 pub struct CompletedPart {
     /// Part number.
@@ -469,6 +681,30 @@ pub struct CompletedPart {
     /// ETag as given (quotes optional).
     #[serde(rename = "ETag")]
     pub etag: String,
+    #[serde(rename = "ChecksumCRC32", default)]
+    crc32: Option<String>,
+    #[serde(rename = "ChecksumCRC32C", default)]
+    crc32c: Option<String>,
+    #[serde(rename = "ChecksumCRC64NVME", default)]
+    crc64nvme: Option<String>,
+    #[serde(rename = "ChecksumSHA1", default)]
+    sha1: Option<String>,
+    #[serde(rename = "ChecksumSHA256", default)]
+    sha256: Option<String>,
+}
+
+impl CompletedPart {
+    /// The part checksum the client expects.
+    pub fn checksum(&self) -> ChecksumFields {
+        ChecksumFields {
+            crc32: self.crc32.clone(),
+            crc32c: self.crc32c.clone(),
+            crc64nvme: self.crc64nvme.clone(),
+            sha1: self.sha1.clone(),
+            sha256: self.sha256.clone(),
+            ..ChecksumFields::default()
+        }
+    }
 }
 
 /// DeleteObjects request.
@@ -515,6 +751,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.parts.len(), 2);
         assert_eq!(c.parts[1].part_number, 2);
+        assert_eq!(c.parts[0].checksum().given(), Some(("CRC32", "x")));
         let d: Delete =
             from_xml(b"<Delete><Quiet>true</Quiet><Object><Key>a&amp;b</Key></Object></Delete>")
                 .unwrap();
@@ -523,6 +760,88 @@ mod tests {
         assert!(from_xml::<Delete>(b"<Delete><Object><Key>x</Key></Delete>").is_err());
         assert!(from_xml::<CompleteMultipartUpload>(b"<CompleteMultipartUpload><Part><PartNumber>x</PartNumber><ETag>a</ETag></Part></CompleteMultipartUpload>").is_err());
         assert!(from_xml::<Delete>(b"\xff\xfe").is_err());
+    }
+
+    #[test]
+    fn flattened_checksums_serialise() {
+        let x = to_xml(
+            "CompleteMultipartUploadResult",
+            &CompleteMultipartUploadResult {
+                xmlns: NS,
+                location: "l".into(),
+                bucket: "b".into(),
+                key: "k".into(),
+                etag: "\"e-2\"".into(),
+                checksum: ChecksumFields {
+                    crc32: Some("AAAAAA==-2".into()),
+                    kind: Some("COMPOSITE".into()),
+                    ..Default::default()
+                },
+            },
+        );
+        assert!(
+            x.contains(
+                "<ChecksumCRC32>AAAAAA==-2</ChecksumCRC32><ChecksumType>COMPOSITE</ChecksumType>"
+            ),
+            "{x}"
+        );
+        assert!(!x.contains("ChecksumSHA1"), "{x}");
+    }
+
+    #[test]
+    fn version_listing_interleaves_element_names() {
+        let owner = Owner {
+            id: "o".into(),
+            display_name: "d".into(),
+        };
+        let x = to_xml(
+            "ListVersionsResult",
+            &ListVersionsResult {
+                xmlns: NS,
+                name: "b".into(),
+                prefix: String::new(),
+                key_marker: String::new(),
+                version_id_marker: String::new(),
+                next_key_marker: None,
+                next_version_id_marker: None,
+                max_keys: 1000,
+                delimiter: None,
+                is_truncated: false,
+                encoding_type: None,
+                items: vec![
+                    VersionItem::DeleteMarker(DeleteMarkerEntry {
+                        key: "k".into(),
+                        version_id: "v2".into(),
+                        is_latest: true,
+                        last_modified: "t".into(),
+                        owner: owner.clone(),
+                    }),
+                    VersionItem::Version(VersionEntry {
+                        key: "k".into(),
+                        version_id: "v1".into(),
+                        is_latest: false,
+                        last_modified: "t".into(),
+                        etag: "\"e\"".into(),
+                        size: 1,
+                        owner,
+                        storage_class: "STANDARD".into(),
+                    }),
+                ],
+                common_prefixes: Vec::new(),
+            },
+        );
+        let dm = x
+            .find("<DeleteMarker><Key>k</Key><VersionId>v2</VersionId>")
+            .expect(&x);
+        let v = x
+            .find("<Version><Key>k</Key><VersionId>v1</VersionId>")
+            .expect(&x);
+        assert!(dm < v, "{x}");
+        let parsed: VersioningStatus = from_xml(
+            b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>",
+        )
+        .unwrap();
+        assert_eq!(parsed.status.as_deref(), Some("Enabled"));
     }
 
     #[test]

@@ -3,11 +3,10 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use disk_engine::{ListStart, UploadListStart, VersionId};
+use disk_engine::{ListStart, UploadListStart};
 
 use crate::error::Error;
-use crate::layout::ErasureLayout;
-use crate::record::{self, BucketRecord, ObjectMeta, ObjectRecord};
+use crate::record::{self, BucketRecord};
 use crate::store::{Store, SYSTEM_NS};
 
 const BUCKET_PREFIX: &str = "buckets/";
@@ -25,50 +24,44 @@ fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn decode_bucket(obj: &ObjectRecord) -> Result<BucketRecord, Error> {
-    let inline = obj
-        .inline
-        .as_deref()
-        .ok_or_else(|| Error::Corrupt("bucket record without value".into()))?;
-    record::decode(inline)
-}
-
 impl Store {
     /// Creates a bucket. `BucketExists` if it already exists.
     pub async fn create_bucket(&self, name: &str, region: &str) -> Result<BucketRecord, Error> {
-        let key = bucket_key(name);
-        let _guard = self.set.locks.lock(SYSTEM_NS, &key).await;
-        let state = self.set.resolve_key(SYSTEM_NS, &key).await?;
-        if state.latest().is_some_and(|v| !v.object.delete_marker) {
-            return Err(Error::BucketExists);
-        }
         let bucket = BucketRecord {
             name: name.to_string(),
             created_ns: now_ns(),
             region: region.to_string(),
+            versioning: Default::default(),
+            config: Default::default(),
         };
-        let obj = ObjectRecord {
-            version_id: None,
-            mtime_ns: 0,
-            delete_marker: false,
-            size: 0,
-            layout: ErasureLayout {
-                data: self.set.data as u8,
-                parity: self.set.parity as u8,
-                block_size: self.set.block_size,
-                rotation: 0,
-            },
-            parts: Vec::new(),
-            multipart: false,
-            meta: ObjectMeta::default(),
-            inline: Some(record::encode(&bucket).to_vec()),
-        };
-        let all = vec![true; self.set.width()];
-        self.set
-            .commit_record(SYSTEM_NS, &key, VersionId::NULL, obj, &all)
-            .await?;
+        let value = record::encode(&bucket).to_vec();
+        self.update_system_doc(&bucket_key(name), |current| match current {
+            Some(_) => Err(Error::BucketExists),
+            None => Ok(Some(value)),
+        })
+        .await?;
         self.bucket_cache.lock().remove(name);
         Ok(bucket)
+    }
+
+    /// Changes a bucket's record (versioning, configuration documents) with
+    /// `change`, atomically with respect to other changes of the bucket.
+    pub async fn update_bucket(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut BucketRecord) -> Result<(), Error>,
+    ) -> Result<BucketRecord, Error> {
+        let mut updated = None;
+        self.update_system_doc(&bucket_key(name), |current| {
+            let mut bucket: BucketRecord = record::decode(&current.ok_or(Error::NoSuchBucket)?)?;
+            change(&mut bucket)?;
+            let value = record::encode(&bucket).to_vec();
+            updated = Some(bucket);
+            Ok(Some(value))
+        })
+        .await?;
+        self.bucket_cache.lock().remove(name);
+        updated.ok_or_else(|| Error::Internal("bucket update without result".into()))
     }
 
     /// Looks a bucket up (`NoSuchBucket` if absent).
@@ -78,15 +71,11 @@ impl Store {
                 return Ok(b.clone());
             }
         }
-        let key = bucket_key(name);
-        let state = self.set.resolve_key(SYSTEM_NS, &key).await?;
-        let Some(v) = state.latest().filter(|v| !v.object.delete_marker) else {
-            return Err(Error::NoSuchBucket);
-        };
-        if (0..self.set.width()).any(|s| state.responded[s] && !v.holders[s]) {
-            self.set.repair.request(SYSTEM_NS, &key, Vec::new());
-        }
-        let b = decode_bucket(&v.object)?;
+        let value = self
+            .get_system_doc(&bucket_key(name))
+            .await?
+            .ok_or(Error::NoSuchBucket)?;
+        let b: BucketRecord = record::decode(&value)?;
         let mut cache = self.bucket_cache.lock();
         if cache.len() >= BUCKET_CACHE_ENTRIES {
             cache.clear();
@@ -97,23 +86,11 @@ impl Store {
 
     /// Every bucket, by name.
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, Error> {
-        let mut out = Vec::new();
-        let mut start = ListStart::Beginning;
-        loop {
-            let page = self
-                .set
-                .list_resolved(SYSTEM_NS, BUCKET_PREFIX.as_bytes(), start, 1000)
-                .await?;
-            for (_, versions) in &page.keys {
-                if let Some(v) = versions.first().filter(|v| !v.object.delete_marker) {
-                    out.push(decode_bucket(&v.object)?);
-                }
-            }
-            match page.next {
-                Some(k) => start = ListStart::After(k),
-                None => return Ok(out),
-            }
-        }
+        self.list_system_docs(BUCKET_PREFIX)
+            .await?
+            .into_iter()
+            .map(|(_, value)| record::decode(&value))
+            .collect()
     }
 
     /// Deletes an empty bucket (`BucketNotEmpty` otherwise). Unfinished
@@ -155,9 +132,7 @@ impl Store {
                 }
             }
         }
-        self.set
-            .delete_version(SYSTEM_NS, &key, VersionId::NULL)
-            .await?;
+        self.remove_system_doc(&key).await?;
         self.bucket_cache.lock().remove(name);
         Ok(())
     }

@@ -22,6 +22,19 @@ pub enum Error {
     /// No visible version of the key exists.
     #[error("no such key")]
     NoSuchKey,
+    /// The requested version of the key does not exist.
+    #[error("no such version")]
+    NoSuchVersion,
+    /// The version the operation addresses is a delete marker.
+    #[error("the version is a delete marker")]
+    IsDeleteMarker,
+    /// A write's precondition on the current version does not hold.
+    #[error("precondition failed")]
+    PreconditionFailed,
+    /// A write's precondition failed because another write to the key
+    /// completed while this one was in progress.
+    #[error("conflicting concurrent write")]
+    ConditionalConflict,
     /// The multipart upload does not exist (never did, completed or aborted).
     #[error("no such upload")]
     NoSuchUpload,

@@ -26,6 +26,7 @@ pub mod record;
 mod repair;
 mod set;
 mod store;
+mod system;
 mod write;
 
 #[cfg(test)]
@@ -37,10 +38,13 @@ pub use error::{BodyError, Error};
 pub use layout::{ErasureLayout, PartGeometry, Quorum};
 pub use local_set::{default_parity, open_local_set, LocalSet, LocalSetConfig, MAX_SET_DISKS};
 pub use multipart::UploadInfo;
-pub use objects::ObjectListing;
+pub use objects::{
+    DeleteOutcome, ObjectListing, VersionListing, VersionRef, WriteCondition, WriteOptions,
+};
 pub use read::ObjectStream;
 pub use record::{
     BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
+    Versioning,
 };
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use disk_engine::{DiskError, PartEntry, ShardId, UploadEntry, UploadListStart, VersionId};
+use disk_engine::{DiskError, PartEntry, ShardId, UploadEntry, UploadListStart};
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::objects::WriteOptions;
 use crate::record::{
     self, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
 };
@@ -40,6 +41,8 @@ impl Store {
         bucket: &str,
         key: &str,
         meta: ObjectMeta,
+        tags: Vec<(String, String)>,
+        checksum: Option<(String, String)>,
     ) -> Result<Uuid, Error> {
         self.bucket(bucket).await?;
         let upload_id = Uuid::now_v7();
@@ -47,6 +50,9 @@ impl Store {
             initiated_ns: now_ns(),
             layout: self.set.layout_for(bucket, key),
             meta,
+            tags,
+            checksum_algorithm: checksum.as_ref().map(|c| c.0.clone()),
+            checksum_type: checksum.map(|c| c.1),
         };
         let entry = UploadEntry {
             key: key.as_bytes().to_vec(),
@@ -243,6 +249,7 @@ impl Store {
         upload_id: Uuid,
         parts: Vec<PartRecord>,
         meta: ObjectMeta,
+        opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
         let _guard = self.set.locks.lock(bucket, key).await;
@@ -259,11 +266,11 @@ impl Store {
             multipart: true,
             meta,
             inline: None,
+            tags: upload.tags.clone(),
         };
         let all = vec![true; self.set.width()];
         let stored = self
-            .set
-            .commit_record(bucket, key, VersionId::NULL, record, &all)
+            .commit_version_locked(bucket, key, record, &all, opts)
             .await?;
         let keep: Vec<Uuid> = stored.data_ids().collect();
         self.drop_upload(bucket, key, upload_id, &keep).await;

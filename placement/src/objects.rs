@@ -1,14 +1,70 @@
-//! Object operations: stage data, commit versions, look up, read, delete, list.
+//! Object operations: stage data, commit versions (with write
+//! preconditions), look versions up, read, delete (delete markers), list.
 
 use std::ops::Range;
 
-use disk_engine::{ListStart, VersionId};
+use disk_engine::ListStart;
+use uuid::Uuid;
 
 use crate::error::Error;
 use crate::read::ObjectStream;
-use crate::record::{ObjectMeta, ObjectRecord, PartRef};
+use crate::record::{ObjectMeta, ObjectRecord, PartRef, Versioning};
+use crate::set::{version_key, KeyState, Resolved};
 use crate::store::Store;
 use crate::write::{BodyStream, StagedData};
+
+/// One version of a key, by id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VersionRef {
+    /// The null version.
+    Null,
+    /// A version id.
+    Id(Uuid),
+}
+
+impl VersionRef {
+    /// The version of a stored record.
+    pub fn of(object: &ObjectRecord) -> VersionRef {
+        object.version_id.map_or(VersionRef::Null, VersionRef::Id)
+    }
+
+    fn id(self) -> Option<Uuid> {
+        match self {
+            VersionRef::Null => None,
+            VersionRef::Id(u) => Some(u),
+        }
+    }
+}
+
+/// A condition on the key's current version, checked atomically with the
+/// commit of a write (S3's conditional writes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteCondition {
+    /// The key must have no current version (a delete marker counts as none).
+    IfNoneMatch,
+    /// The current version's entity tag must be this one.
+    IfMatch(String),
+}
+
+/// Options of a write's commit.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// Precondition on the current version.
+    pub condition: Option<WriteCondition>,
+    /// When the write began (ns since the epoch): a current version newer
+    /// than this that breaks the condition is a concurrent conflict.
+    pub since_ns: u64,
+}
+
+/// What a delete did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeleteOutcome {
+    /// The version removed or the delete marker created, when versioning
+    /// is involved.
+    pub version: Option<VersionRef>,
+    /// Whether that version is a delete marker.
+    pub delete_marker: bool,
+}
 
 /// One page of an object listing.
 pub struct ObjectListing {
@@ -16,6 +72,44 @@ pub struct ObjectListing {
     pub entries: Vec<(String, ObjectRecord)>,
     /// Continue after this key when more may follow.
     pub next: Option<String>,
+}
+
+/// One page of a version listing.
+pub struct VersionListing {
+    /// Keys in order, each with its versions newest first (delete markers
+    /// included); the first is the current version.
+    pub entries: Vec<(String, Vec<ObjectRecord>)>,
+    /// Continue after this key when more may follow.
+    pub next: Option<String>,
+}
+
+fn find(state: &KeyState, v: VersionRef) -> Option<&Resolved> {
+    state
+        .versions
+        .iter()
+        .find(|r| VersionRef::of(&r.object) == v)
+}
+
+/// Checks a write's precondition against the key's state.
+fn check_condition(state: &KeyState, opts: &WriteOptions) -> Result<(), Error> {
+    let Some(cond) = &opts.condition else {
+        return Ok(());
+    };
+    let current = state.latest().filter(|v| !v.object.delete_marker);
+    let conflict_or_failed = |v: &Resolved| {
+        if v.object.mtime_ns > opts.since_ns {
+            Error::ConditionalConflict
+        } else {
+            Error::PreconditionFailed
+        }
+    };
+    match (cond, current) {
+        (WriteCondition::IfNoneMatch, None) => Ok(()),
+        (WriteCondition::IfNoneMatch, Some(v)) => Err(conflict_or_failed(v)),
+        (WriteCondition::IfMatch(_), None) => Err(Error::NoSuchKey),
+        (WriteCondition::IfMatch(etag), Some(v)) if *etag == v.object.meta.etag => Ok(()),
+        (WriteCondition::IfMatch(_), Some(v)) => Err(conflict_or_failed(v)),
+    }
 }
 
 impl Store {
@@ -33,16 +127,18 @@ impl Store {
         self.set.write_data(layout, body, size_hint).await
     }
 
-    /// Makes staged data the current (null) version of `bucket/key`,
-    /// replacing any previous one. Returns the stored record.
+    /// Makes staged data the current version of `bucket/key`: a new version
+    /// when the bucket's versioning is enabled, the null version otherwise.
+    /// The precondition in `opts` is checked under the key's lock.
     pub async fn put_object(
         &self,
         bucket: &str,
         key: &str,
         staged: StagedData,
         meta: ObjectMeta,
+        tags: Vec<(String, String)>,
+        opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
-        self.bucket(bucket).await?;
         let record = ObjectRecord {
             version_id: None,
             mtime_ns: 0,
@@ -59,35 +155,89 @@ impl Store {
             multipart: false,
             meta,
             inline: None,
+            tags,
         };
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let disks = staged.disks.clone();
         let stored = self
-            .set
-            .commit_record(bucket, key, VersionId::NULL, record, &staged.disks)
+            .commit_version(bucket, key, record, &disks, opts)
             .await?;
         staged.keep();
         Ok(stored)
     }
 
-    /// The current version of `bucket/key` (`NoSuchKey` if there is none).
-    /// Queues a repair when some disk lacks it.
-    pub async fn head_object(&self, bucket: &str, key: &str) -> Result<ObjectRecord, Error> {
-        self.bucket(bucket).await?;
-        let state = self.set.resolve_key(bucket, key).await?;
-        let Some(v) = state.latest() else {
-            return Err(Error::NoSuchKey);
-        };
-        if v.object.delete_marker {
-            return Err(Error::NoSuchKey);
-        }
-        let incomplete = (0..self.set.width()).any(|s| state.responded[s] && !v.holders[s]);
-        if incomplete {
-            self.set.repair.request(bucket, key, Vec::new());
-        }
-        Ok(v.object.clone())
+    /// Commits a new version under the key lock, honouring the bucket's
+    /// versioning state and the write's precondition.
+    pub(crate) async fn commit_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        record: ObjectRecord,
+        targets: &[bool],
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let _guard = self.set.locks.lock(bucket, key).await;
+        self.commit_version_locked(bucket, key, record, targets, opts)
+            .await
     }
 
-    /// Streams bytes `range` of a version returned by [`Store::head_object`].
+    /// [`Self::commit_version`] for a caller that holds the key lock.
+    pub(crate) async fn commit_version_locked(
+        &self,
+        bucket: &str,
+        key: &str,
+        record: ObjectRecord,
+        targets: &[bool],
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let versioning = self.bucket(bucket).await?.versioning;
+        if opts.condition.is_some() {
+            let state = self.set.resolve_key(bucket, key).await?;
+            check_condition(&state, opts)?;
+        }
+        self.set
+            .commit_record(
+                bucket,
+                key,
+                record,
+                targets,
+                versioning == Versioning::Enabled,
+            )
+            .await
+    }
+
+    /// A version of `bucket/key`: the current one (`None`), which may be a
+    /// delete marker, or the one named. `NoSuchKey` when the key has no
+    /// versions, `NoSuchVersion` when the named one does not exist. Queues a
+    /// repair when some disk lacks the record.
+    pub async fn get_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionRef>,
+    ) -> Result<ObjectRecord, Error> {
+        self.bucket(bucket).await?;
+        let state = self.set.resolve_key(bucket, key).await?;
+        let found = match version {
+            None => state.latest().ok_or(Error::NoSuchKey)?,
+            Some(v) => find(&state, v).ok_or(Error::NoSuchVersion)?,
+        };
+        if (0..self.set.width()).any(|s| state.responded[s] && !found.holders[s]) {
+            self.set.repair.request(bucket, key, Vec::new());
+        }
+        Ok(found.object.clone())
+    }
+
+    /// The current version of `bucket/key`; `NoSuchKey` if there is none or
+    /// it is a delete marker.
+    pub async fn head_object(&self, bucket: &str, key: &str) -> Result<ObjectRecord, Error> {
+        let v = self.get_version(bucket, key, None).await?;
+        if v.delete_marker {
+            return Err(Error::NoSuchKey);
+        }
+        Ok(v)
+    }
+
+    /// Streams bytes `range` of a version returned by [`Store::get_version`].
     pub fn read_object(
         &self,
         bucket: &str,
@@ -98,17 +248,90 @@ impl Store {
         self.set.read_object(bucket, key, object, range)
     }
 
-    /// Deletes the current (null) version of `bucket/key`. Deleting a key
-    /// that does not exist succeeds.
-    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<(), Error> {
-        self.bucket(bucket).await?;
+    /// Deletes `bucket/key`. With a version, removes that version for good
+    /// (a missing one is not an error). Without: in an unversioned bucket
+    /// removes the object; with versioning enabled adds a delete marker; with
+    /// versioning suspended replaces the null version with a delete marker.
+    pub async fn delete_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionRef>,
+    ) -> Result<DeleteOutcome, Error> {
+        let versioning = self.bucket(bucket).await?.versioning;
         let _guard = self.set.locks.lock(bucket, key).await;
-        self.set.delete_version(bucket, key, VersionId::NULL).await
+        if let Some(v) = version {
+            let state = self.set.resolve_key(bucket, key).await?;
+            let delete_marker = find(&state, v).is_some_and(|r| r.object.delete_marker);
+            self.set
+                .delete_version(bucket, key, version_key(v.id()))
+                .await?;
+            return Ok(DeleteOutcome {
+                version: Some(v),
+                delete_marker,
+            });
+        }
+        if versioning == Versioning::Unversioned {
+            self.set
+                .delete_version(bucket, key, version_key(None))
+                .await?;
+            return Ok(DeleteOutcome {
+                version: None,
+                delete_marker: false,
+            });
+        }
+        let marker = ObjectRecord {
+            version_id: None,
+            mtime_ns: 0,
+            delete_marker: true,
+            size: 0,
+            layout: self.set.layout_for(bucket, key),
+            parts: Vec::new(),
+            multipart: false,
+            meta: ObjectMeta::default(),
+            inline: None,
+            tags: Vec::new(),
+        };
+        let all = vec![true; self.set.width()];
+        let stored = self
+            .set
+            .commit_record(bucket, key, marker, &all, versioning == Versioning::Enabled)
+            .await?;
+        Ok(DeleteOutcome {
+            version: Some(VersionRef::of(&stored)),
+            delete_marker: true,
+        })
     }
 
-    /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`.
-    /// The page may hold fewer entries than asked even when more follow;
-    /// continue from `next`.
+    /// Replaces the tags of a version (the current one with `None`) without
+    /// changing its id or modification time. `IsDeleteMarker` for a marker.
+    pub async fn set_tags(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionRef>,
+        tags: Vec<(String, String)>,
+    ) -> Result<ObjectRecord, Error> {
+        self.bucket(bucket).await?;
+        let _guard = self.set.locks.lock(bucket, key).await;
+        let state = self.set.resolve_key(bucket, key).await?;
+        let found = match version {
+            None => state.latest().ok_or(Error::NoSuchKey)?,
+            Some(v) => find(&state, v).ok_or(Error::NoSuchVersion)?,
+        };
+        if found.object.delete_marker {
+            return Err(Error::IsDeleteMarker);
+        }
+        let mut object = found.object.clone();
+        object.tags = tags;
+        self.set
+            .rewrite_record(bucket, key, object, &found.holders)
+            .await
+    }
+
+    /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`
+    /// with their current version. The page may hold fewer entries than
+    /// asked even when more follow; continue from `next`.
     pub async fn list_objects(
         &self,
         bucket: &str,
@@ -116,21 +339,41 @@ impl Store {
         start: ListStart,
         max_keys: usize,
     ) -> Result<ObjectListing, Error> {
+        let page = self.list_versions(bucket, prefix, start, max_keys).await?;
+        let entries = page
+            .entries
+            .into_iter()
+            .filter_map(|(k, mut versions)| {
+                let v = versions.swap_remove(0);
+                (!v.delete_marker).then_some((k, v))
+            })
+            .collect();
+        Ok(ObjectListing {
+            entries,
+            next: page.next,
+        })
+    }
+
+    /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`
+    /// with all their versions, newest first.
+    pub async fn list_versions(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start: ListStart,
+        max_keys: usize,
+    ) -> Result<VersionListing, Error> {
         self.bucket(bucket).await?;
         let page = self
             .set
             .list_resolved(bucket, prefix.as_bytes(), start, max_keys)
             .await?;
-        let entries = page
-            .keys
-            .into_iter()
-            .filter_map(|(k, mut versions)| {
-                let v = versions.swap_remove(0);
-                (!v.object.delete_marker).then_some((k, v.object))
-            })
-            .collect();
-        Ok(ObjectListing {
-            entries,
+        Ok(VersionListing {
+            entries: page
+                .keys
+                .into_iter()
+                .map(|(k, versions)| (k, versions.into_iter().map(|v| v.object).collect()))
+                .collect(),
             next: page.next.map(|k| String::from_utf8_lossy(&k).into_owned()),
         })
     }

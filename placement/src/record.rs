@@ -108,6 +108,9 @@ pub struct ObjectRecord {
     /// (cluster state in the system namespace).
     #[serde(default, with = "serde_bytes")]
     pub inline: Option<Vec<u8>>,
+    /// Object tags (key, value), in the order given.
+    #[serde(default)]
+    pub tags: Vec<(String, String)>,
 }
 
 impl ObjectRecord {
@@ -126,6 +129,15 @@ pub struct UploadRecord {
     pub layout: ErasureLayout,
     /// Metadata the finished object will carry (ETag filled at completion).
     pub meta: ObjectMeta,
+    /// Tags the finished object will carry.
+    #[serde(default)]
+    pub tags: Vec<(String, String)>,
+    /// Checksum algorithm every part carries (the gateway's name for it).
+    #[serde(default)]
+    pub checksum_algorithm: Option<String>,
+    /// Checksum type of the finished object ("COMPOSITE" or "FULL_OBJECT").
+    #[serde(default)]
+    pub checksum_type: Option<String>,
 }
 
 /// One uploaded part of a multipart upload.
@@ -139,6 +151,18 @@ pub struct PartRecord {
     pub disks: Vec<bool>,
 }
 
+/// Versioning state of a bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Versioning {
+    /// Never enabled: writes replace the null version.
+    #[default]
+    Unversioned,
+    /// Every write creates a new version.
+    Enabled,
+    /// Writes replace the null version; older versions stay.
+    Suspended,
+}
+
 /// A bucket, stored in the system namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketRecord {
@@ -149,6 +173,13 @@ pub struct BucketRecord {
     /// Region the bucket was created in.
     #[serde(default)]
     pub region: String,
+    /// Versioning state.
+    #[serde(default)]
+    pub versioning: Versioning,
+    /// Configuration documents by kind ("policy", "cors", "tagging", ...),
+    /// as the gateway stored them; this layer does not interpret them.
+    #[serde(default)]
+    pub config: std::collections::BTreeMap<String, String>,
 }
 
 #[cfg(test)]
@@ -161,6 +192,8 @@ mod tests {
             name: "b".into(),
             created_ns: 5,
             region: "us-east-1".into(),
+            versioning: Versioning::Enabled,
+            config: [("policy".to_string(), "{}".to_string())].into(),
         };
         let e = encode(&r);
         assert_eq!(decode::<BucketRecord>(&e).unwrap(), r);

@@ -64,6 +64,11 @@ impl KeyState {
     }
 }
 
+/// The record key of a version: the null version or a version id.
+pub(crate) fn version_key(id: Option<Uuid>) -> VersionId {
+    id.map_or(VersionId::NULL, |u| VersionId(*u.as_bytes()))
+}
+
 fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -317,30 +322,62 @@ impl ErasureSet {
                 None => {}
             }
         }
-        versions.sort_by_key(|v| std::cmp::Reverse(v.record.stamp));
+        // Versions order by creation time (not by the stamp, which a tag
+        // update renews), then by id.
+        versions.sort_by_key(|v| std::cmp::Reverse((v.object.mtime_ns, v.record.version)));
         Ok(KeyState {
             versions,
             responded,
         })
     }
 
-    /// Writes `object` as version `version` of `key` to the disks in
-    /// `targets` and returns the stored record. Acknowledged only when a
-    /// write quorum stored it; otherwise the partial write is rolled back as
-    /// far as the disks allow. Shard files of the versions it replaced are
-    /// deleted, disk by disk. The caller holds the key lock.
+    /// Writes `object` as a new version of `key` to the disks in `targets`
+    /// and returns the stored record: with `versioned`, under a new version
+    /// id (the write's UUIDv7); otherwise as the null version, replacing the
+    /// previous null version. The modification time is set now. The caller
+    /// holds the key lock. See [`Self::write_record`] for durability.
     pub(crate) async fn commit_record(
         &self,
         ns: &str,
         key: &str,
-        version: VersionId,
         mut object: ObjectRecord,
         targets: &[bool],
+        versioned: bool,
     ) -> Result<ObjectRecord, Error> {
         let stamp = self.next_stamp();
         object.mtime_ns = stamp.mtime_ns;
+        object.version_id = versioned.then_some(stamp.write_id);
+        self.write_record(ns, key, object, targets, stamp).await
+    }
+
+    /// Writes a changed copy of an existing version (same id and
+    /// modification time, e.g. new tags) under a fresh stamp, so it wins
+    /// over the copy it replaces on every disk. The caller holds the key lock.
+    pub(crate) async fn rewrite_record(
+        &self,
+        ns: &str,
+        key: &str,
+        object: ObjectRecord,
+        targets: &[bool],
+    ) -> Result<ObjectRecord, Error> {
+        let stamp = self.next_stamp();
+        self.write_record(ns, key, object, targets, stamp).await
+    }
+
+    /// Stores `object` under its version id with `stamp` on the `targets`
+    /// disks. Acknowledged only when a write quorum stored it; otherwise the
+    /// partial write is rolled back as far as the disks allow. Shard files of
+    /// the writes it replaced are deleted, disk by disk.
+    async fn write_record(
+        &self,
+        ns: &str,
+        key: &str,
+        object: ObjectRecord,
+        targets: &[bool],
+        stamp: Stamp,
+    ) -> Result<ObjectRecord, Error> {
         let rec = Record {
-            version,
+            version: version_key(object.version_id),
             stamp,
             body: record::encode(&object),
         };

@@ -13,7 +13,7 @@ use crate::local_set::{open_local_set, LocalSetConfig};
 use crate::record::ObjectMeta;
 use crate::store::Store;
 use crate::write::BodyStream;
-use crate::ListStart;
+use crate::{ListStart, VersionRef, Versioning, WriteCondition, WriteOptions};
 
 struct Rig {
     store: Arc<Store>,
@@ -76,6 +76,8 @@ async fn put(r: &Rig, key: &str, bytes: &[u8]) -> Result<(), Error> {
                 etag: "e".into(),
                 ..Default::default()
             },
+            Vec::new(),
+            &WriteOptions::default(),
         )
         .await?;
     Ok(())
@@ -243,7 +245,7 @@ async fn overwrite_and_delete_free_the_old_shards() {
             .data_id
             .unwrap(),
     );
-    r.store.delete_object("b", "k").await.unwrap();
+    r.store.delete_object("b", "k", None).await.unwrap();
     assert!(matches!(
         r.store.head_object("b", "k").await,
         Err(Error::NoSuchKey)
@@ -294,7 +296,7 @@ async fn multipart_complete_and_abort() {
     r.store.create_bucket("b", "us-east-1").await.unwrap();
     let id = r
         .store
-        .create_upload("b", "mp", ObjectMeta::default())
+        .create_upload("b", "mp", ObjectMeta::default(), Vec::new(), None)
         .await
         .unwrap();
     let up = r.store.get_upload("b", "mp", id).await.unwrap();
@@ -330,7 +332,14 @@ async fn multipart_complete_and_abort() {
         .unwrap();
     assert_eq!(ups.len(), 1);
     r.store
-        .complete_upload("b", "mp", id, listed, ObjectMeta::default())
+        .complete_upload(
+            "b",
+            "mp",
+            id,
+            listed,
+            ObjectMeta::default(),
+            &WriteOptions::default(),
+        )
         .await
         .unwrap();
     let whole: Vec<u8> = parts.concat();
@@ -350,7 +359,7 @@ async fn multipart_complete_and_abort() {
 
     let id2 = r
         .store
-        .create_upload("b", "mp2", ObjectMeta::default())
+        .create_upload("b", "mp2", ObjectMeta::default(), Vec::new(), None)
         .await
         .unwrap();
     let up2 = r.store.get_upload("b", "mp2", id2).await.unwrap();
@@ -371,4 +380,209 @@ async fn multipart_complete_and_abort() {
     }
     // The completed object is untouched.
     assert_eq!(get(&r, "mp", 0..whole.len() as u64).await.unwrap(), whole);
+}
+
+async fn put_with(
+    r: &Rig,
+    key: &str,
+    bytes: &[u8],
+    etag: &str,
+    opts: &WriteOptions,
+) -> Result<crate::ObjectRecord, Error> {
+    let staged = r
+        .store
+        .write_data("b", key, body(bytes, 10_000), Some(bytes.len() as u64))
+        .await?;
+    let meta = ObjectMeta {
+        etag: etag.into(),
+        ..Default::default()
+    };
+    r.store
+        .put_object("b", key, staged, meta, Vec::new(), opts)
+        .await
+}
+
+async fn read_version(r: &Rig, key: &str, v: Option<VersionRef>) -> Vec<u8> {
+    let obj = r.store.get_version("b", key, v).await.unwrap();
+    let mut s = r.store.read_object("b", key, obj.clone(), 0..obj.size);
+    let mut out = Vec::new();
+    while let Some(c) = s.next().await {
+        out.extend_from_slice(&c.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn versions_and_delete_markers() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let none = WriteOptions::default();
+    put_with(&r, "k", b"null-era", "e0", &none).await.unwrap();
+    r.store
+        .update_bucket("b", |b| {
+            b.versioning = Versioning::Enabled;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let v1 = put_with(&r, "k", b"one", "e1", &none).await.unwrap();
+    let v2 = put_with(&r, "k", b"two", "e2", &none).await.unwrap();
+    assert!(v1.version_id.is_some() && v1.version_id != v2.version_id);
+    assert_eq!(read_version(&r, "k", None).await, b"two");
+    assert_eq!(
+        read_version(&r, "k", Some(VersionRef::of(&v1))).await,
+        b"one"
+    );
+    assert_eq!(
+        read_version(&r, "k", Some(VersionRef::Null)).await,
+        b"null-era"
+    );
+
+    // Tagging an old version does not make it current.
+    r.store
+        .set_tags(
+            "b",
+            "k",
+            Some(VersionRef::of(&v1)),
+            vec![("t".into(), "1".into())],
+        )
+        .await
+        .unwrap();
+    assert_eq!(read_version(&r, "k", None).await, b"two");
+    let tagged = r
+        .store
+        .get_version("b", "k", Some(VersionRef::of(&v1)))
+        .await
+        .unwrap();
+    assert_eq!(tagged.tags, vec![("t".to_string(), "1".to_string())]);
+    assert_eq!(tagged.mtime_ns, v1.mtime_ns);
+
+    // A delete marker hides the key; removing it brings the key back.
+    let out = r.store.delete_object("b", "k", None).await.unwrap();
+    assert!(out.delete_marker);
+    assert!(
+        r.store
+            .get_version("b", "k", None)
+            .await
+            .unwrap()
+            .delete_marker
+    );
+    assert!(matches!(
+        r.store.head_object("b", "k").await,
+        Err(Error::NoSuchKey)
+    ));
+    assert!(r
+        .store
+        .list_objects("b", "", ListStart::Beginning, 10)
+        .await
+        .unwrap()
+        .entries
+        .is_empty());
+    let page = r
+        .store
+        .list_versions("b", "", ListStart::Beginning, 10)
+        .await
+        .unwrap();
+    assert_eq!(page.entries[0].1.len(), 4);
+    assert!(page.entries[0].1[0].delete_marker);
+    r.store.delete_object("b", "k", out.version).await.unwrap();
+    assert_eq!(read_version(&r, "k", None).await, b"two");
+
+    // Deleting a version for good frees its shard files.
+    let id = ShardId(v1.parts[0].data_id.unwrap());
+    r.store
+        .delete_object("b", "k", Some(VersionRef::of(&v1)))
+        .await
+        .unwrap();
+    assert!(matches!(
+        r.store
+            .get_version("b", "k", Some(VersionRef::of(&v1)))
+            .await,
+        Err(Error::NoSuchVersion)
+    ));
+    for l in &r.local {
+        assert!(!l.shard_path(id).exists());
+    }
+
+    // Suspended: writes replace the null version, older versions stay.
+    r.store
+        .update_bucket("b", |b| {
+            b.versioning = Versioning::Suspended;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let n1 = put_with(&r, "k", b"null-1", "n1", &none).await.unwrap();
+    assert!(n1.version_id.is_none());
+    put_with(&r, "k", b"null-2", "n2", &none).await.unwrap();
+    let page = r
+        .store
+        .list_versions("b", "", ListStart::Beginning, 10)
+        .await
+        .unwrap();
+    let versions = &page.entries[0].1;
+    assert_eq!(versions.len(), 2, "null version replaced, v2 kept");
+    assert_eq!(
+        read_version(&r, "k", Some(VersionRef::Null)).await,
+        b"null-2"
+    );
+    assert_eq!(
+        read_version(&r, "k", Some(VersionRef::of(&v2))).await,
+        b"two"
+    );
+    let out = r.store.delete_object("b", "k", None).await.unwrap();
+    assert_eq!(out.version, Some(VersionRef::Null));
+    assert!(out.delete_marker);
+}
+
+#[tokio::test]
+async fn write_conditions() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let if_none = |since_ns| WriteOptions {
+        condition: Some(WriteCondition::IfNoneMatch),
+        since_ns,
+    };
+    let if_match = |etag: &str, since_ns| WriteOptions {
+        condition: Some(WriteCondition::IfMatch(etag.into())),
+        since_ns,
+    };
+    let missing = put_with(&r, "k", b"x", "e9", &if_match("e9", u64::MAX)).await;
+    assert!(matches!(missing, Err(Error::NoSuchKey)));
+    put_with(&r, "k", b"first", "e1", &if_none(u64::MAX))
+        .await
+        .unwrap();
+    // Existing before the write began: 412; created while it ran: 409.
+    assert!(matches!(
+        put_with(&r, "k", b"x", "e2", &if_none(u64::MAX)).await,
+        Err(Error::PreconditionFailed)
+    ));
+    assert!(matches!(
+        put_with(&r, "k", b"x", "e2", &if_none(0)).await,
+        Err(Error::ConditionalConflict)
+    ));
+    assert!(matches!(
+        put_with(&r, "k", b"x", "e2", &if_match("nope", u64::MAX)).await,
+        Err(Error::PreconditionFailed)
+    ));
+    put_with(&r, "k", b"second", "e2", &if_match("e1", u64::MAX))
+        .await
+        .unwrap();
+    assert_eq!(get(&r, "k", 0..6).await.unwrap(), b"second");
+    // Nothing was left behind by the refused writes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let shards: usize = r
+        .local
+        .iter()
+        .map(|l| crate::store_tests::count_shards(l.root()))
+        .sum();
+    assert_eq!(shards, 4);
+}
+
+fn count_shards(root: &std::path::Path) -> usize {
+    std::fs::read_dir(root.join("shards"))
+        .unwrap()
+        .flatten()
+        .map(|d| std::fs::read_dir(d.path()).unwrap().count())
+        .sum()
 }

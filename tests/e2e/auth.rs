@@ -134,7 +134,7 @@ async fn malformed_and_mismatched_signing() {
     req.headers_mut()
         .insert("authorization", edited.parse().unwrap());
     assert_eq!(send(req).await.code(), "SignatureDoesNotMatch");
-    // Garbage and SigV2 headers.
+    // Garbage, and a SigV2 header (only SigV2 presigned URLs are accepted).
     let r = send(
         http::Request::builder()
             .uri(format!("{}/bkt", s.endpoint))

@@ -509,7 +509,7 @@ async fn unsupported_options_are_refused_not_ignored() {
         .unwrap_err();
     assert_eq!(code(&e), "MetadataTooLarge");
     let e = c
-        .get_object_tagging()
+        .get_object_retention()
         .bucket("bkt")
         .key("k")
         .send()
@@ -517,6 +517,17 @@ async fn unsupported_options_are_refused_not_ignored() {
         .unwrap_err();
     assert_eq!(code(&e), "NotImplemented");
     assert_eq!(status(&e), 501);
+    let e = c
+        .put_object()
+        .bucket("bkt")
+        .key("k3")
+        .storage_class(StorageClass::Glacier)
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidStorageClass");
+    assert_eq!(status(&e), 400);
     // Response header overrides.
     let r = c
         .get_object()

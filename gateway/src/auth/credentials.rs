@@ -12,6 +12,23 @@ pub struct AccessKey {
     pub secret_key: String,
 }
 
+impl AccessKey {
+    /// A fresh random key pair: an access key id of `prefix` and 18
+    /// base32 characters, and a 40-character alphanumeric secret.
+    pub fn generate(prefix: &str) -> AccessKey {
+        use rand::distributions::{Alphanumeric, DistString};
+        use rand::Rng;
+        let mut rng = rand::thread_rng();
+        let id: String = (0..18)
+            .map(|_| b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[rng.gen_range(0..32)] as char)
+            .collect();
+        AccessKey {
+            access_key_id: format!("{prefix}{id}"),
+            secret_key: Alphanumeric.sample_string(&mut rng, 40),
+        }
+    }
+}
+
 impl std::fmt::Debug for AccessKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AccessKey")
@@ -32,6 +49,14 @@ impl Credentials {
         let mut keys = HashMap::new();
         keys.insert(root.access_key_id.clone(), root);
         Credentials { keys }
+    }
+
+    /// A store holding one key pair.
+    pub fn single(access_key_id: &str, secret_key: &str) -> Credentials {
+        Credentials::with_root(AccessKey {
+            access_key_id: access_key_id.to_string(),
+            secret_key: secret_key.to_string(),
+        })
     }
 
     /// The secret of `access_key_id`, if it exists.

@@ -227,6 +227,41 @@ fn verify(input: SigningInput<'_>, creds: &Credentials) -> S3Result<[u8; 32]> {
     Ok(key)
 }
 
+/// The access key a request claims (from the Authorization header or a
+/// presigned URL), or `None` for an unsigned (anonymous) request.
+pub fn requested_key(parts: &Parts) -> Option<String> {
+    if let Some(auth) = header(&parts.headers, "authorization") {
+        let key = if let Some(rest) = auth.strip_prefix(ALGORITHM) {
+            rest.split(',')
+                .find_map(|f| f.trim().strip_prefix("Credential="))
+                .and_then(|c| c.split('/').next())
+        } else {
+            auth.strip_prefix("AWS ").and_then(|r| r.split(':').next())
+        };
+        return Some(key.unwrap_or("").to_string());
+    }
+    query_params(parts.uri.query().unwrap_or(""))
+        .into_iter()
+        .find_map(|(k, v)| match k.as_str() {
+            "X-Amz-Credential" => Some(v.split('/').next().unwrap_or("").to_string()),
+            "AWSAccessKeyId" => Some(v),
+            _ => None,
+        })
+}
+
+/// How an unsigned request's body is read: plain, or `aws-chunked` with
+/// unsigned trailers when it says so.
+pub fn anonymous(parts: &Parts) -> Authenticated {
+    let payload = match header(&parts.headers, "x-amz-content-sha256") {
+        Some("STREAMING-UNSIGNED-PAYLOAD-TRAILER") => Payload::UnsignedChunks,
+        _ => Payload::Unsigned,
+    };
+    Authenticated {
+        access_key: String::new(),
+        payload,
+    }
+}
+
 /// Authenticates a request. `region` is the server's region; `now` the
 /// clock used for skew and expiry; `vhost_bucket` the bucket named by the
 /// Host header in virtual-hosted-style requests.

@@ -14,7 +14,7 @@ use crate::names::validate_bucket_name;
 use crate::request::S3Request;
 use crate::xml::{
     from_xml, to_xml, BucketEntry, Buckets, CreateBucketConfiguration, ListAllMyBucketsResult,
-    LocationConstraint, VersioningConfiguration, NS,
+    LocationConstraint, NS,
 };
 use crate::Gateway;
 
@@ -184,19 +184,4 @@ pub async fn location(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>>
         },
     };
     Ok(xml(StatusCode::OK, to_xml("LocationConstraint", &doc)))
-}
-
-/// GetBucketVersioning: versioning has never been enabled on any bucket.
-pub async fn versioning(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
-    Ok(xml(
-        StatusCode::OK,
-        to_xml(
-            "VersioningConfiguration",
-            &VersioningConfiguration { xmlns: NS },
-        ),
-    ))
 }

@@ -8,22 +8,36 @@ use std::sync::Arc;
 use axum::body::Body;
 use futures::StreamExt;
 use http::{Response, StatusCode};
-use placement::{BodyError, BodyStream, ChecksumValue, ObjectRecord, StagedData, UploadRecord};
+use placement::{
+    BodyError, BodyStream, ChecksumValue, ObjectRecord, StagedData, UploadRecord, VersionRef,
+    WriteOptions,
+};
 
-use super::named;
 use super::receive::MAX_PUT_BYTES;
+use super::{named, write_error};
 use crate::checksum::{self, ChecksumAlgorithm};
-use crate::conditions::check_copy_source;
+use crate::conditions::{check_copy_source, write_condition};
 use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
-use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, storage_class};
+use crate::headers::{iso8601, now_ns, object_meta, quoted, reject_unsupported, storage_class};
 use crate::names::validate_key;
 use crate::request::S3Request;
 use crate::xml::{to_xml, CopyObjectResult};
-use crate::Gateway;
+use crate::{tags, versions, Gateway};
 
-/// Parses `x-amz-copy-source` into (bucket, key).
-pub fn copy_source(v: &str) -> S3Result<(String, String)> {
+/// A parsed `x-amz-copy-source`: bucket, key and optional version.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CopySource {
+    /// Source bucket.
+    pub bucket: String,
+    /// Source key.
+    pub key: String,
+    /// Source version, when named.
+    pub version: Option<VersionRef>,
+}
+
+/// Parses `x-amz-copy-source` (`bucket/key[?versionId=...]`, URL-encoded).
+pub fn copy_source(v: &str) -> S3Result<CopySource> {
     let bad = || {
         S3Error::InvalidArgument(
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey".into(),
@@ -31,14 +45,9 @@ pub fn copy_source(v: &str) -> S3Result<(String, String)> {
         )
     };
     let (path, version) = match v.split_once("?versionId=") {
-        Some((p, ver)) => (p, Some(ver)),
+        Some((p, ver)) => (p, Some(versions::parse(ver)?)),
         None => (v, None),
     };
-    if version.is_some_and(|ver| ver != "null") {
-        return Err(S3Error::NotImplemented(
-            "Copying a specific object version is not supported yet".into(),
-        ));
-    }
     let decoded = percent_encoding::percent_decode_str(path)
         .decode_utf8()
         .map_err(|_| bad())?;
@@ -48,7 +57,11 @@ pub fn copy_source(v: &str) -> S3Result<(String, String)> {
         return Err(bad());
     }
     validate_key(key)?;
-    Ok((bucket.to_string(), key.to_string()))
+    Ok(CopySource {
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+        version,
+    })
 }
 
 /// Where copied data goes.
@@ -74,19 +87,27 @@ pub struct Copied {
 pub async fn copy_source_object(
     gw: &Gateway,
     req: &S3Request,
-) -> S3Result<(String, String, ObjectRecord)> {
-    let (bucket, key) = copy_source(req.header("x-amz-copy-source").unwrap_or(""))?;
-    let src = gw
+) -> S3Result<(CopySource, ObjectRecord)> {
+    let src = copy_source(req.header("x-amz-copy-source").unwrap_or(""))?;
+    let obj = gw
         .store
-        .head_object(&bucket, &key)
+        .get_version(&src.bucket, &src.key, src.version)
         .await
-        .map_err(|e| named(e, &bucket, Some(&key)))?;
+        .map_err(|e| named(e, &src.bucket, Some(&src.key)))?;
+    if obj.delete_marker {
+        return Err(match src.version {
+            Some(_) => S3Error::InvalidRequest(
+                "The source of a copy request may not specifically refer to a delete marker by version id.".into(),
+            ),
+            None => S3Error::NoSuchKey(src.key.clone()),
+        });
+    }
     check_copy_source(
         &req.parts.headers,
-        &src.meta.etag,
-        src.mtime_ns / 1_000_000_000,
+        &obj.meta.etag,
+        obj.mtime_ns / 1_000_000_000,
     )?;
-    Ok((bucket, key, src))
+    Ok((src, obj))
 }
 
 /// Streams `range` of a source object through the write path (hashing it
@@ -94,25 +115,22 @@ pub async fn copy_source_object(
 pub async fn stream_copy(
     gw: &Gateway,
     req: &S3Request,
-    (src_bucket, src_key, src): (String, String, ObjectRecord),
+    (source, src): (&CopySource, ObjectRecord),
     range: Range<u64>,
     target: CopyTarget<'_>,
+    algorithm: ChecksumAlgorithm,
 ) -> S3Result<Copied> {
     if range.end - range.start > MAX_PUT_BYTES {
         return Err(S3Error::InvalidRequest(format!(
             "The specified copy source is larger than the maximum allowable size for a copy source: {MAX_PUT_BYTES}"
         )));
     }
-    let algorithm = src
-        .meta
-        .checksum
-        .as_ref()
-        .and_then(|c| ChecksumAlgorithm::from_name(&c.algorithm))
-        .unwrap_or(ChecksumAlgorithm::Crc64Nvme);
     let tap = Arc::new(HashTap::start(true, Some(algorithm)));
     let feed = tap.clone();
     let size = range.end - range.start;
-    let source = gw.store.read_object(&src_bucket, &src_key, src, range);
+    let source = gw
+        .store
+        .read_object(&source.bucket, &source.key, src, range);
     let body: BodyStream = Box::pin(source.then(move |chunk| {
         let feed = feed.clone();
         async move {
@@ -150,8 +168,10 @@ pub async fn stream_copy(
 
 /// CopyObject.
 pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    let since_ns = now_ns();
     reject_unsupported(&req.parts.headers)?;
     storage_class(&req.parts.headers)?;
+    let condition = write_condition(&req.parts.headers)?;
     let directive = req.header("x-amz-metadata-directive").unwrap_or("COPY");
     if directive != "COPY" && directive != "REPLACE" {
         return Err(S3Error::InvalidArgument(
@@ -159,8 +179,19 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
             Some(("x-amz-metadata-directive".into(), directive.into())),
         ));
     }
-    let (src_bucket, src_key, src) = copy_source_object(gw, req).await?;
-    if src_bucket == req.bucket() && src_key == req.key() && directive == "COPY" {
+    let tagging = req.header("x-amz-tagging-directive").unwrap_or("COPY");
+    if tagging != "COPY" && tagging != "REPLACE" {
+        return Err(S3Error::InvalidArgument(
+            "Unknown tagging directive.".into(),
+            Some(("x-amz-tagging-directive".into(), tagging.into())),
+        ));
+    }
+    let (source, src) = copy_source_object(gw, req).await?;
+    if source.bucket == req.bucket()
+        && source.key == req.key()
+        && source.version.is_none()
+        && directive == "COPY"
+    {
         return Err(S3Error::InvalidRequest("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.".into()));
     }
     let mut meta = if directive == "REPLACE" {
@@ -168,27 +199,60 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     } else {
         src.meta.clone()
     };
+    let tags = if tagging == "REPLACE" {
+        req.header("x-amz-tagging")
+            .map(tags::parse_header)
+            .transpose()?
+            .unwrap_or_default()
+    } else {
+        src.tags.clone()
+    };
+    let source_version = (src.version_id.is_some()).then(|| versions::of(&src));
     let size = src.size;
+    // The copy keeps the source's checksum algorithm (a composite source
+    // checksum becomes a full-object one of the same algorithm).
+    let algorithm = src
+        .meta
+        .checksum
+        .as_ref()
+        .and_then(|c| ChecksumAlgorithm::from_name(&c.algorithm))
+        .unwrap_or(ChecksumAlgorithm::Crc64Nvme);
     let copied = stream_copy(
         gw,
         req,
-        (src_bucket, src_key, src),
+        (&source, src),
         0..size,
         CopyTarget::Object,
+        algorithm,
     )
     .await?;
     meta.etag = hex::encode(copied.md5);
     meta.checksum = copied.checksum;
+    let opts = WriteOptions {
+        condition: condition.clone(),
+        since_ns,
+    };
     let stored = gw
         .store
-        .put_object(req.bucket(), req.key(), copied.staged, meta)
+        .put_object(req.bucket(), req.key(), copied.staged, meta, tags, &opts)
         .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .map_err(|e| write_error(e, &condition, req.bucket(), req.key()))?;
     let doc = CopyObjectResult {
         etag: quoted(&stored.meta.etag),
         last_modified: iso8601(stored.mtime_ns),
     };
-    Ok(super::xml(StatusCode::OK, to_xml("CopyObjectResult", &doc)))
+    let mut resp = super::xml(StatusCode::OK, to_xml("CopyObjectResult", &doc));
+    if let Some(v) = source_version {
+        resp.headers_mut()
+            .insert("x-amz-copy-source-version-id", v.parse().expect("ascii"));
+    }
+    if stored.version_id.is_some() {
+        resp.headers_mut().insert(
+            "x-amz-version-id",
+            versions::of(&stored).parse().expect("ascii"),
+        );
+    }
+    Ok(resp)
 }
 
 #[cfg(test)]
@@ -197,14 +261,16 @@ mod tests {
 
     #[test]
     fn sources() {
-        assert_eq!(copy_source("/b/k%20x").unwrap(), ("b".into(), "k x".into()));
-        assert_eq!(
-            copy_source("b/a/b/c").unwrap(),
-            ("b".into(), "a/b/c".into())
-        );
+        let src = |b: &str, k: &str, v: Option<VersionRef>| CopySource {
+            bucket: b.into(),
+            key: k.into(),
+            version: v,
+        };
+        assert_eq!(copy_source("/b/k%20x").unwrap(), src("b", "k x", None));
+        assert_eq!(copy_source("b/a/b/c").unwrap(), src("b", "a/b/c", None));
         assert_eq!(
             copy_source("b/k?versionId=null").unwrap(),
-            ("b".into(), "k".into())
+            src("b", "k", Some(VersionRef::Null))
         );
         assert!(copy_source("b").is_err());
         assert!(copy_source("/b/").is_err());

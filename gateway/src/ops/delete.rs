@@ -1,31 +1,56 @@
-//! DeleteObject and DeleteObjects.
+//! DeleteObject and DeleteObjects, with versions and delete markers.
 
 use axum::body::Body;
 use http::{Response, StatusCode};
+use placement::{DeleteOutcome, VersionRef};
 
-use super::{empty, named, xml};
+use super::{named, xml};
 use crate::body::read_small;
 use crate::error::{S3Error, S3Result};
 use crate::names::validate_key;
 use crate::request::S3Request;
 use crate::xml::{from_xml, to_xml, Delete, DeleteError, DeleteResult, DeletedEntry, NS};
-use crate::Gateway;
+use crate::{versions, Gateway};
 
 /// Most keys one DeleteObjects request may name.
 const MAX_DELETE_KEYS: usize = 1000;
 /// Largest DeleteObjects document accepted (1,000 keys of 1 KiB plus markup).
 const MAX_DELETE_BYTES: u64 = 2 << 20;
 
-/// DeleteObject: 204 whether or not the key existed.
+/// DeleteObject: 204 whether or not the key existed. With `versionId`,
+/// removes that version; otherwise may create a delete marker.
 pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store
-        .delete_object(req.bucket(), req.key())
+    let version = versions::requested(req)?;
+    let out = gw
+        .store
+        .delete_object(req.bucket(), req.key(), version)
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
-    Ok(empty(StatusCode::NO_CONTENT))
+    let mut resp = Response::builder().status(StatusCode::NO_CONTENT);
+    if let Some(v) = out.version {
+        resp = resp.header("x-amz-version-id", versions::format(v));
+    }
+    if out.delete_marker {
+        resp = resp.header("x-amz-delete-marker", "true");
+    }
+    Ok(resp.body(Body::empty()).expect("valid response"))
 }
 
-/// DeleteObjects: up to 1,000 keys; each gets a Deleted or an Error entry.
+fn deleted_entry(key: String, asked: Option<VersionRef>, out: DeleteOutcome) -> DeletedEntry {
+    let marker_id = out
+        .delete_marker
+        .then(|| out.version.map(versions::format))
+        .flatten();
+    DeletedEntry {
+        key,
+        version_id: asked.map(versions::format),
+        delete_marker: out.delete_marker.then_some(true),
+        delete_marker_version_id: marker_id,
+    }
+}
+
+/// DeleteObjects: up to 1,000 keys (optionally with versions); each gets a
+/// Deleted or an Error entry.
 pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let has_digest = req.header("content-md5").is_some()
         || crate::checksum::ALL
@@ -64,20 +89,28 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         errors: Vec::new(),
     };
     for obj in parsed.objects {
-        let outcome = match (&obj.version_id, validate_key(&obj.key)) {
-            (_, Err(e)) => Err(e),
-            (Some(v), _) if v != "null" => Err(S3Error::NotImplemented(
-                "Object versions are not supported yet".into(),
-            )),
-            _ => gw
+        let asked = match obj.version_id.as_deref().map(versions::parse).transpose() {
+            Ok(v) => v,
+            Err(e) => {
+                result.errors.push(DeleteError {
+                    key: obj.key,
+                    code: e.code().to_string(),
+                    message: e.message(),
+                });
+                continue;
+            }
+        };
+        let outcome = match validate_key(&obj.key) {
+            Err(e) => Err(e),
+            Ok(()) => gw
                 .store
-                .delete_object(req.bucket(), &obj.key)
+                .delete_object(req.bucket(), &obj.key, asked)
                 .await
                 .map_err(|e| named(e, req.bucket(), Some(&obj.key))),
         };
         match outcome {
-            Ok(()) if parsed.quiet => {}
-            Ok(()) => result.deleted.push(DeletedEntry { key: obj.key }),
+            Ok(_) if parsed.quiet => {}
+            Ok(out) => result.deleted.push(deleted_entry(obj.key, asked, out)),
             Err(e) => result.errors.push(DeleteError {
                 key: obj.key,
                 code: e.code().to_string(),

@@ -7,15 +7,15 @@ use std::ops::Range;
 use axum::body::Body;
 use futures::StreamExt;
 use http::{Response, StatusCode};
-use placement::ObjectRecord;
+use placement::{ObjectRecord, Versioning};
 
 use super::named;
 use crate::conditions::check_read;
 use crate::error::{S3Error, S3Result};
-use crate::headers::{apply_overrides, object_headers};
+use crate::headers::{apply_overrides, http_date, object_headers};
 use crate::range;
 use crate::request::S3Request;
-use crate::Gateway;
+use crate::{versions, Gateway};
 
 /// Highest part number S3 allows.
 pub const MAX_PART_NUMBER: u32 = 10_000;
@@ -31,6 +31,26 @@ pub fn part_number(v: &str) -> S3Result<u32> {
                 Some(("partNumber".into(), v.into())),
             )
         })
+}
+
+/// The error for a GET/HEAD that reached a delete marker: 404 NoSuchKey
+/// for the current version, 405 MethodNotAllowed when asked by version id;
+/// both say so in `x-amz-delete-marker`.
+pub fn delete_marker_error(marker: &ObjectRecord, key: &str, by_version: bool) -> S3Error {
+    let mut headers = vec![
+        ("x-amz-delete-marker", "true".to_string()),
+        ("x-amz-version-id", versions::of(marker)),
+    ];
+    let inner = if by_version {
+        headers.push(("last-modified", http_date(marker.mtime_ns)));
+        headers.push(("allow", "DELETE".to_string()));
+        S3Error::MethodNotAllowed(
+            "The specified method is not allowed against this resource.".into(),
+        )
+    } else {
+        S3Error::NoSuchKey(key.to_string())
+    };
+    S3Error::WithHeaders(Box::new(inner), headers)
 }
 
 /// The byte range a `partNumber` selects.
@@ -60,11 +80,22 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
             "Cannot specify both Range header and partNumber query parameter".into(),
         ));
     }
+    let version = versions::requested(req)?;
     let obj = gw
         .store
-        .head_object(bucket, key)
+        .get_version(bucket, key, version)
         .await
         .map_err(|e| named(e, bucket, Some(key)))?;
+    if obj.delete_marker {
+        return Err(delete_marker_error(&obj, key, version.is_some()));
+    }
+    let versioned = gw
+        .store
+        .bucket(bucket)
+        .await
+        .map_err(|e| named(e, bucket, None))?
+        .versioning
+        != Versioning::Unversioned;
     check_read(
         &req.parts.headers,
         &obj.meta.etag,
@@ -105,6 +136,15 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
     }
     if part.is_some() && obj.multipart {
         headers.insert("x-amz-mp-parts-count", obj.parts.len().into());
+    }
+    if obj.version_id.is_some() || versioned {
+        headers.insert(
+            "x-amz-version-id",
+            versions::of(&obj).parse().expect("ascii"),
+        );
+    }
+    if !obj.tags.is_empty() {
+        headers.insert("x-amz-tagging-count", obj.tags.len().into());
     }
     if head || range.is_empty() {
         return Ok(resp.body(Body::empty()).expect("valid response"));

@@ -49,7 +49,7 @@ struct Listed {
 }
 
 /// The smallest string greater than every string starting with `p`.
-fn successor(p: &str) -> Option<Vec<u8>> {
+pub(crate) fn successor(p: &str) -> Option<Vec<u8>> {
     let mut b = p.as_bytes().to_vec();
     while let Some(last) = b.pop() {
         if last < 0xFF {
@@ -60,7 +60,7 @@ fn successor(p: &str) -> Option<Vec<u8>> {
     None
 }
 
-fn max_keys(req: &S3Request) -> S3Result<usize> {
+pub(crate) fn max_keys(req: &S3Request) -> S3Result<usize> {
     match req.q("max-keys") {
         None => Ok(MAX_KEYS),
         Some(v) => v
@@ -77,7 +77,7 @@ fn max_keys(req: &S3Request) -> S3Result<usize> {
     }
 }
 
-fn encoding_url(req: &S3Request) -> S3Result<bool> {
+pub(crate) fn encoding_url(req: &S3Request) -> S3Result<bool> {
     match req.q("encoding-type") {
         None => Ok(false),
         Some(e) if e.eq_ignore_ascii_case("url") => Ok(true),
@@ -177,7 +177,7 @@ fn contents(
         .collect()
 }
 
-fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefix> {
+pub(crate) fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefix> {
     prefixes
         .iter()
         .map(|cp| CommonPrefix {
@@ -186,7 +186,7 @@ fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefix> {
         .collect()
 }
 
-fn enc(s: &str, url: bool) -> String {
+pub(crate) fn enc(s: &str, url: bool) -> String {
     if url {
         uri_encode(s.as_bytes(), false)
     } else {

@@ -1,29 +1,35 @@
 //! S3 operations, one family per file, and the dispatcher that picks one
 //! from method, target and query.
 
+mod attributes;
 mod bucket;
 mod copy;
+pub(crate) mod cors;
 mod delete;
 mod get;
 mod list;
 mod multipart;
+mod multipart_checksum;
+mod policy;
+mod post_object;
 mod put;
 mod receive;
+mod tagging;
+mod versioning;
 
 use axum::body::Body;
 use http::{Method, Response, StatusCode};
 
 use crate::error::{S3Error, S3Result};
+use crate::iam::policy::{ConditionValues, Policy};
+use crate::iam::{self, Principal};
 use crate::request::S3Request;
 use crate::Gateway;
 
 /// Bucket subresources S3 defines that Granary does not serve yet.
-const UNSUPPORTED_BUCKET: [&str; 22] = [
+const UNSUPPORTED_BUCKET: &[&str] = &[
     "acl",
-    "policy",
     "policyStatus",
-    "tagging",
-    "cors",
     "lifecycle",
     "website",
     "logging",
@@ -39,19 +45,16 @@ const UNSUPPORTED_BUCKET: [&str; 22] = [
     "inventory",
     "accelerate",
     "requestPayment",
-    "versions",
     "metadataTable",
 ];
 /// Object subresources S3 defines that Granary does not serve yet.
-const UNSUPPORTED_OBJECT: [&str; 8] = [
+const UNSUPPORTED_OBJECT: &[&str] = &[
     "acl",
-    "tagging",
     "retention",
     "legal-hold",
     "torrent",
     "restore",
     "select",
-    "attributes",
 ];
 
 fn unsupported(req: &S3Request, list: &[&str]) -> S3Result<()> {
@@ -80,65 +83,295 @@ pub(crate) fn xml(status: StatusCode, doc: String) -> Response<Body> {
         .expect("valid response")
 }
 
-/// Routes a request to its operation.
-pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Result<Response<Body>> {
-    let method = req.parts.method.clone();
-    match (req.bucket.is_some(), req.key.is_some()) {
-        (false, _) => match method {
-            Method::GET => bucket::list_buckets(gw, &req).await,
-            _ => Err(S3Error::MethodNotAllowed(
-                "The specified method is not allowed against this resource.".into(),
-            )),
+fn not_allowed() -> S3Error {
+    S3Error::MethodNotAllowed("The specified method is not allowed against this resource.".into())
+}
+
+/// Every S3 operation Granary answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    ListBuckets,
+    GetBucketLocation,
+    GetBucketVersioning,
+    PutBucketVersioning,
+    ListObjectVersions,
+    GetBucketTagging,
+    PutBucketTagging,
+    DeleteBucketTagging,
+    GetBucketPolicy,
+    PutBucketPolicy,
+    DeleteBucketPolicy,
+    GetBucketCors,
+    PutBucketCors,
+    DeleteBucketCors,
+    ListMultipartUploads,
+    ListObjectsV2,
+    ListObjects,
+    HeadBucket,
+    CreateBucket,
+    DeleteBucket,
+    DeleteObjects,
+    PostObject,
+    ListParts,
+    GetObjectTagging,
+    GetObjectAttributes,
+    GetObject,
+    HeadObject,
+    PutObjectTagging,
+    UploadPartCopy,
+    UploadPart,
+    CopyObject,
+    PutObject,
+    CreateMultipartUpload,
+    CompleteMultipartUpload,
+    DeleteObjectTagging,
+    AbortMultipartUpload,
+    DeleteObject,
+}
+
+/// Picks the operation from method, target and query.
+pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
+    let method = &req.parts.method;
+    Ok(match (req.bucket.is_some(), req.key.is_some()) {
+        (false, _) => match *method {
+            Method::GET => Op::ListBuckets,
+            _ => return Err(not_allowed()),
         },
         (true, false) => {
-            unsupported(&req, &UNSUPPORTED_BUCKET)?;
-            match method {
-                Method::GET if req.has("location") => bucket::location(gw, &req).await,
-                Method::GET if req.has("versioning") => bucket::versioning(gw, &req).await,
-                Method::GET if req.has("uploads") => multipart::list_uploads(gw, &req).await,
-                Method::GET if req.q("list-type") == Some("2") => list::list_v2(gw, &req).await,
-                Method::GET => list::list_v1(gw, &req).await,
-                Method::HEAD => bucket::head(gw, &req).await,
-                Method::PUT if req.has("versioning") => Err(S3Error::NotImplemented(
-                    "Bucket versioning is not supported yet".into(),
-                )),
-                Method::PUT => bucket::create(gw, &req, body).await,
-                Method::DELETE => bucket::delete(gw, &req).await,
-                Method::POST if req.has("delete") => delete::delete_objects(gw, &req, body).await,
-                Method::POST => Err(S3Error::NotImplemented(
-                    "POST Object (browser form upload) is not supported yet".into(),
-                )),
-                _ => Err(S3Error::MethodNotAllowed(
-                    "The specified method is not allowed against this resource.".into(),
-                )),
+            unsupported(req, UNSUPPORTED_BUCKET)?;
+            match *method {
+                Method::GET if req.has("location") => Op::GetBucketLocation,
+                Method::GET if req.has("versioning") => Op::GetBucketVersioning,
+                Method::GET if req.has("versions") => Op::ListObjectVersions,
+                Method::GET if req.has("tagging") => Op::GetBucketTagging,
+                Method::GET if req.has("policy") => Op::GetBucketPolicy,
+                Method::GET if req.has("cors") => Op::GetBucketCors,
+                Method::GET if req.has("uploads") => Op::ListMultipartUploads,
+                Method::GET if req.q("list-type") == Some("2") => Op::ListObjectsV2,
+                Method::GET => Op::ListObjects,
+                Method::HEAD => Op::HeadBucket,
+                Method::PUT if req.has("versioning") => Op::PutBucketVersioning,
+                Method::PUT if req.has("tagging") => Op::PutBucketTagging,
+                Method::PUT if req.has("policy") => Op::PutBucketPolicy,
+                Method::PUT if req.has("cors") => Op::PutBucketCors,
+                Method::PUT => Op::CreateBucket,
+                Method::DELETE if req.has("tagging") => Op::DeleteBucketTagging,
+                Method::DELETE if req.has("policy") => Op::DeleteBucketPolicy,
+                Method::DELETE if req.has("cors") => Op::DeleteBucketCors,
+                Method::DELETE => Op::DeleteBucket,
+                Method::POST if req.has("delete") => Op::DeleteObjects,
+                Method::POST => Op::PostObject,
+                _ => return Err(not_allowed()),
             }
         }
         (true, true) => {
-            unsupported(&req, &UNSUPPORTED_OBJECT)?;
+            unsupported(req, UNSUPPORTED_OBJECT)?;
             crate::names::validate_key(req.key())?;
-            match method {
-                Method::GET if req.has("uploadId") => multipart::list_parts(gw, &req).await,
-                Method::GET => get::get(gw, &req, false).await,
-                Method::HEAD => get::get(gw, &req, true).await,
-                Method::PUT if req.has("uploadId") || req.has("partNumber") => {
-                    if req.parts.headers.contains_key("x-amz-copy-source") {
-                        return multipart::upload_part_copy(gw, &req).await;
-                    }
-                    multipart::upload_part(gw, &req, body).await
+            let copy = req.parts.headers.contains_key("x-amz-copy-source");
+            match *method {
+                Method::GET if req.has("uploadId") => Op::ListParts,
+                Method::GET if req.has("tagging") => Op::GetObjectTagging,
+                Method::GET if req.has("attributes") => Op::GetObjectAttributes,
+                Method::GET => Op::GetObject,
+                Method::HEAD => Op::HeadObject,
+                Method::PUT if req.has("tagging") => Op::PutObjectTagging,
+                Method::PUT if (req.has("uploadId") || req.has("partNumber")) && copy => {
+                    Op::UploadPartCopy
                 }
-                Method::PUT if req.parts.headers.contains_key("x-amz-copy-source") => {
-                    copy::copy_object(gw, &req).await
-                }
-                Method::PUT => put::put_object(gw, &req, body).await,
-                Method::POST if req.has("uploads") => multipart::create(gw, &req).await,
-                Method::POST if req.has("uploadId") => multipart::complete(gw, &req, body).await,
-                Method::DELETE if req.has("uploadId") => multipart::abort(gw, &req).await,
-                Method::DELETE => delete::delete_object(gw, &req).await,
-                _ => Err(S3Error::MethodNotAllowed(
-                    "The specified method is not allowed against this resource.".into(),
-                )),
+                Method::PUT if req.has("uploadId") || req.has("partNumber") => Op::UploadPart,
+                Method::PUT if copy => Op::CopyObject,
+                Method::PUT => Op::PutObject,
+                Method::POST if req.has("uploads") => Op::CreateMultipartUpload,
+                Method::POST if req.has("uploadId") => Op::CompleteMultipartUpload,
+                Method::DELETE if req.has("tagging") => Op::DeleteObjectTagging,
+                Method::DELETE if req.has("uploadId") => Op::AbortMultipartUpload,
+                Method::DELETE => Op::DeleteObject,
+                _ => return Err(not_allowed()),
             }
         }
+    })
+}
+
+impl Op {
+    /// The IAM action a policy must allow, or `None` when the operation
+    /// checks its own accesses (per key, or by a signed POST policy).
+    pub(crate) fn action(self, versioned: bool) -> Option<&'static str> {
+        use Op::*;
+        let v = |plain, version| if versioned { version } else { plain };
+        Some(match self {
+            ListBuckets => "s3:ListAllMyBuckets",
+            GetBucketLocation => "s3:GetBucketLocation",
+            GetBucketVersioning => "s3:GetBucketVersioning",
+            PutBucketVersioning => "s3:PutBucketVersioning",
+            ListObjectVersions => "s3:ListBucketVersions",
+            GetBucketTagging => "s3:GetBucketTagging",
+            PutBucketTagging | DeleteBucketTagging => "s3:PutBucketTagging",
+            GetBucketPolicy => "s3:GetBucketPolicy",
+            PutBucketPolicy => "s3:PutBucketPolicy",
+            DeleteBucketPolicy => "s3:DeleteBucketPolicy",
+            GetBucketCors => "s3:GetBucketCORS",
+            PutBucketCors | DeleteBucketCors => "s3:PutBucketCORS",
+            ListMultipartUploads => "s3:ListBucketMultipartUploads",
+            ListObjectsV2 | ListObjects | HeadBucket => "s3:ListBucket",
+            CreateBucket => "s3:CreateBucket",
+            DeleteBucket => "s3:DeleteBucket",
+            DeleteObjects | PostObject => return None,
+            ListParts => "s3:ListMultipartUploadParts",
+            GetObjectTagging => v("s3:GetObjectTagging", "s3:GetObjectVersionTagging"),
+            GetObjectAttributes => v("s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"),
+            GetObject | HeadObject => v("s3:GetObject", "s3:GetObjectVersion"),
+            PutObjectTagging => v("s3:PutObjectTagging", "s3:PutObjectVersionTagging"),
+            DeleteObjectTagging => v("s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"),
+            UploadPartCopy
+            | UploadPart
+            | CopyObject
+            | PutObject
+            | CreateMultipartUpload
+            | CompleteMultipartUpload => "s3:PutObject",
+            AbortMultipartUpload => "s3:AbortMultipartUpload",
+            DeleteObject => v("s3:DeleteObject", "s3:DeleteObjectVersion"),
+        })
+    }
+}
+
+/// The policy context of a request (client address, TLS, list parameters).
+pub(crate) fn condition_values(req: &S3Request) -> ConditionValues {
+    ConditionValues {
+        source_ip: req.client.map(|a| a.ip()),
+        secure: req.secure,
+        prefix: req.q("prefix").map(str::to_string),
+        delimiter: req.q("delimiter").map(str::to_string),
+        max_keys: req.q("max-keys").map(str::to_string),
+    }
+}
+
+/// Checks that the request's principal may perform `action` on `bucket`
+/// (and `key`), under the bucket's policy and the principal's own.
+pub(crate) async fn check(
+    gw: &Gateway,
+    req: &S3Request,
+    action: &str,
+    bucket: &str,
+    key: Option<&str>,
+) -> S3Result<()> {
+    check_as(
+        gw,
+        &req.principal,
+        &condition_values(req),
+        action,
+        bucket,
+        key,
+    )
+    .await
+}
+
+/// [`check`] for an explicit principal (a POST policy's signer).
+pub(crate) async fn check_as(
+    gw: &Gateway,
+    principal: &Principal,
+    values: &ConditionValues,
+    action: &str,
+    bucket: &str,
+    key: Option<&str>,
+) -> S3Result<()> {
+    if matches!(principal, Principal::Root) {
+        return Ok(());
+    }
+    let bucket_policy = match gw.store.bucket(bucket).await {
+        Ok(b) => b
+            .config
+            .get(self::policy::BUCKET_POLICY)
+            .map(|doc| Policy::parse(doc, Some(bucket)))
+            .transpose()
+            .map_err(|e| S3Error::Internal(format!("stored bucket policy: {e}")))?,
+        Err(placement::Error::NoSuchBucket) => None,
+        Err(e) => return Err(named(e, bucket, None)),
+    };
+    let resource = match key {
+        Some(k) => format!("arn:aws:s3:::{bucket}/{k}"),
+        None => format!("arn:aws:s3:::{bucket}"),
+    };
+    iam::authorize(principal, bucket_policy.as_ref(), action, &resource, values)
+}
+
+/// Routes, authorises and runs a request.
+pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Result<Response<Body>> {
+    let op = route(&req)?;
+    if let Some(action) = op.action(req.has("versionId")) {
+        if op == Op::ListBuckets {
+            if !matches!(req.principal, Principal::Root) {
+                iam::authorize(
+                    &req.principal,
+                    None,
+                    action,
+                    "arn:aws:s3:::*",
+                    &condition_values(&req),
+                )?;
+            }
+        } else {
+            check(gw, &req, action, req.bucket(), req.key.as_deref()).await?;
+        }
+    }
+    execute(op, gw, &req, body).await
+}
+
+async fn execute(op: Op, gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    use Op::*;
+    match op {
+        ListBuckets => bucket::list_buckets(gw, req).await,
+        GetBucketLocation => bucket::location(gw, req).await,
+        GetBucketVersioning => versioning::get(gw, req).await,
+        PutBucketVersioning => versioning::put(gw, req, body).await,
+        ListObjectVersions => versioning::list(gw, req).await,
+        GetBucketTagging => tagging::get_bucket(gw, req).await,
+        PutBucketTagging => tagging::put_bucket(gw, req, body).await,
+        DeleteBucketTagging => tagging::delete_bucket(gw, req).await,
+        GetBucketPolicy => policy::get(gw, req).await,
+        PutBucketPolicy => policy::put(gw, req, body).await,
+        DeleteBucketPolicy => policy::delete(gw, req).await,
+        GetBucketCors => cors::get(gw, req).await,
+        PutBucketCors => cors::put(gw, req, body).await,
+        DeleteBucketCors => cors::delete(gw, req).await,
+        ListMultipartUploads => multipart::list_uploads(gw, req).await,
+        ListObjectsV2 => list::list_v2(gw, req).await,
+        ListObjects => list::list_v1(gw, req).await,
+        HeadBucket => bucket::head(gw, req).await,
+        CreateBucket => bucket::create(gw, req, body).await,
+        DeleteBucket => bucket::delete(gw, req).await,
+        DeleteObjects => delete::delete_objects(gw, req, body).await,
+        PostObject => post_object::post(gw, req, body).await,
+        ListParts => multipart::list_parts(gw, req).await,
+        GetObjectTagging => tagging::get_object(gw, req).await,
+        GetObjectAttributes => attributes::get(gw, req).await,
+        GetObject => get::get(gw, req, false).await,
+        HeadObject => get::get(gw, req, true).await,
+        PutObjectTagging => tagging::put_object(gw, req, body).await,
+        UploadPartCopy => multipart::upload_part_copy(gw, req).await,
+        UploadPart => multipart::upload_part(gw, req, body).await,
+        CopyObject => copy::copy_object(gw, req).await,
+        PutObject => put::put_object(gw, req, body).await,
+        CreateMultipartUpload => multipart::create(gw, req).await,
+        CompleteMultipartUpload => multipart::complete(gw, req, body).await,
+        DeleteObjectTagging => tagging::delete_object(gw, req).await,
+        AbortMultipartUpload => multipart::abort(gw, req).await,
+        DeleteObject => delete::delete_object(gw, req).await,
+    }
+}
+
+/// Maps the error of a conditional write's commit: a failed precondition
+/// names the header that failed.
+pub(crate) fn write_error(
+    e: placement::Error,
+    cond: &Option<placement::WriteCondition>,
+    bucket: &str,
+    key: &str,
+) -> S3Error {
+    match (e, cond) {
+        (placement::Error::PreconditionFailed, Some(placement::WriteCondition::IfNoneMatch)) => {
+            S3Error::PreconditionFailed("If-None-Match")
+        }
+        (placement::Error::PreconditionFailed, _) => S3Error::PreconditionFailed("If-Match"),
+        (e, _) => named(e, bucket, Some(key)),
     }
 }
 

@@ -6,25 +6,26 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 use md5::{Digest as _, Md5};
-use placement::{PartRecord, UploadListStart, UploadRecord};
+use placement::{PartRecord, UploadListStart, UploadRecord, WriteOptions};
 use uuid::Uuid;
 
 use super::copy::{copy_source_object, stream_copy, CopyTarget};
 use super::get::part_number;
 use super::receive::{receive, Target};
-use super::{empty, named, xml};
+use super::{empty, multipart_checksum, named, write_error, xml};
 use crate::auth::sigv4::uri_encode;
 use crate::body::read_small;
 use crate::checksum::ChecksumAlgorithm;
+use crate::conditions::write_condition;
 use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, storage_class, STANDARD};
 use crate::request::S3Request;
 use crate::xml::{
-    from_xml, to_xml, CommonPrefix, CompleteMultipartUpload, CompleteMultipartUploadResult,
-    CopyPartResult, InitiateMultipartUploadResult, Initiator, ListMultipartUploadsResult,
-    ListPartsResult, PartEntry, UploadEntry, NS,
+    from_xml, to_xml, ChecksumFields, CommonPrefix, CompleteMultipartUpload,
+    CompleteMultipartUploadResult, CopyPartResult, InitiateMultipartUploadResult, Initiator,
+    ListMultipartUploadsResult, ListPartsResult, PartEntry, UploadEntry, NS,
 };
-use crate::Gateway;
+use crate::{tags, versions, Gateway};
 
 /// Smallest part except the last: 5 MiB.
 pub const MIN_PART_BYTES: u64 = 5 << 20;
@@ -67,15 +68,22 @@ fn page_size(req: &S3Request, name: &str) -> S3Result<usize> {
 pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     reject_unsupported(&req.parts.headers)?;
     storage_class(&req.parts.headers)?;
-    if let Some(a) = req.header("x-amz-checksum-algorithm") {
-        ChecksumAlgorithm::from_name(a).ok_or_else(|| {
-            S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported"))
-        })?;
-    }
+    let checksum = multipart_checksum::requested(req)?;
     let meta = object_meta(&req.parts.headers)?;
+    let tags = req
+        .header("x-amz-tagging")
+        .map(tags::parse_header)
+        .transpose()?
+        .unwrap_or_default();
     let id = gw
         .store
-        .create_upload(req.bucket(), req.key(), meta)
+        .create_upload(
+            req.bucket(),
+            req.key(),
+            meta,
+            tags,
+            checksum.map(|(a, k)| (a.name().to_string(), k.to_string())),
+        )
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
     let doc = InitiateMultipartUploadResult {
@@ -84,10 +92,19 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
         key: req.key().into(),
         upload_id: id.simple().to_string(),
     };
-    Ok(xml(
+    let mut resp = xml(
         StatusCode::OK,
         to_xml("InitiateMultipartUploadResult", &doc),
-    ))
+    );
+    if let Some((alg, kind)) = checksum {
+        let h = resp.headers_mut();
+        h.insert(
+            "x-amz-checksum-algorithm",
+            alg.name().parse().expect("ascii"),
+        );
+        h.insert("x-amz-checksum-type", kind.parse().expect("ascii"));
+    }
+    Ok(resp)
 }
 
 /// The upload a request's `uploadId` names.
@@ -113,9 +130,9 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
     let (number, id, upload) = part_target(gw, req).await?;
     let received = receive(gw, req, body, Target::Part(&upload)).await?;
     let etag = hex::encode(received.md5);
-    let checksum = received
-        .explicit_checksum
-        .then(|| received.checksum.clone());
+    // Every part keeps its checksum: the object's checksum is built from them.
+    let checksum = Some(received.checksum.clone());
+    let answer = received.explicit_checksum || upload.checksum_algorithm.is_some();
     gw.store
         .commit_part(
             req.bucket(),
@@ -131,7 +148,7 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
     let mut resp = Response::builder()
         .status(StatusCode::OK)
         .header(http::header::ETAG, quoted(&etag));
-    if let Some(c) = checksum {
+    if let Some(c) = checksum.filter(|_| answer) {
         if let Some(alg) = ChecksumAlgorithm::from_name(&c.algorithm) {
             resp = resp.header(alg.header(), c.value);
         }
@@ -163,12 +180,26 @@ fn copy_range(v: &str, size: u64) -> S3Result<std::ops::Range<u64>> {
 /// UploadPartCopy: a part copied from (a byte range of) another object.
 pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let (number, id, upload) = part_target(gw, req).await?;
-    let source = copy_source_object(gw, req).await?;
+    let (source, src) = copy_source_object(gw, req).await?;
     let range = match req.header("x-amz-copy-source-range") {
-        Some(r) => copy_range(r, source.2.size)?,
-        None => 0..source.2.size,
+        Some(r) => copy_range(r, src.size)?,
+        None => 0..src.size,
     };
-    let copied = stream_copy(gw, req, source, range, CopyTarget::Part(&upload)).await?;
+    let source_version = src.version_id.is_some().then(|| versions::of(&src));
+    let algorithm = upload
+        .checksum_algorithm
+        .as_deref()
+        .and_then(ChecksumAlgorithm::from_name)
+        .unwrap_or(ChecksumAlgorithm::Crc64Nvme);
+    let copied = stream_copy(
+        gw,
+        req,
+        (&source, src),
+        range,
+        CopyTarget::Part(&upload),
+        algorithm,
+    )
+    .await?;
     let etag = hex::encode(copied.md5);
     let part = gw
         .store
@@ -179,7 +210,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
             number,
             copied.staged,
             etag.clone(),
-            None,
+            copied.checksum.clone(),
         )
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
@@ -187,7 +218,12 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
         etag: quoted(&etag),
         last_modified: iso8601(part.mtime_ns),
     };
-    Ok(xml(StatusCode::OK, to_xml("CopyPartResult", &doc)))
+    let mut resp = xml(StatusCode::OK, to_xml("CopyPartResult", &doc));
+    if let Some(v) = source_version {
+        resp.headers_mut()
+            .insert("x-amz-copy-source-version-id", v.parse().expect("ascii"));
+    }
+    Ok(resp)
 }
 
 async fn all_parts(gw: &Gateway, req: &S3Request, id: Uuid) -> S3Result<Vec<PartRecord>> {
@@ -225,6 +261,7 @@ pub fn multipart_etag(part_etags: &[&str]) -> Option<String> {
 
 /// CompleteMultipartUpload.
 pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    let condition = write_condition(&req.parts.headers)?;
     let (id, upload) = upload_of(gw, req).await?;
     let len = req.payload_length()?;
     if len == 0 {
@@ -275,13 +312,21 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
     let etags: Vec<&str> = chosen.iter().map(|p| p.part.etag.as_str()).collect();
     let etag = multipart_etag(&etags)
         .ok_or_else(|| S3Error::Internal("stored part ETag is not hex".into()))?;
+    let checksum = multipart_checksum::complete(req, &upload, &wanted.parts, &chosen)?;
     let mut meta = upload.meta.clone();
     meta.etag = etag.clone();
-    meta.checksum = None;
-    gw.store
-        .complete_upload(req.bucket(), req.key(), id, chosen, meta)
+    meta.checksum = checksum.clone();
+    // A conditional completion conflicts with writes made while the upload
+    // was in progress.
+    let opts = WriteOptions {
+        condition: condition.clone(),
+        since_ns: upload.initiated_ns,
+    };
+    let stored = gw
+        .store
+        .complete_upload(req.bucket(), req.key(), id, chosen, meta, &opts)
         .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .map_err(|e| write_error(e, &condition, req.bucket(), req.key()))?;
     let host = req.header("host").unwrap_or("localhost");
     let doc = CompleteMultipartUploadResult {
         xmlns: NS,
@@ -293,11 +338,24 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
         bucket: req.bucket().into(),
         key: req.key().into(),
         etag: quoted(&etag),
+        checksum: ChecksumFields::of(
+            checksum
+                .as_ref()
+                .filter(|_| upload.checksum_algorithm.is_some()),
+            true,
+        ),
     };
-    Ok(xml(
+    let mut resp = xml(
         StatusCode::OK,
         to_xml("CompleteMultipartUploadResult", &doc),
-    ))
+    );
+    if stored.version_id.is_some() {
+        resp.headers_mut().insert(
+            "x-amz-version-id",
+            versions::of(&stored).parse().expect("ascii"),
+        );
+    }
+    Ok(resp)
 }
 
 /// AbortMultipartUpload.
@@ -333,6 +391,13 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
         more = true;
     }
     let next = parts.last().map(|p| p.part.number).unwrap_or(marker);
+    let algorithm_set = gw
+        .store
+        .get_upload(req.bucket(), req.key(), id)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?
+        .checksum_algorithm
+        .is_some();
     let doc = ListPartsResult {
         xmlns: NS,
         bucket: req.bucket().into(),
@@ -352,6 +417,10 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
                 last_modified: iso8601(p.mtime_ns),
                 etag: quoted(&p.part.etag),
                 size: p.part.size,
+                checksum: ChecksumFields::of(
+                    p.part.checksum.as_ref().filter(|_| algorithm_set),
+                    false,
+                ),
             })
             .collect(),
     };

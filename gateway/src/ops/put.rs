@@ -2,32 +2,50 @@
 
 use axum::body::Body;
 use http::{Response, StatusCode};
+use placement::WriteOptions;
 
-use super::named;
 use super::receive::{receive, Target};
+use super::write_error;
 use crate::checksum::ChecksumAlgorithm;
+use crate::conditions::write_condition;
 use crate::error::S3Result;
-use crate::headers::{object_meta, quoted, reject_unsupported, storage_class};
+use crate::headers::{now_ns, object_meta, quoted, reject_unsupported, storage_class};
 use crate::request::S3Request;
-use crate::Gateway;
+use crate::{tags, versions, Gateway};
 
 /// PutObject: streams the body into shard files, verifies every digest the
-/// client sent, then commits the version. A failure at any step leaves the
+/// client sent, then commits the version (checking `If-None-Match` /
+/// `If-Match` atomically with the commit). A failure at any step leaves the
 /// previous version untouched.
 pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    let since_ns = now_ns();
     reject_unsupported(&req.parts.headers)?;
     storage_class(&req.parts.headers)?;
+    let condition = write_condition(&req.parts.headers)?;
+    let tags = req
+        .header("x-amz-tagging")
+        .map(tags::parse_header)
+        .transpose()?
+        .unwrap_or_default();
     let mut meta = object_meta(&req.parts.headers)?;
     let received = receive(gw, req, body, Target::Object).await?;
     meta.etag = hex::encode(received.md5);
     meta.checksum = Some(received.checksum.clone());
-    gw.store
-        .put_object(req.bucket(), req.key(), received.staged, meta)
+    let opts = WriteOptions {
+        condition: condition.clone(),
+        since_ns,
+    };
+    let stored = gw
+        .store
+        .put_object(req.bucket(), req.key(), received.staged, meta, tags, &opts)
         .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .map_err(|e| write_error(e, &condition, req.bucket(), req.key()))?;
     let mut resp = Response::builder()
         .status(StatusCode::OK)
-        .header(http::header::ETAG, quoted(&hex::encode(received.md5)));
+        .header(http::header::ETAG, quoted(&stored.meta.etag));
+    if stored.version_id.is_some() {
+        resp = resp.header("x-amz-version-id", versions::of(&stored));
+    }
     if let Some(alg) = ChecksumAlgorithm::from_name(&received.checksum.algorithm) {
         resp = resp
             .header(alg.header(), &received.checksum.value)

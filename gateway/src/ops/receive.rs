@@ -34,6 +34,13 @@ pub struct Integrity {
 /// Reads the integrity headers of a write. Without any, the object gets a
 /// CRC64NVME full-object checksum, as S3 computes by default.
 pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
+    integrity_with(req, None)
+}
+
+/// [`integrity`] for a request whose checksum algorithm is fixed in
+/// advance (a part of an upload created with one): a different algorithm
+/// is refused, and it is computed when the client names none.
+pub fn integrity_with(req: &S3Request, required: Option<ChecksumAlgorithm>) -> S3Result<Integrity> {
     let content_md5 = match req.header("content-md5") {
         None => None,
         Some(v) => Some(
@@ -82,7 +89,17 @@ pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
             None => chosen = Some((alg, None, false)),
         }
     }
+    if let (Some(want), Some((got, _, _))) = (required, &chosen) {
+        if want != *got {
+            return Err(S3Error::InvalidRequest(format!(
+                "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+                want.name().to_lowercase(),
+                got.name().to_lowercase()
+            )));
+        }
+    }
     let explicit = chosen.is_some();
+    let chosen = chosen.or(required.map(|a| (a, None, false)));
     let (algorithm, expected, in_trailer) =
         chosen.unwrap_or((ChecksumAlgorithm::Crc64Nvme, None, false));
     Ok(Integrity {
@@ -153,7 +170,14 @@ pub async fn receive(
             "Your proposed upload exceeds the maximum allowed size ({MAX_PUT_BYTES} bytes)"
         )));
     }
-    let integ = integrity(req)?;
+    let required = match target {
+        Target::Part(upload) => upload
+            .checksum_algorithm
+            .as_deref()
+            .and_then(ChecksumAlgorithm::from_name),
+        Target::Object => None,
+    };
+    let integ = integrity_with(req, required)?;
     let tap = Arc::new(HashTap::start(true, Some(integ.algorithm)));
     let (stream, trailers) = request_body(
         body,

@@ -1,0 +1,192 @@
+//! The admin API under `/granary/admin/v1/`, SigV4-signed with the root
+//! key: users and their access keys.
+//!
+//! | method | path | does |
+//! |---|---|---|
+//! | GET | `/granary/admin/v1/users` | list users (no secrets) |
+//! | POST | `/granary/admin/v1/users` | `{"name": .., "policy": ..?}` → new key pair (secret shown once) |
+//! | DELETE | `/granary/admin/v1/users/{accessKey}` | delete a user |
+//! | PUT | `/granary/admin/v1/users/{accessKey}/policy` | set the user's policy (JSON body) |
+//! | DELETE | `/granary/admin/v1/users/{accessKey}/policy` | remove the user's policy |
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use http::{Method, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::credentials::Credentials;
+use crate::auth::{authenticate, requested_key};
+use crate::body::read_small;
+use crate::error::S3Error;
+use crate::iam::IamError;
+use crate::Gateway;
+
+/// Largest admin request body.
+const MAX_ADMIN_BODY: u64 = 64 << 10;
+/// Path prefix of the admin API.
+pub const PREFIX: &str = "/granary/admin/v1/";
+
+fn reply(status: StatusCode, body: Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("valid response")
+}
+
+fn error(status: StatusCode, code: &str, message: impl std::fmt::Display) -> Response<Body> {
+    reply(
+        status,
+        json!({"code": code, "message": message.to_string()}),
+    )
+}
+
+fn iam_error(e: IamError) -> Response<Body> {
+    match e {
+        IamError::InvalidName | IamError::InvalidPolicy(_) => {
+            error(StatusCode::BAD_REQUEST, "InvalidArgument", e)
+        }
+        IamError::NameTaken(_) => error(StatusCode::CONFLICT, "UserExists", e),
+        IamError::NoSuchUser => error(StatusCode::NOT_FOUND, "NoSuchUser", e),
+        IamError::Store(_) => error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", e),
+    }
+}
+
+fn s3_error(e: S3Error) -> Response<Body> {
+    error(e.status(), e.code(), e.message())
+}
+
+#[derive(Deserialize)]
+struct NewUser {
+    name: String,
+    #[serde(default)]
+    policy: Option<Value>,
+}
+
+/// A policy given as a JSON document or as a string holding one.
+fn policy_text(v: Option<Value>) -> Option<String> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => Some(other.to_string()),
+    }
+}
+
+/// Handles every admin request.
+pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    // Only the root key may use the admin API.
+    let root = gw.identities.root_access_key().to_string();
+    match requested_key(&parts) {
+        Some(k) if k == root => {}
+        Some(_) => {
+            return error(
+                StatusCode::FORBIDDEN,
+                "AccessDenied",
+                "the admin API needs the root credentials",
+            )
+        }
+        None => {
+            return error(
+                StatusCode::FORBIDDEN,
+                "AccessDenied",
+                "the admin API needs a signed request",
+            )
+        }
+    }
+    let Ok(Some((secret, _))) = gw.identities.lookup(&root).await else {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            "root key unavailable",
+        );
+    };
+    let auth = match authenticate(
+        &parts,
+        &Credentials::single(&root, &secret),
+        &gw.config.region,
+        time::OffsetDateTime::now_utc(),
+        None,
+    ) {
+        Ok(a) => a,
+        Err(e) => return s3_error(e),
+    };
+    let path = parts
+        .uri
+        .path()
+        .strip_prefix(PREFIX)
+        .unwrap_or("")
+        .trim_end_matches('/')
+        .to_string();
+    let segments: Vec<&str> = path.split('/').collect();
+    let len = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let idle = gw.config.body_idle_timeout;
+    let read = |body: Body| {
+        let payload = auth.payload.clone();
+        async move { read_small(body, payload, len, MAX_ADMIN_BODY, idle).await }
+    };
+    match (&parts.method, segments.as_slice()) {
+        (&Method::GET, ["users"]) => match gw.identities.list_users().await {
+            Ok(users) => reply(StatusCode::OK, json!({ "users": users })),
+            Err(e) => iam_error(e),
+        },
+        (&Method::POST, ["users"]) => {
+            let bytes = match read(body).await {
+                Ok(b) => b,
+                Err(e) => return s3_error(e),
+            };
+            let Ok(new) = serde_json::from_slice::<NewUser>(&bytes) else {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "InvalidArgument",
+                    "expected {\"name\": ..., \"policy\": ...}",
+                );
+            };
+            match gw
+                .identities
+                .create_user(&new.name, policy_text(new.policy))
+                .await
+            {
+                Ok((access_key, secret_key)) => reply(
+                    StatusCode::CREATED,
+                    json!({"name": new.name, "accessKey": access_key, "secretKey": secret_key}),
+                ),
+                Err(e) => iam_error(e),
+            }
+        }
+        (&Method::DELETE, ["users", key]) => match gw.identities.delete_user(key).await {
+            Ok(()) => reply(StatusCode::OK, json!({"deleted": key})),
+            Err(e) => iam_error(e),
+        },
+        (&Method::PUT, ["users", key, "policy"]) => {
+            let bytes = match read(body).await {
+                Ok(b) => b,
+                Err(e) => return s3_error(e),
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            match gw.identities.set_policy(key, Some(text)).await {
+                Ok(()) => reply(StatusCode::OK, json!({"policy": "set"})),
+                Err(e) => iam_error(e),
+            }
+        }
+        (&Method::DELETE, ["users", key, "policy"]) => {
+            match gw.identities.set_policy(key, None).await {
+                Ok(()) => reply(StatusCode::OK, json!({"policy": "removed"})),
+                Err(e) => iam_error(e),
+            }
+        }
+        _ => error(
+            StatusCode::NOT_FOUND,
+            "NoSuchAdminOperation",
+            format!("no admin operation {} {}", parts.method, parts.uri.path()),
+        ),
+    }
+}

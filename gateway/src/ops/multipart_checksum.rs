@@ -1,0 +1,123 @@
+//! Checksums of multipart uploads: the algorithm and type chosen at
+//! CreateMultipartUpload, and the object checksum computed at completion —
+//! COMPOSITE (the algorithm over the part checksums, `-N`) or FULL_OBJECT
+//! (the part CRCs combined into the CRC of the whole object).
+//! (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html>)
+
+use placement::{ChecksumValue, PartRecord, UploadRecord};
+
+use crate::checksum::{self, ChecksumAlgorithm, COMPOSITE, FULL_OBJECT};
+use crate::error::{S3Error, S3Result};
+use crate::request::S3Request;
+use crate::xml::CompletedPart;
+
+/// The (algorithm, type) a CreateMultipartUpload asks for, validated.
+pub fn requested(req: &S3Request) -> S3Result<Option<(ChecksumAlgorithm, &'static str)>> {
+    let alg = match req.header("x-amz-checksum-algorithm") {
+        None => None,
+        Some(a) => Some(ChecksumAlgorithm::from_name(a).ok_or_else(|| {
+            S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported"))
+        })?),
+    };
+    let kind = req.header("x-amz-checksum-type");
+    match (alg, kind) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(S3Error::InvalidRequest(
+            "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.".into(),
+        )),
+        (Some(a), None) => Ok(Some((a, a.default_type()))),
+        (Some(a), Some(k)) => {
+            let k = [FULL_OBJECT, COMPOSITE]
+                .into_iter()
+                .find(|t| t.eq_ignore_ascii_case(k))
+                .ok_or_else(|| S3Error::InvalidRequest(format!("Checksum type {k} is not valid")))?;
+            if !a.allows_type(k) {
+                return Err(S3Error::InvalidRequest(format!(
+                    "The {k} checksum type cannot be used with the {} checksum algorithm.",
+                    a.name().to_lowercase()
+                )));
+            }
+            Ok(Some((a, k)))
+        }
+    }
+}
+
+/// The completed object's checksum. Parts listed with a checksum must
+/// match the stored one. Without an algorithm chosen at creation the object
+/// gets a CRC64NVME FULL_OBJECT checksum (S3's default) when every part
+/// carries one.
+pub fn complete(
+    req: &S3Request,
+    upload: &UploadRecord,
+    wanted: &[CompletedPart],
+    chosen: &[PartRecord],
+) -> S3Result<Option<ChecksumValue>> {
+    for (w, p) in wanted.iter().zip(chosen) {
+        if let Some((alg, value)) = w.checksum().given() {
+            let stored = p.part.checksum.as_ref();
+            if stored.is_none_or(|c| c.algorithm != alg || c.value != value) {
+                return Err(S3Error::InvalidPart(format!(
+                    "The {alg} checksum of part {} does not match the part's checksum.",
+                    w.part_number
+                )));
+            }
+        }
+    }
+    let (alg, kind) = match (&upload.checksum_algorithm, &upload.checksum_type) {
+        (Some(a), Some(k)) => (
+            ChecksumAlgorithm::from_name(a)
+                .ok_or_else(|| S3Error::Internal(format!("stored algorithm {a}")))?,
+            if k == COMPOSITE {
+                COMPOSITE
+            } else {
+                FULL_OBJECT
+            },
+        ),
+        _ => (ChecksumAlgorithm::Crc64Nvme, FULL_OBJECT),
+    };
+    let mut raw = Vec::with_capacity(chosen.len());
+    for p in chosen {
+        match p
+            .part
+            .checksum
+            .as_ref()
+            .filter(|c| c.algorithm == alg.name())
+        {
+            Some(c) => raw.push((
+                alg.decode_value(&c.value)
+                    .ok_or_else(|| S3Error::Internal("stored part checksum is malformed".into()))?,
+                p.part.size,
+            )),
+            None if upload.checksum_algorithm.is_none() => return Ok(None),
+            None => {
+                return Err(S3Error::InvalidPart(format!(
+                    "Part {} has no {} checksum.",
+                    p.part.number,
+                    alg.name()
+                )))
+            }
+        }
+    }
+    let value = if kind == FULL_OBJECT {
+        let full = checksum::combine_parts(alg, &raw).ok_or_else(|| {
+            S3Error::Internal("full-object checksum of a non-CRC algorithm".into())
+        })?;
+        if let Some(given) = req.header(alg.header()) {
+            if alg.decode_value(given).as_deref() != Some(full.as_slice()) {
+                return Err(S3Error::BadDigest(format!(
+                    "The {} you specified did not match the calculated checksum.",
+                    alg.name()
+                )));
+            }
+        }
+        checksum::encode(&full)
+    } else {
+        let digests: Vec<Vec<u8>> = raw.into_iter().map(|(d, _)| d).collect();
+        checksum::composite(alg, &digests)
+    };
+    Ok(Some(ChecksumValue {
+        algorithm: alg.name().to_string(),
+        value,
+        kind: kind.to_string(),
+    }))
+}

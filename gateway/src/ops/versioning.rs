@@ -1,0 +1,210 @@
+//! Bucket versioning: Put/GetBucketVersioning and ListObjectVersions.
+//! (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/Versioning.html>)
+
+use axum::body::Body;
+use http::{Response, StatusCode};
+use placement::{ListStart, ObjectRecord, Versioning};
+
+use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
+use super::{empty, named, xml};
+use crate::body::read_small;
+use crate::error::{S3Error, S3Result};
+use crate::headers::{iso8601, quoted, STANDARD};
+use crate::request::S3Request;
+use crate::xml::{
+    from_xml, to_xml, DeleteMarkerEntry, ListVersionsResult, VersionEntry, VersionItem,
+    VersioningStatus, NS,
+};
+use crate::{versions, Gateway};
+
+/// Largest VersioningConfiguration document accepted.
+const MAX_CONFIG_BYTES: u64 = 64 << 10;
+
+/// GetBucketVersioning: no Status until versioning was first enabled.
+pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    let b = gw
+        .store
+        .bucket(req.bucket())
+        .await
+        .map_err(|e| named(e, req.bucket(), None))?;
+    let status = match b.versioning {
+        Versioning::Unversioned => None,
+        Versioning::Enabled => Some("Enabled".to_string()),
+        Versioning::Suspended => Some("Suspended".to_string()),
+    };
+    let doc = VersioningStatus {
+        xmlns: NS,
+        status,
+        mfa_delete: None,
+    };
+    Ok(xml(StatusCode::OK, to_xml("VersioningConfiguration", &doc)))
+}
+
+/// PutBucketVersioning: Enabled or Suspended (MFA delete is not supported).
+pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    let len = req.payload_length()?;
+    let doc = read_small(
+        body,
+        req.auth.payload.clone(),
+        len,
+        MAX_CONFIG_BYTES,
+        gw.config.body_idle_timeout,
+    )
+    .await?;
+    let cfg: VersioningStatus = from_xml(&doc)?;
+    if cfg.mfa_delete.as_deref() == Some("Enabled") {
+        return Err(S3Error::NotImplemented(
+            "MFA delete is not supported".into(),
+        ));
+    }
+    let state = match cfg.status.as_deref() {
+        Some("Enabled") => Versioning::Enabled,
+        Some("Suspended") => Versioning::Suspended,
+        _ => {
+            return Err(S3Error::MalformedXml(
+                "The XML you provided was not well-formed or did not validate against our published schema (Status must be Enabled or Suspended)".into(),
+            ))
+        }
+    };
+    gw.store
+        .update_bucket(req.bucket(), |b| {
+            b.versioning = state;
+            Ok(())
+        })
+        .await
+        .map_err(|e| named(e, req.bucket(), None))?;
+    Ok(empty(StatusCode::OK))
+}
+
+fn item(gw: &Gateway, key: &str, v: &ObjectRecord, is_latest: bool, url: bool) -> VersionItem {
+    let (key, version_id, last_modified) = (enc(key, url), versions::of(v), iso8601(v.mtime_ns));
+    if v.delete_marker {
+        VersionItem::DeleteMarker(DeleteMarkerEntry {
+            key,
+            version_id,
+            is_latest,
+            last_modified,
+            owner: gw.owner.clone(),
+        })
+    } else {
+        VersionItem::Version(VersionEntry {
+            key,
+            version_id,
+            is_latest,
+            last_modified,
+            etag: quoted(&v.meta.etag),
+            size: v.size,
+            owner: gw.owner.clone(),
+            storage_class: v
+                .meta
+                .storage_class
+                .clone()
+                .unwrap_or_else(|| STANDARD.into()),
+        })
+    }
+}
+
+/// ListObjectVersions: every version and delete marker, keys in order and
+/// each key's versions newest first, with key/version-id markers.
+pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    let url = encoding_url(req)?;
+    let prefix = req.q("prefix").unwrap_or("").to_string();
+    let delimiter = req
+        .q("delimiter")
+        .filter(|d| !d.is_empty())
+        .map(str::to_string);
+    let max = max_keys(req)?;
+    let key_marker = req.q("key-marker").unwrap_or("").to_string();
+    let version_marker = req.q("version-id-marker").unwrap_or("").to_string();
+    if !version_marker.is_empty() {
+        if key_marker.is_empty() {
+            return Err(S3Error::InvalidArgument(
+                "A version-id marker cannot be specified without a key marker.".into(),
+                Some(("version-id-marker".into(), version_marker)),
+            ));
+        }
+        versions::parse(&version_marker)?;
+    }
+    let mut cursor = match (key_marker.is_empty(), version_marker.is_empty()) {
+        (true, _) => ListStart::Beginning,
+        (false, true) => ListStart::After(key_marker.clone().into_bytes()),
+        (false, false) => ListStart::At(key_marker.clone().into_bytes()),
+    };
+    let mut items = Vec::new();
+    let mut prefixes: Vec<String> = Vec::new();
+    let mut truncated = false;
+    let mut last: Option<(String, Option<String>)> = None;
+    let mut count = 0;
+    'pages: while max > 0 {
+        let page = gw
+            .store
+            .list_versions(
+                req.bucket(),
+                &prefix,
+                cursor.clone(),
+                (max - count + 1).clamp(1, 1000),
+            )
+            .await
+            .map_err(|e| named(e, req.bucket(), None))?;
+        let mut reseek = None;
+        for (key, versions_of_key) in &page.entries {
+            if let Some(d) = delimiter.as_deref() {
+                if let Some(i) = key[prefix.len()..].find(d) {
+                    let cp = key[..prefix.len() + i + d.len()].to_string();
+                    if cp.as_str() > key_marker.as_str() && prefixes.last() != Some(&cp) {
+                        if count == max {
+                            truncated = true;
+                            break 'pages;
+                        }
+                        last = Some((cp.clone(), None));
+                        prefixes.push(cp.clone());
+                        count += 1;
+                    }
+                    reseek = Some(successor(&cp));
+                    break;
+                }
+            }
+            // Resuming inside the marker key: skip versions up to the marker.
+            let mut skip = *key == key_marker && !version_marker.is_empty();
+            for (i, v) in versions_of_key.iter().enumerate() {
+                if skip {
+                    skip = versions::of(v) != version_marker;
+                    continue;
+                }
+                if count == max {
+                    truncated = true;
+                    break 'pages;
+                }
+                items.push(item(gw, key, v, i == 0, url));
+                last = Some((key.clone(), Some(versions::of(v))));
+                count += 1;
+            }
+        }
+        match (reseek, page.next) {
+            (Some(Some(s)), _) => cursor = ListStart::At(s),
+            (Some(None), _) => break,
+            (None, Some(n)) => cursor = ListStart::After(n.into_bytes()),
+            (None, None) => break,
+        }
+    }
+    let doc = ListVersionsResult {
+        xmlns: NS,
+        name: req.bucket().into(),
+        prefix: enc(&prefix, url),
+        key_marker: enc(&key_marker, url),
+        version_id_marker: version_marker,
+        next_key_marker: truncated
+            .then(|| last.as_ref().map(|(k, _)| enc(k, url)))
+            .flatten(),
+        next_version_id_marker: truncated
+            .then(|| last.as_ref().and_then(|(_, v)| v.clone()))
+            .flatten(),
+        max_keys: max,
+        delimiter: delimiter.as_deref().map(|d| enc(d, url)),
+        is_truncated: truncated,
+        encoding_type: url.then(|| "url".to_string()),
+        items,
+        common_prefixes: common_prefixes(&prefixes, url),
+    };
+    Ok(xml(StatusCode::OK, to_xml("ListVersionsResult", &doc)))
+}

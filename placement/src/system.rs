@@ -1,0 +1,102 @@
+//! Cluster-wide state as small documents in the reserved system namespace
+//! (buckets, users): erasure-set records with their value inline, read and
+//! written with the same quorums as objects.
+
+use crate::error::Error;
+use crate::layout::ErasureLayout;
+use crate::record::{ObjectMeta, ObjectRecord};
+use crate::store::{Store, SYSTEM_NS};
+
+impl Store {
+    /// Reads a document; `None` when absent. Queues a repair when some
+    /// disk lacks it.
+    pub async fn get_system_doc(&self, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        let state = self.set.resolve_key(SYSTEM_NS, path).await?;
+        let Some(v) = state.latest().filter(|v| !v.object.delete_marker) else {
+            return Ok(None);
+        };
+        if (0..self.set.width()).any(|s| state.responded[s] && !v.holders[s]) {
+            self.set.repair.request(SYSTEM_NS, path, Vec::new());
+        }
+        v.object
+            .inline
+            .clone()
+            .map(Some)
+            .ok_or_else(|| Error::Corrupt(format!("system document {path} has no value")))
+    }
+
+    /// Replaces a document with `change(current)`: `Some` writes, `None`
+    /// deletes. Changes of one path are serialised.
+    pub async fn update_system_doc(
+        &self,
+        path: &str,
+        change: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, Error>,
+    ) -> Result<(), Error> {
+        let _guard = self.set.locks.lock(SYSTEM_NS, path).await;
+        let current = self.get_system_doc(path).await?;
+        match change(current)? {
+            Some(value) => self.write_system_doc(path, value).await,
+            None => self.remove_system_doc(path).await,
+        }
+    }
+
+    /// Every document whose path starts with `prefix`, in path order.
+    pub async fn list_system_docs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let mut out = Vec::new();
+        let mut start = disk_engine::ListStart::Beginning;
+        loop {
+            let page = self
+                .set
+                .list_resolved(SYSTEM_NS, prefix.as_bytes(), start, 1000)
+                .await?;
+            for (path, versions) in page.keys {
+                if let Some(v) = versions
+                    .into_iter()
+                    .next()
+                    .filter(|v| !v.object.delete_marker)
+                {
+                    if let Some(value) = v.object.inline {
+                        out.push((path, value));
+                    }
+                }
+            }
+            match page.next {
+                Some(k) => start = disk_engine::ListStart::After(k),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Writes a document; the caller holds the path's lock.
+    pub(crate) async fn write_system_doc(&self, path: &str, value: Vec<u8>) -> Result<(), Error> {
+        let obj = ObjectRecord {
+            version_id: None,
+            mtime_ns: 0,
+            delete_marker: false,
+            size: 0,
+            layout: ErasureLayout {
+                data: self.set.data as u8,
+                parity: self.set.parity as u8,
+                block_size: self.set.block_size,
+                rotation: 0,
+            },
+            parts: Vec::new(),
+            multipart: false,
+            meta: ObjectMeta::default(),
+            inline: Some(value),
+            tags: Vec::new(),
+        };
+        let all = vec![true; self.set.width()];
+        self.set
+            .commit_record(SYSTEM_NS, path, obj, &all, false)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes a document; the caller holds the path's lock.
+    pub(crate) async fn remove_system_doc(&self, path: &str) -> Result<(), Error> {
+        self.set
+            .delete_version(SYSTEM_NS, path, disk_engine::VersionId::NULL)
+            .await
+    }
+}
