@@ -2,8 +2,10 @@
 //!
 //! `granary server DIR...` runs everything in one process over local
 //! directories (one directory: no parity; two or three: mirroring; four to
-//! sixteen: Reed–Solomon erasure coding).
+//! sixteen: Reed–Solomon erasure coding). `granary admin ...` manages the
+//! users of a running server.
 
+mod admin;
 mod credentials;
 mod server;
 
@@ -21,9 +23,11 @@ struct Cli {
 enum Command {
     /// Run the whole store in one process over local directories.
     Server(server::ServerArgs),
+    /// Administer a running server (users and their access keys).
+    Admin(admin::AdminArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -33,7 +37,12 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match cli.command {
+    let result = match cli.command {
         Command::Server(args) => server::run(args),
+        Command::Admin(args) => admin::run(args),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
     }
 }

@@ -346,6 +346,9 @@ impl Policy {
                 "Resource",
             )?;
             for r in &resources {
+                if r == "*" && bucket.is_none() {
+                    continue; // an identity policy may name every resource
+                }
                 let rest = r
                     .strip_prefix("arn:aws:s3:::")
                     .ok_or_else(|| format!("Policy has invalid resource: {r}"))?;

@@ -42,7 +42,8 @@ struct GetObjectAttributesResponse {
 
 #[derive(Serialize)]
 struct ObjectParts {
-    #[serde(rename = "TotalPartsCount")]
+    // TotalPartsCount in the API model; PartsCount on the wire.
+    #[serde(rename = "PartsCount")]
     total_parts_count: usize,
     #[serde(rename = "PartNumberMarker")]
     part_number_marker: u32,
@@ -80,10 +81,14 @@ fn number(req: &S3Request, name: &str, default: usize) -> S3Result<usize> {
 
 /// GetObjectAttributes.
 pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    // Clients send the list comma-separated, in one header or several.
     let wanted: Vec<&str> = req
-        .header("x-amz-object-attributes")
-        .unwrap_or("")
-        .split(',')
+        .parts
+        .headers
+        .get_all("x-amz-object-attributes")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
         .map(str::trim)
         .filter(|a| !a.is_empty())
         .collect();
@@ -144,7 +149,7 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
         }),
         object_size: has("ObjectSize").then_some(obj.size),
     };
-    let mut resp = xml(StatusCode::OK, to_xml("GetObjectAttributesResponse", &doc));
+    let mut resp = xml(StatusCode::OK, to_xml("GetObjectAttributesOutput", &doc));
     let h = resp.headers_mut();
     h.insert(
         "last-modified",

@@ -89,6 +89,12 @@ pub async fn copy_source_object(
     req: &S3Request,
 ) -> S3Result<(CopySource, ObjectRecord)> {
     let src = copy_source(req.header("x-amz-copy-source").unwrap_or(""))?;
+    let action = if src.version.is_some() {
+        "s3:GetObjectVersion"
+    } else {
+        "s3:GetObject"
+    };
+    super::check(gw, req, action, &src.bucket, Some(&src.key)).await?;
     let obj = gw
         .store
         .get_version(&src.bucket, &src.key, src.version)
@@ -187,6 +193,11 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         ));
     }
     let (source, src) = copy_source_object(gw, req).await?;
+    if src.size > MAX_PUT_BYTES {
+        return Err(S3Error::InvalidRequest(format!(
+            "The specified copy source is larger than the maximum allowable size for a copy source: {MAX_PUT_BYTES}"
+        )));
+    }
     if source.bucket == req.bucket()
         && source.key == req.key()
         && source.version.is_none()

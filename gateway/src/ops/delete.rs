@@ -100,7 +100,16 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
                 continue;
             }
         };
-        let outcome = match validate_key(&obj.key) {
+        let action = if asked.is_some() {
+            "s3:DeleteObjectVersion"
+        } else {
+            "s3:DeleteObject"
+        };
+        let allowed = match validate_key(&obj.key) {
+            Err(e) => Err(e),
+            Ok(()) => super::check(gw, req, action, req.bucket(), Some(&obj.key)).await,
+        };
+        let outcome = match allowed {
             Err(e) => Err(e),
             Ok(()) => gw
                 .store

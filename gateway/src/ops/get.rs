@@ -120,11 +120,22 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
     let checksum_mode = req
         .header("x-amz-checksum-mode")
         .is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"));
-    object_headers(
-        headers,
-        &obj,
-        checksum_mode && range.start == 0 && range.end == obj.size && part.is_none(),
-    );
+    let whole = range.start == 0 && range.end == obj.size && !(part.is_some() && obj.multipart);
+    object_headers(headers, &obj, checksum_mode && whole);
+    if let (true, Some(n), true) = (checksum_mode, part, obj.multipart) {
+        // A part of a multipart object: that part's own checksum.
+        if let Some(c) = obj
+            .parts
+            .get(n as usize - 1)
+            .and_then(|p| p.checksum.as_ref())
+        {
+            if let Some(alg) = crate::checksum::ChecksumAlgorithm::from_name(&c.algorithm) {
+                if let Ok(v) = c.value.parse() {
+                    headers.insert(alg.header(), v);
+                }
+            }
+        }
+    }
     apply_overrides(headers, &req.query);
     headers.insert(
         http::header::CONTENT_LENGTH,

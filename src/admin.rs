@@ -1,0 +1,273 @@
+//! `granary admin ...`: a client of the server's admin API
+//! (`/granary/admin/v1/`), signing each request with the root key.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use anyhow::{bail, Context};
+use aws_sigv4::http_request::{
+    sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
+};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+use crate::credentials::CREDENTIALS_FILE;
+
+/// Options of `granary admin`.
+#[derive(Args, Debug)]
+pub struct AdminArgs {
+    /// URL of the server.
+    #[arg(
+        long,
+        env = "GRANARY_ENDPOINT",
+        default_value = "http://127.0.0.1:9000"
+    )]
+    pub endpoint: String,
+    /// Region the server answers for.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+    /// PEM certificate to trust (for a server with a self-signed certificate).
+    #[arg(long)]
+    pub ca_bundle: Option<PathBuf>,
+    /// The server's first data directory, where the generated root key is
+    /// kept (used when GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD and
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY are unset).
+    #[arg(long, default_value = "./data")]
+    pub data_dir: PathBuf,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// What to administer.
+#[derive(Subcommand, Debug)]
+pub enum AdminCommand {
+    /// Users and their access keys.
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+/// User management.
+#[derive(Subcommand, Debug)]
+pub enum UserCommand {
+    /// Create a user with a new access key; prints the secret (shown once).
+    Add {
+        /// User name (what policies name: arn:aws:iam:::user/NAME).
+        name: String,
+        /// File holding the user's IAM policy document (JSON).
+        #[arg(long)]
+        policy: Option<PathBuf>,
+    },
+    /// List users (never their secrets).
+    List,
+    /// Delete a user; their key stops working.
+    Remove {
+        /// The user's access key id.
+        access_key: String,
+    },
+    /// Set (or with --clear remove) a user's IAM policy.
+    SetPolicy {
+        /// The user's access key id.
+        access_key: String,
+        /// File holding the policy document (JSON); `-` reads stdin.
+        #[arg(required_unless_present = "clear")]
+        file: Option<PathBuf>,
+        /// Remove the user's policy.
+        #[arg(long, conflicts_with = "file")]
+        clear: bool,
+    },
+}
+
+/// Runs an admin command.
+pub fn run(args: AdminArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(execute(args))
+}
+
+fn read_policy(path: &PathBuf) -> anyhow::Result<Value> {
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+    };
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+}
+
+async fn execute(args: AdminArgs) -> anyhow::Result<()> {
+    let client = Client::new(&args)?;
+    match &args.command {
+        AdminCommand::User(UserCommand::Add { name, policy }) => {
+            let mut body = json!({ "name": name });
+            if let Some(p) = policy {
+                body["policy"] = read_policy(p)?;
+            }
+            let v = client.call("POST", "users", Some(body)).await?;
+            println!("User {} created.", v["name"].as_str().unwrap_or(name));
+            println!(
+                "  AWS_ACCESS_KEY_ID={}",
+                v["accessKey"].as_str().unwrap_or("")
+            );
+            println!(
+                "  AWS_SECRET_ACCESS_KEY={}",
+                v["secretKey"].as_str().unwrap_or("")
+            );
+            println!("The secret is shown only this once.");
+        }
+        AdminCommand::User(UserCommand::List) => {
+            let v = client.call("GET", "users", None).await?;
+            println!("{:<22} {:<24} POLICY", "ACCESS KEY", "NAME");
+            for u in v["users"].as_array().into_iter().flatten() {
+                println!(
+                    "{:<22} {:<24} {}",
+                    u["accessKey"].as_str().unwrap_or(""),
+                    u["name"].as_str().unwrap_or(""),
+                    if u["policy"].is_null() { "-" } else { "yes" }
+                );
+            }
+        }
+        AdminCommand::User(UserCommand::Remove { access_key }) => {
+            client
+                .call("DELETE", &format!("users/{access_key}"), None)
+                .await?;
+            println!("User with access key {access_key} deleted.");
+        }
+        AdminCommand::User(UserCommand::SetPolicy {
+            access_key,
+            file,
+            clear,
+        }) => {
+            let path = format!("users/{access_key}/policy");
+            match (file, clear) {
+                (_, true) => {
+                    client.call("DELETE", &path, None).await?;
+                    println!("Policy of {access_key} removed.");
+                }
+                (Some(f), false) => {
+                    client.call("PUT", &path, Some(read_policy(f)?)).await?;
+                    println!("Policy of {access_key} set.");
+                }
+                (None, false) => bail!("give a policy file or --clear"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The root key to sign with: from the environment, else the server's
+/// credentials file.
+fn root_key(data_dir: &std::path::Path) -> anyhow::Result<(String, String)> {
+    for (u, p) in [
+        ("GRANARY_ROOT_USER", "GRANARY_ROOT_PASSWORD"),
+        ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+    ] {
+        if let (Ok(u), Ok(p)) = (std::env::var(u), std::env::var(p)) {
+            if !u.is_empty() && !p.is_empty() {
+                return Ok((u, p));
+            }
+        }
+    }
+    let path = data_dir.join(CREDENTIALS_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "no root key: set GRANARY_ROOT_USER/GRANARY_ROOT_PASSWORD or pass --data-dir (cannot read {})",
+            path.display()
+        )
+    })?;
+    let mut lines = text.lines();
+    match (lines.next(), lines.next()) {
+        (Some(u), Some(p)) => Ok((u.trim().to_string(), p.trim().to_string())),
+        _ => bail!("{} is malformed", path.display()),
+    }
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    region: String,
+    key: (String, String),
+}
+
+impl Client {
+    fn new(args: &AdminArgs) -> anyhow::Result<Client> {
+        let mut builder = reqwest::Client::builder();
+        if let Some(ca) = &args.ca_bundle {
+            let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        Ok(Client {
+            http: builder.build()?,
+            base: format!("{}/granary/admin/v1/", args.endpoint.trim_end_matches('/')),
+            region: args.region.clone(),
+            key: root_key(&args.data_dir)?,
+        })
+    }
+
+    /// Sends a signed request; returns the JSON answer or the server's error.
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        let url = format!("{}{path}", self.base);
+        let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+        let host = reqwest::Url::parse(&url)?
+            .host_str()
+            .context("endpoint has no host")?
+            .to_string();
+        let host = match reqwest::Url::parse(&url)?.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host,
+        };
+        let identity = aws_credential_types::Credentials::new(
+            &self.key.0,
+            &self.key.1,
+            None,
+            None,
+            "granary-admin",
+        )
+        .into();
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        let params = aws_sigv4::sign::v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("s3")
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()?
+            .into();
+        let headers = [
+            ("host", host.as_str()),
+            ("content-type", "application/json"),
+        ];
+        let signable = SignableRequest::new(
+            method,
+            &url,
+            headers.iter().copied(),
+            SignableBody::Bytes(&body),
+        )?;
+        let (instructions, _) = sign(signable, &params)?.into_parts();
+        let mut req = http::Request::builder().method(method).uri(&url);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        let mut req = req.body(body)?;
+        instructions.apply_to_request_http1x(&mut req);
+        let resp = self
+            .http
+            .execute(reqwest::Request::try_from(req)?)
+            .await
+            .with_context(|| format!("cannot reach {url}"))?;
+        let status = resp.status();
+        let text = resp.text().await?;
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if !status.is_success() {
+            bail!(
+                "{} {}: {}",
+                status.as_u16(),
+                v["code"].as_str().unwrap_or(""),
+                v["message"].as_str().unwrap_or(&v.to_string())
+            );
+        }
+        Ok(v)
+    }
+}
