@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod access;
 mod auth;
 mod bad_input;
 mod buckets;
