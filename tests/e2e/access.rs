@@ -70,16 +70,29 @@ async fn users_bucket_policies_and_anonymous_access() {
     let listed = admin(&s, &["user", "list"]).unwrap();
     assert!(listed.contains("alice") && listed.contains(&ak));
     assert!(!listed.contains(&sk), "secrets are never listed");
-    assert!(admin(&s, &["user", "add", "alice"]).unwrap_err().contains("UserExists"));
+    assert!(admin(&s, &["user", "add", "alice"])
+        .unwrap_err()
+        .contains("UserExists"));
     assert!(admin(&s, &["user", "add", "bad name!"]).is_err());
 
     // A user without any policy may do nothing.
     let e = alice.list_buckets().send().await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (403, "AccessDenied"));
-    let e = alice.get_object().bucket("data").key("public/a").send().await.unwrap_err();
+    let e = alice
+        .get_object()
+        .bucket("data")
+        .key("public/a")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
     // Nor may a user administer users or bucket policies.
-    let e = alice.get_bucket_policy().bucket("data").send().await.unwrap_err();
+    let e = alice
+        .get_bucket_policy()
+        .bucket("data")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
     let out = Command::new(env!("CARGO_BIN_EXE_granary"))
         .args(["admin", "--endpoint", &s.endpoint, "user", "list"])
@@ -103,21 +116,59 @@ async fn users_bucket_policies_and_anonymous_access() {
         {{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::data/secret/*"}}
         ]}}"#
     );
-    root.put_bucket_policy().bucket("data").policy(&policy).send().await.unwrap();
-    let got = root.get_bucket_policy().bucket("data").send().await.unwrap();
+    root.put_bucket_policy()
+        .bucket("data")
+        .policy(&policy)
+        .send()
+        .await
+        .unwrap();
+    let got = root
+        .get_bucket_policy()
+        .bucket("data")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(got.policy(), Some(policy.as_str()));
 
     assert_eq!(get_bytes(&alice, "data", "public/a").await, b"public/a");
     assert_eq!(get_bytes(&alice, "data", "other").await, b"other");
-    let e = alice.get_object().bucket("data").key("secret/s").send().await.unwrap_err();
+    let e = alice
+        .get_object()
+        .bucket("data")
+        .key("secret/s")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
-    let e = root.get_object().bucket("data").key("secret/s").send().await;
+    let e = root
+        .get_object()
+        .bucket("data")
+        .key("secret/s")
+        .send()
+        .await;
     assert!(e.is_ok(), "the root key is not subject to policies");
-    let l = alice.list_objects_v2().bucket("data").prefix("public/").send().await.unwrap();
+    let l = alice
+        .list_objects_v2()
+        .bucket("data")
+        .prefix("public/")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(l.key_count(), Some(2));
-    let e = alice.list_objects_v2().bucket("data").send().await.unwrap_err();
+    let e = alice
+        .list_objects_v2()
+        .bucket("data")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
-    let e = alice.get_object().bucket("private").key("x").send().await.unwrap_err();
+    let e = alice
+        .get_object()
+        .bucket("private")
+        .key("x")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
     // Writes: allowed under public/, refused elsewhere with nothing changed.
     put_bytes(&alice, "data", "public/new", b"new".to_vec()).await;
@@ -178,7 +229,12 @@ async fn users_bucket_policies_and_anonymous_access() {
         r#"{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::data/public/*"},
         {"Effect":"Deny""#,
     );
-    root.put_bucket_policy().bucket("data").policy(&anon_policy).send().await.unwrap();
+    root.put_bucket_policy()
+        .bucket("data")
+        .policy(&anon_policy)
+        .send()
+        .await
+        .unwrap();
     let r = unsigned("GET", url("public/a"), b"").await;
     assert_eq!((r.status, r.body.as_slice()), (200, b"public/a".as_slice()));
     let r = unsigned("GET", url("other"), b"").await;
@@ -196,13 +252,37 @@ async fn users_bucket_policies_and_anonymous_access() {
         r#"{"Statement":[{"Effect":"Maybe","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::data/*"}]}"#,
         r#"{"Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::data/*"}]}"#,
     ] {
-        let e = root.put_bucket_policy().bucket("data").policy(bad).send().await.unwrap_err();
-        assert_eq!((status(&e), code(&e).as_str()), (400, "MalformedPolicy"), "{bad}");
+        let e = root
+            .put_bucket_policy()
+            .bucket("data")
+            .policy(bad)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (status(&e), code(&e).as_str()),
+            (400, "MalformedPolicy"),
+            "{bad}"
+        );
     }
-    let got = root.get_bucket_policy().bucket("data").send().await.unwrap();
+    let got = root
+        .get_bucket_policy()
+        .bucket("data")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(got.policy(), Some(anon_policy.as_str()));
-    root.delete_bucket_policy().bucket("data").send().await.unwrap();
-    let e = root.get_bucket_policy().bucket("data").send().await.unwrap_err();
+    root.delete_bucket_policy()
+        .bucket("data")
+        .send()
+        .await
+        .unwrap();
+    let e = root
+        .get_bucket_policy()
+        .bucket("data")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchBucketPolicy"));
     let r = unsigned("GET", url("public/a"), b"").await;
     assert_eq!(r.code(), "AccessDenied");
@@ -227,7 +307,13 @@ async fn user_policies_source_ip_and_key_removal() {
     put_bytes(&bob, "bobs", "k", b"mine".to_vec()).await;
     assert_eq!(get_bytes(&bob, "bobs", "k").await, b"mine");
     assert_eq!(bob.list_buckets().send().await.unwrap().buckets().len(), 2);
-    let e = bob.get_object().bucket("shared").key("k").send().await.unwrap_err();
+    let e = bob
+        .get_object()
+        .bucket("shared")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
 
     // aws:SourceIp: a grant from an address range bob is not in does not
@@ -239,7 +325,12 @@ async fn user_policies_source_ip_and_key_removal() {
             "Condition":{{"IpAddress":{{"aws:SourceIp":"{cidr}"}}}}}}]}}"#
         )
     };
-    root.put_bucket_policy().bucket("shared").policy(grant("10.0.0.0/8")).send().await.unwrap();
+    root.put_bucket_policy()
+        .bucket("shared")
+        .policy(grant("10.0.0.0/8"))
+        .send()
+        .await
+        .unwrap();
     let e = bob
         .put_object()
         .bucket("shared")
@@ -249,7 +340,12 @@ async fn user_policies_source_ip_and_key_removal() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
-    root.put_bucket_policy().bucket("shared").policy(grant("127.0.0.0/8")).send().await.unwrap();
+    root.put_bucket_policy()
+        .bucket("shared")
+        .policy(grant("127.0.0.0/8"))
+        .send()
+        .await
+        .unwrap();
     put_bytes(&bob, "shared", "k", b"x".to_vec()).await;
 
     // An explicit Deny in the user's own policy wins over the bucket's Allow.
@@ -269,11 +365,26 @@ async fn user_policies_source_ip_and_key_removal() {
         .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
     // ...and it replaced the old policy: bobs/ is closed to him now.
-    let e = bob.get_object().bucket("bobs").key("k").send().await.unwrap_err();
+    let e = bob
+        .get_object()
+        .bucket("bobs")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
     admin(&s, &["user", "set-policy", &ak, "--clear"]).unwrap();
     put_bytes(&bob, "shared", "k2", b"y".to_vec()).await;
-    assert!(admin(&s, &["user", "set-policy", &ak, &write_policy(&s, "bad.json", "{}")]).is_err());
+    assert!(admin(
+        &s,
+        &[
+            "user",
+            "set-policy",
+            &ak,
+            &write_policy(&s, "bad.json", "{}")
+        ]
+    )
+    .is_err());
 
     // Secrets are stored sealed: the plain secret is in no file of the store.
     for f in files_under(&s.dirs[0]) {
@@ -285,7 +396,10 @@ async fn user_policies_source_ip_and_key_removal() {
         );
     }
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(s.dirs[0].join("master-key")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(s.dirs[0].join("master-key"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 
     // Users survive a restart (the master key is reused).
@@ -304,5 +418,7 @@ async fn user_policies_source_ip_and_key_removal() {
         .await
         .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (403, "InvalidAccessKeyId"));
-    assert!(admin(&s, &["user", "remove", &ak]).unwrap_err().contains("NoSuchUser"));
+    assert!(admin(&s, &["user", "remove", &ak])
+        .unwrap_err()
+        .contains("NoSuchUser"));
 }

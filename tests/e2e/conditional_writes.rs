@@ -75,7 +75,12 @@ async fn if_none_match_and_if_match_on_put() {
         .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchKey"));
     // After a delete, create-only works again.
-    c.delete_object().bucket("bkt").key("k").send().await.unwrap();
+    c.delete_object()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
     c.put_object()
         .bucket("bkt")
         .key("k")

@@ -27,7 +27,9 @@ fn pairs(tags: &[Tag]) -> Vec<(String, String)> {
 }
 
 fn owned(p: &[(&str, &str)]) -> Vec<(String, String)> {
-    p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    p.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[tokio::test]
@@ -44,7 +46,13 @@ async fn object_tags() {
         .send()
         .await
         .unwrap();
-    let t = c.get_object_tagging().bucket("bkt").key("k").send().await.unwrap();
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(
         pairs(t.tag_set()),
         owned(&[("project", "granary"), ("stage", "raw data"), ("empty", "")])
@@ -59,10 +67,27 @@ async fn object_tags() {
         .send()
         .await
         .unwrap();
-    let t = c.get_object_tagging().bucket("bkt").key("k").send().await.unwrap();
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(pairs(t.tag_set()), owned(&[("a", "1")]));
-    c.delete_object_tagging().bucket("bkt").key("k").send().await.unwrap();
-    let t = c.get_object_tagging().bucket("bkt").key("k").send().await.unwrap();
+    c.delete_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
     assert!(t.tag_set().is_empty());
     let g = c.get_object().bucket("bkt").key("k").send().await.unwrap();
     assert_eq!(g.tag_count(), None);
@@ -106,7 +131,11 @@ async fn object_tags() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "InvalidTag");
-    assert_eq!(get_bytes(&c, "bkt", "k").await, b"x", "refused PUT changed nothing");
+    assert_eq!(
+        get_bytes(&c, "bkt", "k").await,
+        b"x",
+        "refused PUT changed nothing"
+    );
     let e = c
         .put_object_tagging()
         .bucket("bkt")
@@ -142,13 +171,24 @@ async fn object_tags() {
         .upload_id(up.upload_id().unwrap())
         .multipart_upload(
             CompletedMultipartUpload::builder()
-                .parts(CompletedPart::builder().part_number(1).e_tag(p.e_tag().unwrap()).build())
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(p.e_tag().unwrap())
+                        .build(),
+                )
                 .build(),
         )
         .send()
         .await
         .unwrap();
-    let t = c.get_object_tagging().bucket("bkt").key("mp").send().await.unwrap();
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("mp")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(pairs(t.tag_set()), owned(&[("from", "create")]));
 
     // Copies keep the source's tags, or take new ones with REPLACE.
@@ -159,7 +199,13 @@ async fn object_tags() {
         .send()
         .await
         .unwrap();
-    let t = c.get_object_tagging().bucket("bkt").key("copy").send().await.unwrap();
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("copy")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(pairs(t.tag_set()), owned(&[("from", "create")]));
     c.copy_object()
         .bucket("bkt")
@@ -170,7 +216,13 @@ async fn object_tags() {
         .send()
         .await
         .unwrap();
-    let t = c.get_object_tagging().bucket("bkt").key("copy2").send().await.unwrap();
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("copy2")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(pairs(t.tag_set()), owned(&[("new", "tag")]));
 }
 
@@ -189,8 +241,14 @@ async fn tags_of_versions() {
         .send()
         .await
         .unwrap();
-    let v1 = put_bytes(&c, "bkt", "k", b"1".to_vec()).await.version_id.unwrap();
-    let v2 = put_bytes(&c, "bkt", "k", b"2".to_vec()).await.version_id.unwrap();
+    let v1 = put_bytes(&c, "bkt", "k", b"1".to_vec())
+        .await
+        .version_id
+        .unwrap();
+    let v2 = put_bytes(&c, "bkt", "k", b"2".to_vec())
+        .await
+        .version_id
+        .unwrap();
     let r = c
         .put_object_tagging()
         .bucket("bkt")
@@ -210,11 +268,24 @@ async fn tags_of_versions() {
         .await
         .unwrap();
     assert_eq!(pairs(t.tag_set()), owned(&[("old", "yes")]));
-    let t = c.get_object_tagging().bucket("bkt").key("k").send().await.unwrap();
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
     assert!(t.tag_set().is_empty());
     assert_eq!(t.version_id(), Some(v2.as_str()));
     // Tagging rewrites metadata only: the data and the version stay.
-    let g = c.get_object().bucket("bkt").key("k").version_id(&v1).send().await.unwrap();
+    let g = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .version_id(&v1)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(g.tag_count(), Some(1));
     assert_eq!(g.body.collect().await.unwrap().into_bytes().as_ref(), b"1");
     let l = c.list_object_versions().bucket("bkt").send().await.unwrap();
@@ -226,7 +297,12 @@ async fn bucket_tags() {
     let s = Server::start(1);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    let e = c.get_bucket_tagging().bucket("bkt").send().await.unwrap_err();
+    let e = c
+        .get_bucket_tagging()
+        .bucket("bkt")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchTagSet"));
     c.put_bucket_tagging()
         .bucket("bkt")
@@ -258,9 +334,23 @@ async fn bucket_tags() {
         .send()
         .await;
     assert_eq!(r.code(), "MalformedXML");
-    c.delete_bucket_tagging().bucket("bkt").send().await.unwrap();
-    let e = c.get_bucket_tagging().bucket("bkt").send().await.unwrap_err();
+    c.delete_bucket_tagging()
+        .bucket("bkt")
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .get_bucket_tagging()
+        .bucket("bkt")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchTagSet");
-    let e = c.get_bucket_tagging().bucket("nope").send().await.unwrap_err();
+    let e = c
+        .get_bucket_tagging()
+        .bucket("nope")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
 }

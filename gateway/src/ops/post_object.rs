@@ -381,7 +381,8 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
     // The answer the form asked for.
     let etag = quoted(&stored.meta.etag);
     let location = format!(
-        "http://{}/{}/{}",
+        "{}://{}/{}/{}",
+        if req.secure { "https" } else { "http" },
         req.header("host").unwrap_or("localhost"),
         req.bucket(),
         sigv4::uri_encode(key.as_bytes(), false)
@@ -419,8 +420,10 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
     };
     let h = resp.headers_mut();
     h.insert(http::header::ETAG, etag.parse().expect("ascii"));
-    if let Ok(v) = location.parse() {
-        h.insert(http::header::LOCATION, v);
+    if !h.contains_key(http::header::LOCATION) {
+        if let Ok(v) = location.parse() {
+            h.insert(http::header::LOCATION, v);
+        }
     }
     if stored.version_id.is_some() {
         h.insert(
