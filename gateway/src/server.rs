@@ -58,7 +58,12 @@ pub fn load_tls(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, St
         return Err(format!("{}: no certificate found", cert.display()));
     }
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-    let mut cfg = rustls::ServerConfig::builder()
+    // The provider is named: with both ring and aws-lc in one binary (the
+    // admin client brings ring), rustls will not pick one by itself.
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(|e| format!("TLS certificate and key do not fit: {e}"))?;

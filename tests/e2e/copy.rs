@@ -212,3 +212,105 @@ async fn upload_part_copy_with_ranges() {
     let want = [&src[..5_242_880], &src[6_000_000..]].concat();
     assert_eq!(get_bytes(&c, "bkt", "dst").await, want);
 }
+
+#[tokio::test]
+async fn copy_object_refuses_sources_over_5_gib() {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    const FIVE_GIB: u64 = 5 << 30;
+    let s = Server::start_with(1, &["--unsafe-no-fsync"]);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    // A 5 GiB + 1 byte object: one maximal part and a one-byte tail.
+    let up = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key("huge")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let mut parts = CompletedMultipartUpload::builder();
+    for (n, len) in [(1, FIVE_GIB), (2, 1)] {
+        let p = c
+            .upload_part()
+            .bucket("bkt")
+            .key("huge")
+            .upload_id(id)
+            .part_number(n)
+            .content_length(len as i64)
+            .body(generated_body(len, 5))
+            .send()
+            .await
+            .unwrap();
+        parts = parts.parts(
+            CompletedPart::builder()
+                .part_number(n)
+                .e_tag(p.e_tag().unwrap())
+                .build(),
+        );
+    }
+    c.complete_multipart_upload()
+        .bucket("bkt")
+        .key("huge")
+        .upload_id(id)
+        .multipart_upload(parts.build())
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .copy_object()
+        .bucket("bkt")
+        .key("copy")
+        .copy_source("bkt/huge")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidRequest"));
+    assert!(format!("{e:?}").contains("5368709120"));
+    // The way S3 asks for instead: UploadPartCopy of ranges.
+    let up = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key("tail")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let p = c
+        .upload_part_copy()
+        .bucket("bkt")
+        .key("tail")
+        .upload_id(id)
+        .part_number(1)
+        .copy_source("bkt/huge")
+        .copy_source_range(format!("bytes={}-{}", FIVE_GIB - 99, FIVE_GIB))
+        .send()
+        .await
+        .unwrap();
+    c.complete_multipart_upload()
+        .bucket("bkt")
+        .key("tail")
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(p.copy_part_result().unwrap().e_tag().unwrap())
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    // The last 99 bytes of part 1, then part 2's one byte.
+    let mut pattern = Pattern::new(5);
+    let mut chunk = vec![0u8; 1 << 20];
+    for _ in 0..FIVE_GIB >> 20 {
+        pattern.fill(&mut chunk);
+    }
+    let mut want = chunk[chunk.len() - 99..].to_vec();
+    want.extend(Pattern::bytes(5, 1));
+    assert_eq!(get_bytes(&c, "bkt", "tail").await, want);
+}

@@ -50,6 +50,15 @@ impl Server {
 
     /// Starts a server over the given directories inside `root`.
     pub fn start_in(root: tempfile::TempDir, dirs: Vec<PathBuf>, extra: &[&str]) -> Server {
+        Server::try_start_in(root, dirs, extra).expect("server starts")
+    }
+
+    /// Starts a server, or returns its error output when it will not start.
+    pub fn try_start_in(
+        root: tempfile::TempDir,
+        dirs: Vec<PathBuf>,
+        extra: &[&str],
+    ) -> Result<Server, String> {
         let mut s = Server {
             root,
             dirs,
@@ -58,8 +67,8 @@ impl Server {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
         };
-        s.launch().expect("server starts");
-        s
+        s.launch()?;
+        Ok(s)
     }
 
     fn command(&self) -> Command {
@@ -93,9 +102,11 @@ impl Server {
         loop {
             match lines.next() {
                 Some(Ok(line)) => {
-                    if let Some(rest) = line.strip_prefix("Granary listening on http://") {
-                        self.addr = rest.split_whitespace().next().unwrap().to_string();
-                        self.endpoint = format!("http://{}", self.addr);
+                    if let Some(url) = line.strip_prefix("Granary listening on ") {
+                        let url = url.split_whitespace().next().unwrap();
+                        let (_, addr) = url.split_once("://").unwrap();
+                        self.addr = addr.to_string();
+                        self.endpoint = url.to_string();
                         break;
                     }
                 }

@@ -21,4 +21,5 @@ mod objects;
 mod post_object;
 mod server;
 mod tagging;
+mod tls;
 mod versioning;
