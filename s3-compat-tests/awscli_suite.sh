@@ -82,7 +82,7 @@ check "s3api abort-multipart-upload" aws_ s3api abort-multipart-upload --bucket 
 expect_error "upload to an aborted upload" NoSuchUpload aws_ s3api upload-part --bucket compat-cli --key api/abort.bin --upload-id "$abort_id" --part-number 1 --body "$w/p2"
 check "s3api delete-objects" aws_ s3api delete-objects --bucket compat-cli --delete '{"Objects":[{"Key":"api/copy.txt"},{"Key":"api/mp.bin"}]}'
 url=$(aws_ s3 presign s3://compat-cli/api/small.txt --expires-in 60)
-check "s3 presign + plain HTTP GET" bash -c "curl -sf '$url' | cmp - $w/small.txt"
+check "s3 presign + plain HTTP GET" bash -c "curl -sf ${AWS_CA_BUNDLE:+--cacert $AWS_CA_BUNDLE} '$url' | cmp - $w/small.txt"
 expect_error "wrong secret" SignatureDoesNotMatch env AWS_SECRET_ACCESS_KEY=wrong-secret-0000 aws --endpoint-url "$GRANARY_ENDPOINT" s3 ls s3://compat-cli
 
 # Removal.

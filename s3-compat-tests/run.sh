@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # S3 compatibility suite: drives a real `granary server` with the aws CLI
-# and boto3 from PyPI (in a virtualenv this script creates), and prints
-# "N passed, N failed". Exits non-zero on any failure.
+# and boto3 from PyPI (in a virtualenv this script creates) and rclone,
+# first over HTTP and then over HTTPS (a self-signed certificate; over TLS
+# the AWS SDKs stream aws-chunked bodies with trailing checksums). Prints
+# "N passed, N failed" and exits non-zero on any failure.
 #
 #   s3-compat-tests/run.sh            # builds granary (dev profile) first
 #   GRANARY_BIN=path/to/granary s3-compat-tests/run.sh
+#   GRANARY_COMPAT_TRANSPORTS=http s3-compat-tests/run.sh   # one transport
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -18,6 +21,7 @@ if [ ! -x "$venv/bin/aws" ] || ! "$venv/bin/python" -c "import boto3" 2>/dev/nul
     "$venv/bin/pip" install --quiet --upgrade pip
     "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
 fi
+command -v rclone >/dev/null || { echo "rclone is missing: run scripts/install-deps.sh"; exit 1; }
 
 bin="${GRANARY_BIN:-}"
 if [ -z "$bin" ]; then
@@ -27,37 +31,79 @@ fi
 
 work="$(mktemp -d)"
 server_pid=""
-cleanup() {
+stop_server() {
     if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
+    server_pid=""
 }
+cleanup() { stop_server; rm -rf "$work"; }
 trap cleanup EXIT
 
 export GRANARY_ROOT_USER=compat-root
 export GRANARY_ROOT_PASSWORD=compat-secret-key-0123
-"$bin" server "$work"/disk{1,2,3,4} --address 127.0.0.1:0 >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 1 100); do
-    endpoint="$(sed -n 's/^Granary listening on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/server.out")"
-    [ -n "$endpoint" ] && break
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log"; exit 1; }
-    sleep 0.1
-done
-[ -n "$endpoint" ] || { echo "server did not start"; cat "$work/server.log"; exit 1; }
-echo "== granary at $endpoint"
-
 export AWS_ACCESS_KEY_ID="$GRANARY_ROOT_USER" AWS_SECRET_ACCESS_KEY="$GRANARY_ROOT_PASSWORD"
 export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
-export GRANARY_ENDPOINT="$endpoint" GRANARY_WORK="$work" PATH="$venv/bin:$PATH"
+export GRANARY_BIN="$bin" PATH="$venv/bin:$PATH"
+
+# Starts a server over fresh directories under $1 (extra flags after it)
+# and sets $endpoint.
+start_server() {
+    local dir="$1"; shift
+    mkdir -p "$dir"
+    "$bin" server "$dir"/disk{1,2,3,4} --address 127.0.0.1:0 "$@" >"$dir/server.out" 2>"$dir/server.log" &
+    server_pid=$!
+    endpoint=""
+    for _ in $(seq 1 100); do
+        endpoint="$(sed -n 's/^Granary listening on \(https\{0,1\}:\/\/[0-9.:]*\).*/\1/p' "$dir/server.out")"
+        [ -n "$endpoint" ] && break
+        kill -0 "$server_pid" 2>/dev/null || { cat "$dir/server.log"; exit 1; }
+        sleep 0.1
+    done
+    [ -n "$endpoint" ] || { echo "server did not start"; cat "$dir/server.log"; exit 1; }
+}
 
 status=0
-bash "$here/awscli_suite.sh" | tee "$work/cli.txt" || status=1
-"$venv/bin/python" "$here/boto3_suite.py" | tee "$work/boto3.txt" || status=1
+for transport in ${GRANARY_COMPAT_TRANSPORTS:-http https}; do
+    dir="$work/$transport"
+    if [ "$transport" = https ]; then
+        mkdir -p "$dir"
+        # A self-signed server (not CA) certificate: rustls-based clients
+        # refuse a CA certificate used as a server's.
+        cat >"$dir/cert.cnf" <<'CNF'
+[req]
+distinguished_name = dn
+prompt = no
+x509_extensions = server
+[dn]
+CN = localhost
+[server]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1, DNS:localhost
+CNF
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -config "$dir/cert.cnf" \
+            -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+        start_server "$dir" --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem"
+        export AWS_CA_BUNDLE="$dir/cert.pem"
+    else
+        start_server "$dir"
+        unset AWS_CA_BUNDLE
+    fi
+    echo "== granary at $endpoint"
+    export GRANARY_ENDPOINT="$endpoint" GRANARY_WORK="$dir"
+    for suite in "bash $here/awscli_suite.sh" "$venv/bin/python $here/boto3_suite.py" "bash $here/rclone_suite.sh"; do
+        set +e
+        $suite >"$dir/suite.txt" 2>&1 || status=1
+        set -e
+        sed "s/^\(PASS\|FAIL\) /\1 [$transport] /" "$dir/suite.txt" | tee -a "$work/results.txt"
+    done
+    if grep -q "^FAIL \[$transport\]" "$work/results.txt" || [ "$status" -ne 0 ]; then
+        echo "== server log (tail)"; tail -n 40 "$dir/server.log"
+    fi
+    stop_server
+done
 
-passed=$(cat "$work/cli.txt" "$work/boto3.txt" | grep -c '^PASS' || true)
-failed=$(cat "$work/cli.txt" "$work/boto3.txt" | grep -c '^FAIL' || true)
-if [ "$failed" -gt 0 ] || [ "$status" -ne 0 ]; then
-    echo "== server log (tail)"; tail -n 40 "$work/server.log"
-fi
+passed=$(grep -c '^PASS' "$work/results.txt" || true)
+failed=$(grep -c '^FAIL' "$work/results.txt" || true)
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ]

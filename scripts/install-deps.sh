@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages building Granary needs, when they are missing:
 # libclang (RocksDB's Rust bindings are generated with bindgen), a C/C++
-# compiler (RocksDB and the SIMD Reed-Solomon kernels are C/C++), and
-# python3-venv (the S3 compatibility suite). Debian/Ubuntu (apt-get) only.
+# compiler (RocksDB and the SIMD Reed-Solomon kernels are C/C++), and for
+# the S3 compatibility suite python3-venv, rclone and openssl (its HTTPS
+# run's certificate). Debian/Ubuntu (apt-get) only.
 set -euo pipefail
 
 need=()
@@ -15,6 +16,8 @@ command -v c++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v rclone >/dev/null 2>&1 || need+=(rclone)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

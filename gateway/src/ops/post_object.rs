@@ -1,5 +1,5 @@
 //! POST Object: browser form uploads with a signed policy document
-//! (SigV4), its conditions, `content-length-range`, and the
+//! (SigV4, or SigV2), its conditions, `content-length-range`, and the
 //! success_action_status / success_action_redirect answers.
 //! (<https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-HTTPPOSTConstructPolicy.html>)
 
@@ -17,6 +17,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use super::{check_as, condition_values, named};
+use crate::auth::sigv2;
 use crate::auth::sigv4::{self, Scope};
 use crate::body::{request_body, BodyOptions};
 use crate::checksum::{self, ChecksumAlgorithm};
@@ -33,7 +34,14 @@ const MAX_FORM_FIELDS_BYTES: usize = 20 * 1024;
 /// Largest file a POST may carry (as a single PUT).
 const MAX_POST_FILE_BYTES: u64 = 5 << 30;
 /// Fields every policy may leave unmentioned.
-const EXEMPT: [&str; 4] = ["x-amz-signature", "file", "policy", "x-amz-security-token"];
+const EXEMPT: [&str; 6] = [
+    "x-amz-signature",
+    "file",
+    "policy",
+    "x-amz-security-token",
+    "awsaccesskeyid",
+    "signature",
+];
 
 fn denied(why: &str) -> S3Error {
     S3Error::AccessDenied(format!("Invalid according to Policy: {why}"))
@@ -164,13 +172,29 @@ struct PostResponse {
     etag: String,
 }
 
-/// Verifies the form's SigV4 policy signature; returns who signed it.
+/// Verifies the form's policy signature (SigV4, or SigV2 as older SDKs
+/// still sign forms by default); returns who signed it.
 async fn signer(
     gw: &Gateway,
     fields: &[(String, String)],
     policy_b64: &str,
 ) -> S3Result<Principal> {
     let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    if let (Some(key), Some(signature)) = (get("awsaccesskeyid"), get("signature")) {
+        let (secret, principal) = gw
+            .identities
+            .lookup(key)
+            .await?
+            .ok_or(S3Error::InvalidAccessKeyId)?;
+        let ours = sigv2::sign(&secret, policy_b64);
+        if !sigv4::signatures_equal(&ours, signature) {
+            return Err(S3Error::SignatureDoesNotMatch {
+                string_to_sign: policy_b64.to_string(),
+                canonical_request: String::new(),
+            });
+        }
+        return Ok(principal);
+    }
     if get("x-amz-algorithm") != Some(sigv4::ALGORITHM) {
         return Err(S3Error::InvalidArgument(
             "POST requires x-amz-algorithm AWS4-HMAC-SHA256".into(),
