@@ -98,6 +98,8 @@ pub enum S3Error {
     MalformedPolicy(String),
     /// 400 IncorrectNumberOfFilesInPostRequest.
     IncorrectNumberOfFiles,
+    /// 400 MalformedACLError.
+    MalformedAclError,
     /// 403 AccessForbidden (a CORS request no rule allows).
     AccessForbidden(String),
     /// Another error, answered with extra response headers.
@@ -171,6 +173,7 @@ impl S3Error {
             InvalidTag(_) => "InvalidTag",
             BadRequest(_) => "BadRequest",
             MalformedPolicy(_) => "MalformedPolicy",
+            MalformedAclError => "MalformedACLError",
             AccessForbidden(_) => "AccessForbidden",
             IncorrectNumberOfFiles => "IncorrectNumberOfFilesInPostRequest",
             WithHeaders(inner, _) => inner.code(),
@@ -203,9 +206,11 @@ impl S3Error {
             | NoSuchCorsConfiguration => StatusCode::NOT_FOUND,
             ConditionalRequestConflict => StatusCode::CONFLICT,
             AccessForbidden(_) => StatusCode::FORBIDDEN,
-            InvalidTag(_) | BadRequest(_) | MalformedPolicy(_) | IncorrectNumberOfFiles => {
-                StatusCode::BAD_REQUEST
-            }
+            InvalidTag(_)
+            | BadRequest(_)
+            | MalformedPolicy(_)
+            | IncorrectNumberOfFiles
+            | MalformedAclError => StatusCode::BAD_REQUEST,
             WithHeaders(inner, _) => inner.status(),
             MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             BucketAlreadyOwnedByYou(_) | BucketNotEmpty(_) => StatusCode::CONFLICT,
@@ -287,6 +292,7 @@ impl S3Error {
             ConditionalRequestConflict => "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.".into(),
             InvalidTag(m) | BadRequest(m) | MalformedPolicy(m) | AccessForbidden(m) => m.clone(),
             IncorrectNumberOfFiles => "POST requires exactly one file upload per request.".into(),
+            MalformedAclError => "The XML you provided was not well-formed or did not validate against our published schema.".into(),
             WithHeaders(inner, _) => inner.message(),
             NotModified => "Not Modified".into(),
             PreconditionFailed(_) => "At least one of the pre-conditions you specified did not hold".into(),

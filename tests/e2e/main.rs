@@ -22,4 +22,5 @@ mod post_object;
 mod server;
 mod tagging;
 mod tls;
+mod unsupported;
 mod versioning;

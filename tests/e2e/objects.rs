@@ -541,3 +541,73 @@ async fn unsupported_options_are_refused_not_ignored() {
     assert_eq!(r.content_type().unwrap(), "text/x-override");
     assert_eq!(r.content_disposition().unwrap(), "inline");
 }
+
+#[tokio::test]
+async fn acls_are_private_only() {
+    use aws_sdk_s3::types::{BucketCannedAcl, ObjectCannedAcl, Permission};
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    put_bytes(&c, "bkt", "k", b"x".to_vec()).await;
+    let b = c.get_bucket_acl().bucket("bkt").send().await.unwrap();
+    let owner = b.owner().unwrap().id().unwrap().to_string();
+    assert_eq!(b.grants().len(), 1);
+    assert_eq!(b.grants()[0].permission(), Some(&Permission::FullControl));
+    assert_eq!(b.grants()[0].grantee().unwrap().id(), Some(owner.as_str()));
+    let o = c
+        .get_object_acl()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(o.grants()[0].grantee().unwrap().id(), Some(owner.as_str()));
+    // Setting private is accepted; anything wider is refused and changes
+    // nothing.
+    c.put_bucket_acl()
+        .bucket("bkt")
+        .acl(BucketCannedAcl::Private)
+        .send()
+        .await
+        .unwrap();
+    c.put_object_acl()
+        .bucket("bkt")
+        .key("k")
+        .acl(ObjectCannedAcl::Private)
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .put_object_acl()
+        .bucket("bkt")
+        .key("k")
+        .acl(ObjectCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (501, "NotImplemented"));
+    let e = c
+        .put_bucket_acl()
+        .bucket("bkt")
+        .grant_read("uri=http://acs.amazonaws.com/groups/global/AllUsers")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NotImplemented");
+    let r = send(
+        http::Request::builder()
+            .uri(format!("{}/bkt/k", s.endpoint))
+            .body(Vec::new())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.code(), "AccessDenied", "still private");
+    let e = c
+        .get_object_acl()
+        .bucket("bkt")
+        .key("missing")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+}

@@ -1,6 +1,7 @@
 //! S3 operations, one family per file, and the dispatcher that picks one
 //! from method, target and query.
 
+mod acl;
 mod attributes;
 mod bucket;
 mod copy;
@@ -28,7 +29,6 @@ use crate::Gateway;
 
 /// Bucket subresources S3 defines that Granary does not serve yet.
 const UNSUPPORTED_BUCKET: &[&str] = &[
-    "acl",
     "policyStatus",
     "lifecycle",
     "website",
@@ -46,15 +46,23 @@ const UNSUPPORTED_BUCKET: &[&str] = &[
     "accelerate",
     "requestPayment",
     "metadataTable",
+    "metadataConfiguration",
+    "metadataAnnotationTable",
+    "metadataInventoryTable",
+    "metadataJournalTable",
+    "abac",
+    "session",
 ];
 /// Object subresources S3 defines that Granary does not serve yet.
 const UNSUPPORTED_OBJECT: &[&str] = &[
-    "acl",
     "retention",
     "legal-hold",
     "torrent",
     "restore",
     "select",
+    "annotation",
+    "renameObject",
+    "encryption",
 ];
 
 fn unsupported(req: &S3Request, list: &[&str]) -> S3Result<()> {
@@ -92,6 +100,10 @@ fn not_allowed() -> S3Error {
 pub(crate) enum Op {
     ListBuckets,
     GetBucketLocation,
+    GetBucketAcl,
+    PutBucketAcl,
+    GetObjectAcl,
+    PutObjectAcl,
     GetBucketVersioning,
     PutBucketVersioning,
     ListObjectVersions,
@@ -134,6 +146,11 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
     let method = &req.parts.method;
     Ok(match (req.bucket.is_some(), req.key.is_some()) {
         (false, _) => match *method {
+            Method::GET if req.q("x-id") == Some("ListDirectoryBuckets") => {
+                return Err(S3Error::NotImplemented(
+                    "Directory buckets are not supported".into(),
+                ))
+            }
             Method::GET => Op::ListBuckets,
             _ => return Err(not_allowed()),
         },
@@ -141,6 +158,7 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
             unsupported(req, UNSUPPORTED_BUCKET)?;
             match *method {
                 Method::GET if req.has("location") => Op::GetBucketLocation,
+                Method::GET if req.has("acl") => Op::GetBucketAcl,
                 Method::GET if req.has("versioning") => Op::GetBucketVersioning,
                 Method::GET if req.has("versions") => Op::ListObjectVersions,
                 Method::GET if req.has("tagging") => Op::GetBucketTagging,
@@ -151,6 +169,7 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
                 Method::GET => Op::ListObjects,
                 Method::HEAD => Op::HeadBucket,
                 Method::PUT if req.has("versioning") => Op::PutBucketVersioning,
+                Method::PUT if req.has("acl") => Op::PutBucketAcl,
                 Method::PUT if req.has("tagging") => Op::PutBucketTagging,
                 Method::PUT if req.has("policy") => Op::PutBucketPolicy,
                 Method::PUT if req.has("cors") => Op::PutBucketCors,
@@ -171,10 +190,12 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
             match *method {
                 Method::GET if req.has("uploadId") => Op::ListParts,
                 Method::GET if req.has("tagging") => Op::GetObjectTagging,
+                Method::GET if req.has("acl") => Op::GetObjectAcl,
                 Method::GET if req.has("attributes") => Op::GetObjectAttributes,
                 Method::GET => Op::GetObject,
                 Method::HEAD => Op::HeadObject,
                 Method::PUT if req.has("tagging") => Op::PutObjectTagging,
+                Method::PUT if req.has("acl") => Op::PutObjectAcl,
                 Method::PUT if (req.has("uploadId") || req.has("partNumber")) && copy => {
                     Op::UploadPartCopy
                 }
@@ -201,6 +222,10 @@ impl Op {
         Some(match self {
             ListBuckets => "s3:ListAllMyBuckets",
             GetBucketLocation => "s3:GetBucketLocation",
+            GetBucketAcl => "s3:GetBucketAcl",
+            PutBucketAcl => "s3:PutBucketAcl",
+            GetObjectAcl => v("s3:GetObjectAcl", "s3:GetObjectVersionAcl"),
+            PutObjectAcl => v("s3:PutObjectAcl", "s3:PutObjectVersionAcl"),
             GetBucketVersioning => "s3:GetBucketVersioning",
             PutBucketVersioning => "s3:PutBucketVersioning",
             ListObjectVersions => "s3:ListBucketVersions",
@@ -320,6 +345,9 @@ async fn execute(op: Op, gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
     match op {
         ListBuckets => bucket::list_buckets(gw, req).await,
         GetBucketLocation => bucket::location(gw, req).await,
+        GetBucketAcl => acl::get_bucket(gw, req).await,
+        GetObjectAcl => acl::get_object(gw, req).await,
+        PutBucketAcl | PutObjectAcl => acl::put(gw, req, body).await,
         GetBucketVersioning => versioning::get(gw, req).await,
         PutBucketVersioning => versioning::put(gw, req, body).await,
         ListObjectVersions => versioning::list(gw, req).await,
