@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Granary and runs every test: unit tests of each crate, the
 # end-to-end tests (the real binary driven by the Rust AWS SDK), and the S3
-# compatibility suite (aws CLI and boto3 from PyPI).
+# compatibility suite (aws CLI and boto3 from PyPI, rclone; over HTTP and
+# HTTPS), after checking that the compatibility table names only real tests.
 #
 # GRANARY_E2E_LARGE_BYTES sets the size of the large-object test (default
 # 2 GiB). The full-disk test mounts a tmpfs and needs root; it says SKIPPED
@@ -10,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 target="${CARGO_TARGET_DIR:-$PWD/target}"
+
+echo "== compatibility table (every named test exists)"
+python3 scripts/check-compat-table.py
 
 echo "== cargo test (unit and end-to-end)"
 cargo test --workspace --locked
