@@ -2,10 +2,12 @@
 //!
 //! It parses and answers S3: SigV4 (header, presigned, `aws-chunked` with
 //! signed chunks and trailers), XML documents, ETags and flexible checksums,
-//! S3 error codes (in `error.rs` and nowhere else). Bodies stream through to
-//! the placement layer; nothing buffers a whole object. It holds no state
-//! another gateway would need: every object, bucket and upload lives in the
-//! store behind `placement::Store`.
+//! S3 error codes (in `error.rs` and nowhere else), and who may do what:
+//! users, bucket and user policies (`iam/`), CORS, POST forms, and the admin
+//! API. Bodies stream through to the placement layer; nothing buffers a
+//! whole object. It holds no state another gateway would need: every
+//! object, bucket, upload and user lives in the store behind
+//! `placement::Store` (users' secrets sealed with the master key).
 
 mod admin;
 pub mod auth;

@@ -107,12 +107,15 @@ pub enum IamError {
     Store(#[from] placement::Error),
 }
 
+/// A known user: their secret and who they are.
+type Known = (String, Arc<User>);
+
 /// The root key and the users.
 pub struct Identities {
     root: AccessKey,
     store: Arc<Store>,
     master: MasterKey,
-    cache: Mutex<HashMap<String, (Option<(String, Arc<User>)>, Instant)>>,
+    cache: Mutex<HashMap<String, (Option<Known>, Instant)>>,
 }
 
 fn now_ns() -> u64 {

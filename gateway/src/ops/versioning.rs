@@ -135,7 +135,10 @@ pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let mut truncated = false;
     let mut last: Option<(String, Option<String>)> = None;
     let mut count = 0;
-    'pages: while max > 0 {
+    'pages: loop {
+        if max == 0 {
+            break;
+        }
         let page = gw
             .store
             .list_versions(
