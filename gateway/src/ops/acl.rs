@@ -9,9 +9,8 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
-use super::get::delete_marker_error;
-use super::{empty, named, xml};
-use crate::body::read_small;
+use super::get::requested_object;
+use super::{empty, named, read_document, xml};
 use crate::error::{S3Error, S3Result};
 use crate::headers::reject_unsupported;
 use crate::request::S3Request;
@@ -121,15 +120,7 @@ pub async fn get_bucket(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
 
 /// GetObjectAcl.
 pub async fn get_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let version = versions::requested(req)?;
-    let obj = gw
-        .store
-        .get_version(req.bucket(), req.key(), version)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
-    if obj.delete_marker {
-        return Err(delete_marker_error(&obj, req.key(), version.is_some()));
-    }
+    let obj = requested_object(gw, req, req.key()).await?;
     let mut resp = xml(StatusCode::OK, private(gw));
     if obj.version_id.is_some() {
         resp.headers_mut().insert(
@@ -144,15 +135,7 @@ pub async fn get_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
 /// private.
 pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     reject_unsupported(&req.parts.headers)?;
-    let len = req.payload_length()?;
-    let doc = read_small(
-        body,
-        req.auth.payload.clone(),
-        len,
-        MAX_ACL_BYTES,
-        gw.config.body_idle_timeout,
-    )
-    .await?;
+    let doc = read_document(gw, req, body, MAX_ACL_BYTES).await?;
     if !doc.is_empty() {
         let policy: PolicyIn = from_xml(&doc)?;
         let grants = policy.list.map(|l| l.grants).unwrap_or_default();
@@ -173,15 +156,7 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
             .map(|_| ())
             .map_err(|e| named(e, req.bucket(), None))?,
         Some(key) => {
-            let version = versions::requested(req)?;
-            let obj = gw
-                .store
-                .get_version(req.bucket(), key, version)
-                .await
-                .map_err(|e| named(e, req.bucket(), Some(key)))?;
-            if obj.delete_marker {
-                return Err(delete_marker_error(&obj, key, version.is_some()));
-            }
+            requested_object(gw, req, key).await?;
         }
     }
     Ok(empty(StatusCode::OK))

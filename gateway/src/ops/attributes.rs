@@ -6,8 +6,8 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use serde::Serialize;
 
-use super::get::delete_marker_error;
-use super::{named, xml};
+use super::get::requested_object;
+use super::xml;
 use crate::error::{S3Error, S3Result};
 use crate::headers::{http_date, STANDARD};
 use crate::request::S3Request;
@@ -103,15 +103,7 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
             Some(("x-amz-object-attributes".into(), (*bad).into())),
         ));
     }
-    let version = versions::requested(req)?;
-    let obj = gw
-        .store
-        .get_version(req.bucket(), req.key(), version)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
-    if obj.delete_marker {
-        return Err(delete_marker_error(&obj, req.key(), version.is_some()));
-    }
+    let obj = requested_object(gw, req, req.key()).await?;
     let has = |a: &str| wanted.contains(&a);
     let object_parts = (has("ObjectParts") && obj.multipart).then(|| -> S3Result<ObjectParts> {
         let max = number(req, "x-amz-max-parts", MAX_PARTS)?.min(MAX_PARTS);

@@ -3,8 +3,7 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{empty, named, xml};
-use crate::body::read_small;
+use super::{empty, named, read_document, set_bucket_document, xml};
 use crate::cors::{self, CorsConfiguration};
 use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
@@ -38,35 +37,14 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 
 /// PutBucketCors.
 pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
-    let len = req.payload_length()?;
-    let doc = read_small(
-        body,
-        req.auth.payload.clone(),
-        len,
-        MAX_CORS_BYTES,
-        gw.config.body_idle_timeout,
-    )
-    .await?;
+    let doc = read_document(gw, req, body, MAX_CORS_BYTES).await?;
     let cfg = cors::parse(&doc)?;
-    let stored = cors::xml(&cfg);
-    gw.store
-        .update_bucket(req.bucket(), |b| {
-            b.config.insert(BUCKET_CORS.into(), stored);
-            Ok(())
-        })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    set_bucket_document(gw, req, BUCKET_CORS, Some(cors::xml(&cfg))).await?;
     Ok(empty(StatusCode::OK))
 }
 
 /// DeleteBucketCors.
 pub async fn delete(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store
-        .update_bucket(req.bucket(), |b| {
-            b.config.remove(BUCKET_CORS);
-            Ok(())
-        })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    set_bucket_document(gw, req, BUCKET_CORS, None).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }

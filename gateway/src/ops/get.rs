@@ -53,6 +53,21 @@ pub fn delete_marker_error(marker: &ObjectRecord, key: &str, by_version: bool) -
     S3Error::WithHeaders(Box::new(inner), headers)
 }
 
+/// The version of `key` a request names with `versionId` (or the latest);
+/// a delete marker answers as S3 does (404, or 405 when named).
+pub async fn requested_object(gw: &Gateway, req: &S3Request, key: &str) -> S3Result<ObjectRecord> {
+    let version = versions::requested(req)?;
+    let obj = gw
+        .store
+        .get_version(req.bucket(), key, version)
+        .await
+        .map_err(|e| named(e, req.bucket(), Some(key)))?;
+    if obj.delete_marker {
+        return Err(delete_marker_error(&obj, key, version.is_some()));
+    }
+    Ok(obj)
+}
+
 /// The byte range a `partNumber` selects.
 fn part_range(obj: &ObjectRecord, n: u32) -> S3Result<Range<u64>> {
     if !obj.multipart {
@@ -80,15 +95,7 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
             "Cannot specify both Range header and partNumber query parameter".into(),
         ));
     }
-    let version = versions::requested(req)?;
-    let obj = gw
-        .store
-        .get_version(bucket, key, version)
-        .await
-        .map_err(|e| named(e, bucket, Some(key)))?;
-    if obj.delete_marker {
-        return Err(delete_marker_error(&obj, key, version.is_some()));
-    }
+    let obj = requested_object(gw, req, key).await?;
     let versioned = gw
         .store
         .bucket(bucket)

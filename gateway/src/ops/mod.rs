@@ -74,6 +74,46 @@ fn unsupported(req: &S3Request, list: &[&str]) -> S3Result<()> {
     Ok(())
 }
 
+/// Reads a small request document (a configuration, a tag set, an ACL) of
+/// at most `max` bytes.
+pub(crate) async fn read_document(
+    gw: &Gateway,
+    req: &S3Request,
+    body: Body,
+    max: u64,
+) -> S3Result<bytes::Bytes> {
+    let len = req.payload_length()?;
+    crate::body::read_small(
+        body,
+        req.auth.payload.clone(),
+        len,
+        max,
+        gw.config.body_idle_timeout,
+    )
+    .await
+}
+
+/// Stores (`Some`) or removes (`None`) one of the request bucket's
+/// configuration documents.
+pub(crate) async fn set_bucket_document(
+    gw: &Gateway,
+    req: &S3Request,
+    name: &str,
+    doc: Option<String>,
+) -> S3Result<()> {
+    gw.store
+        .update_bucket(req.bucket(), |b| {
+            match doc {
+                Some(d) => b.config.insert(name.to_string(), d),
+                None => b.config.remove(name),
+            };
+            Ok(())
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| named(e, req.bucket(), None))
+}
+
 /// An empty response with `status`.
 pub(crate) fn empty(status: StatusCode) -> Response<Body> {
     Response::builder()

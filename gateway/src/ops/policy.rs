@@ -4,8 +4,7 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{empty, named};
-use crate::body::read_small;
+use super::{empty, named, read_document, set_bucket_document};
 use crate::error::{S3Error, S3Result};
 use crate::iam::policy::Policy;
 use crate::request::S3Request;
@@ -42,35 +41,16 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
             "Policies must not exceed 20 KB".into(),
         ));
     }
-    let doc = read_small(
-        body,
-        req.auth.payload.clone(),
-        len,
-        MAX_POLICY_BYTES,
-        gw.config.body_idle_timeout,
-    )
-    .await?;
+    let doc = read_document(gw, req, body, MAX_POLICY_BYTES).await?;
     let text = String::from_utf8(doc.to_vec())
         .map_err(|_| S3Error::MalformedPolicy("Policies must be UTF-8 JSON".into()))?;
     Policy::parse(&text, Some(req.bucket())).map_err(S3Error::MalformedPolicy)?;
-    gw.store
-        .update_bucket(req.bucket(), |b| {
-            b.config.insert(BUCKET_POLICY.into(), text);
-            Ok(())
-        })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    set_bucket_document(gw, req, BUCKET_POLICY, Some(text)).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// DeleteBucketPolicy.
 pub async fn delete(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store
-        .update_bucket(req.bucket(), |b| {
-            b.config.remove(BUCKET_POLICY);
-            Ok(())
-        })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    set_bucket_document(gw, req, BUCKET_POLICY, None).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }

@@ -4,8 +4,7 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{named, xml};
-use crate::body::read_small;
+use super::{named, read_document, set_bucket_document, xml};
 use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
 use crate::tags::{self, Tags, MAX_BUCKET_TAGS, MAX_OBJECT_TAGS};
@@ -17,15 +16,7 @@ const MAX_TAGGING_BYTES: u64 = 64 << 10;
 const BUCKET_TAGS: &str = "tagging";
 
 async fn read_tags(gw: &Gateway, req: &S3Request, body: Body, max: usize) -> S3Result<Tags> {
-    let len = req.payload_length()?;
-    let doc = read_small(
-        body,
-        req.auth.payload.clone(),
-        len,
-        MAX_TAGGING_BYTES,
-        gw.config.body_idle_timeout,
-    )
-    .await?;
+    let doc = read_document(gw, req, body, MAX_TAGGING_BYTES).await?;
     tags::parse_xml(&doc, max)
 }
 
@@ -39,19 +30,7 @@ fn with_version(mut resp: Response<Body>, version: Option<String>) -> Response<B
 
 /// GetObjectTagging.
 pub async fn get_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let version = versions::requested(req)?;
-    let obj = gw
-        .store
-        .get_version(req.bucket(), req.key(), version)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
-    if obj.delete_marker {
-        return Err(super::get::delete_marker_error(
-            &obj,
-            req.key(),
-            version.is_some(),
-        ));
-    }
+    let obj = super::get::requested_object(gw, req, req.key()).await?;
     let id = obj.version_id.is_some().then(|| versions::of(&obj));
     Ok(with_version(xml(StatusCode::OK, tags::xml(&obj.tags)), id))
 }
@@ -98,24 +77,12 @@ pub async fn get_bucket(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
 pub async fn put_bucket(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let new = read_tags(gw, req, body, MAX_BUCKET_TAGS).await?;
     let doc = serde_json::to_string(&new).expect("tags serialise");
-    gw.store
-        .update_bucket(req.bucket(), |b| {
-            b.config.insert(BUCKET_TAGS.into(), doc);
-            Ok(())
-        })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    set_bucket_document(gw, req, BUCKET_TAGS, Some(doc)).await?;
     Ok(super::empty(StatusCode::NO_CONTENT))
 }
 
 /// DeleteBucketTagging.
 pub async fn delete_bucket(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store
-        .update_bucket(req.bucket(), |b| {
-            b.config.remove(BUCKET_TAGS);
-            Ok(())
-        })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    set_bucket_document(gw, req, BUCKET_TAGS, None).await?;
     Ok(super::empty(StatusCode::NO_CONTENT))
 }

@@ -6,8 +6,7 @@ use http::{Response, StatusCode};
 use placement::{ListStart, ObjectRecord, Versioning};
 
 use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
-use super::{empty, named, xml};
-use crate::body::read_small;
+use super::{empty, named, read_document, xml};
 use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, quoted, STANDARD};
 use crate::request::S3Request;
@@ -42,15 +41,7 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 
 /// PutBucketVersioning: Enabled or Suspended (MFA delete is not supported).
 pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
-    let len = req.payload_length()?;
-    let doc = read_small(
-        body,
-        req.auth.payload.clone(),
-        len,
-        MAX_CONFIG_BYTES,
-        gw.config.body_idle_timeout,
-    )
-    .await?;
+    let doc = read_document(gw, req, body, MAX_CONFIG_BYTES).await?;
     let cfg: VersioningStatus = from_xml(&doc)?;
     if cfg.mfa_delete.as_deref() == Some("Enabled") {
         return Err(S3Error::NotImplemented(
