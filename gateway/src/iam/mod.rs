@@ -116,6 +116,8 @@ pub struct Identities {
     store: Arc<Store>,
     master: MasterKey,
     cache: Mutex<HashMap<String, (Option<Known>, Instant)>>,
+    /// Parsed bucket policies, by bucket, with the document they came from.
+    bucket_policies: Mutex<HashMap<String, (String, Arc<Policy>)>>,
 }
 
 fn now_ns() -> u64 {
@@ -138,7 +140,28 @@ impl Identities {
             store,
             master,
             cache: Mutex::default(),
+            bucket_policies: Mutex::default(),
         }
+    }
+
+    /// `bucket`'s policy parsed from its stored document `doc`, parsed once
+    /// per document rather than once per request.
+    pub fn bucket_policy(&self, bucket: &str, doc: &str) -> S3Result<Arc<Policy>> {
+        if let Some((cached, p)) = self.bucket_policies.lock().get(bucket) {
+            if cached == doc {
+                return Ok(p.clone());
+            }
+        }
+        let p = Arc::new(
+            Policy::parse(doc, Some(bucket))
+                .map_err(|e| S3Error::Internal(format!("stored bucket policy: {e}")))?,
+        );
+        let mut cache = self.bucket_policies.lock();
+        if cache.len() >= USER_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(bucket.to_string(), (doc.to_string(), p.clone()));
+        Ok(p)
     }
 
     /// The root access key id.

@@ -22,7 +22,7 @@ use axum::body::Body;
 use http::{Method, Response, StatusCode};
 
 use crate::error::{S3Error, S3Result};
-use crate::iam::policy::{ConditionValues, Policy};
+use crate::iam::policy::ConditionValues;
 use crate::iam::{self, Principal};
 use crate::request::S3Request;
 use crate::Gateway;
@@ -346,9 +346,8 @@ pub(crate) async fn check_as(
         Ok(b) => b
             .config
             .get(self::policy::BUCKET_POLICY)
-            .map(|doc| Policy::parse(doc, Some(bucket)))
-            .transpose()
-            .map_err(|e| S3Error::Internal(format!("stored bucket policy: {e}")))?,
+            .map(|doc| gw.identities.bucket_policy(bucket, doc))
+            .transpose()?,
         Err(placement::Error::NoSuchBucket) => None,
         Err(e) => return Err(named(e, bucket, None)),
     };
@@ -356,7 +355,13 @@ pub(crate) async fn check_as(
         Some(k) => format!("arn:aws:s3:::{bucket}/{k}"),
         None => format!("arn:aws:s3:::{bucket}"),
     };
-    iam::authorize(principal, bucket_policy.as_ref(), action, &resource, values)
+    iam::authorize(
+        principal,
+        bucket_policy.as_deref(),
+        action,
+        &resource,
+        values,
+    )
 }
 
 /// Routes, authorises and runs a request.
