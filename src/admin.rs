@@ -44,6 +44,12 @@ pub enum AdminCommand {
     /// Users and their access keys.
     #[command(subcommand)]
     User(UserCommand),
+    /// Counters of the running server: hot-object cache (hit rate) and repair.
+    Stats {
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// User management.
@@ -113,6 +119,29 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
                 v["secretKey"].as_str().unwrap_or("")
             );
             println!("The secret is shown only this once.");
+        }
+        AdminCommand::Stats { json } => {
+            let v = client.call("GET", "stats", None).await?;
+            if *json {
+                println!("{v}");
+            } else {
+                let c = &v["cache"];
+                println!(
+                    "cache:  {:.1}% hit rate ({} hits, {} coalesced, {} disk reads), {} of {} MiB in {} units",
+                    c["hitRate"].as_f64().unwrap_or(0.0) * 100.0,
+                    c["hits"],
+                    c["coalesced"],
+                    c["misses"],
+                    c["bytes"].as_u64().unwrap_or(0) >> 20,
+                    c["capacity"].as_u64().unwrap_or(0) >> 20,
+                    c["units"],
+                );
+                let r = &v["repair"];
+                println!(
+                    "repair: {} queued, {} repaired ({} shards, {} records rewritten), {} failed, {} dropped",
+                    r["queued"], r["repaired"], r["shardsRewritten"], r["recordsRewritten"], r["failed"], r["dropped"],
+                );
+            }
         }
         AdminCommand::User(UserCommand::List) => {
             let v = client.call("GET", "users", None).await?;

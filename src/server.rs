@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use disk_engine::{LocalDiskOptions, Tier};
+use disk_engine::{LocalDiskOptions, ShardIoMode, Tier};
 use gateway::{AccessKey, Gateway, GatewayConfig, ServeOptions};
-use placement::{open_local_set, LocalSetConfig, Store, DEFAULT_BLOCK_SIZE};
+use placement::{open_local_set, LocalSetConfig, Store, StoreOptions, DEFAULT_BLOCK_SIZE};
 
 use crate::credentials::{master_key, root_key, Origin, CREDENTIALS_FILE};
 
@@ -40,10 +40,40 @@ pub struct ServerArgs {
     /// PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Hot-object cache size in MiB (0: no cache; concurrent reads of the
+    /// same data are still read from disk once).
+    #[arg(long, default_value_t = placement::DEFAULT_READ_CACHE_BYTES >> 20, value_name = "MIB")]
+    pub read_cache_mib: u64,
+    /// How shard files are read and written: `auto` (io_uring with O_DIRECT
+    /// where the filesystem allows), `buffered` (io_uring through the page
+    /// cache) or `blocking` (no io_uring).
+    #[arg(long, value_enum, default_value_t = ShardIo::Auto)]
+    pub shard_io: ShardIo,
     /// Skip fsync before acknowledging writes. UNSAFE: a power cut can lose
     /// acknowledged objects.
     #[arg(long)]
     pub unsafe_no_fsync: bool,
+}
+
+/// Shard I/O choice on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShardIo {
+    /// io_uring, O_DIRECT where possible.
+    Auto,
+    /// io_uring through the page cache.
+    Buffered,
+    /// Blocking I/O on a thread pool.
+    Blocking,
+}
+
+impl From<ShardIo> for ShardIoMode {
+    fn from(s: ShardIo) -> Self {
+        match s {
+            ShardIo::Auto => ShardIoMode::Auto,
+            ShardIo::Buffered => ShardIoMode::Buffered,
+            ShardIo::Blocking => ShardIoMode::Blocking,
+        }
+    }
 }
 
 /// Runs the server until SIGINT or SIGTERM.
@@ -65,6 +95,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         tier: Tier::Hot,
         disk: LocalDiskOptions {
             fsync: !args.unsafe_no_fsync,
+            io: args.shard_io.into(),
         },
     };
     let set = tokio::task::spawn_blocking(move || open_local_set(&cfg))
@@ -73,7 +104,14 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     let n = set.disks.len();
     let parity = set.parity;
     let local = set.local.clone();
-    let store = Store::new(set.disks, set.parity, DEFAULT_BLOCK_SIZE)?;
+    let store = Store::new(
+        set.disks,
+        set.parity,
+        StoreOptions {
+            block_size: DEFAULT_BLOCK_SIZE,
+            read_cache_bytes: args.read_cache_mib << 20,
+        },
+    )?;
 
     let (user, password, origin) = root_key(&args.dirs[0])?;
     let root = AccessKey {

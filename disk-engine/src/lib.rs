@@ -25,7 +25,9 @@ mod keys;
 mod local;
 mod meta;
 mod offline;
+mod ring_shard;
 mod shard_file;
+mod staging;
 mod types;
 
 pub use atomic::write_file_atomic;
@@ -36,7 +38,7 @@ pub use disk::{
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
-pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions};
+pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions, ShardIoMode};
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use types::{DiskId, KeyRecords, PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};

@@ -17,17 +17,20 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use crc_fast::CrcAlgorithm;
 
 use crate::error::DiskError;
+use crate::io::buf::AlignedBuf;
 use crate::types::ShardId;
 
 /// Alignment of the header, of every block and of the table.
 pub const BLOCK_ALIGN: usize = 4096;
 /// Largest block size a shard file may declare.
 pub const MAX_BLOCK_SIZE: usize = 16 << 20;
-const HEADER_LEN: u64 = BLOCK_ALIGN as u64;
+pub(crate) const HEADER_LEN: u64 = BLOCK_ALIGN as u64;
 const HEADER_MAGIC: &[u8; 8] = b"GRNYSHRD";
 const FOOTER_MAGIC: &[u8; 8] = b"GRNYTAIL";
 const FORMAT_VERSION: u32 = 1;
@@ -40,7 +43,7 @@ pub(crate) fn block_checksum(data: &[u8]) -> u64 {
 }
 
 /// A block size this format can hold: non-zero, 4 KiB-aligned, bounded.
-fn valid_block_size(bs: u32) -> bool {
+pub(crate) fn valid_block_size(bs: u32) -> bool {
     bs != 0 && (bs as usize).is_multiple_of(BLOCK_ALIGN) && bs as usize <= MAX_BLOCK_SIZE
 }
 
@@ -57,7 +60,7 @@ pub(crate) struct Header {
 }
 
 impl Header {
-    fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Vec<u8> {
         let mut h = vec![0u8; HEADER_LEN as usize];
         h[0..8].copy_from_slice(HEADER_MAGIC);
         h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -165,18 +168,7 @@ impl ShardFileWriter {
     /// Writes the checksum table and footer; with `fsync`, makes the file
     /// durable.
     pub fn finish(self, fsync: bool) -> Result<(File, u64), DiskError> {
-        let table_offset = align_up(HEADER_LEN + self.data_len);
-        let mut tail = Vec::with_capacity(self.checksums.len() * 8 + FOOTER_LEN);
-        for c in &self.checksums {
-            tail.extend_from_slice(&c.to_le_bytes());
-        }
-        tail.extend_from_slice(&table_offset.to_le_bytes());
-        tail.extend_from_slice(&(self.checksums.len() as u64).to_le_bytes());
-        tail.extend_from_slice(&self.data_len.to_le_bytes());
-        tail.extend_from_slice(FOOTER_MAGIC);
-        let crc = crc_fast::crc32_iscsi(&tail);
-        tail.extend_from_slice(&crc.to_le_bytes());
-        tail.extend_from_slice(&[0u8; 4]);
+        let (table_offset, tail) = encode_tail(&self.checksums, self.data_len);
         self.file.write_all_at(&tail, table_offset)?;
         if fsync {
             self.file.sync_data()?;
@@ -185,9 +177,72 @@ impl ShardFileWriter {
     }
 }
 
-/// An open, validated shard file ready for reads. Blocking.
+/// The checksum table and footer of a shard holding `data_len` bytes, and
+/// the file offset they go at (the end of the data, rounded up to 4 KiB).
+pub(crate) fn encode_tail(checksums: &[u64], data_len: u64) -> (u64, Vec<u8>) {
+    let table_offset = align_up(HEADER_LEN + data_len);
+    let mut tail = Vec::with_capacity(checksums.len() * 8 + FOOTER_LEN);
+    for c in checksums {
+        tail.extend_from_slice(&c.to_le_bytes());
+    }
+    tail.extend_from_slice(&table_offset.to_le_bytes());
+    tail.extend_from_slice(&(checksums.len() as u64).to_le_bytes());
+    tail.extend_from_slice(&data_len.to_le_bytes());
+    tail.extend_from_slice(FOOTER_MAGIC);
+    let crc = crc_fast::crc32_iscsi(&tail);
+    tail.extend_from_slice(&crc.to_le_bytes());
+    tail.extend_from_slice(&[0u8; 4]);
+    (table_offset, tail)
+}
+
+/// Reads `len` bytes at `offset` with an aligned read covering them, so the
+/// same call works on files opened with O_DIRECT. Blocking.
+fn read_exact_aligned(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, DiskError> {
+    let start = offset - offset % BLOCK_ALIGN as u64;
+    let lead = (offset - start) as usize;
+    let mut buf = AlignedBuf::zeroed(lead + len);
+    let want = buf.capacity();
+    let got = read_full(file, buf.full_mut(), start)?;
+    if got < lead + len {
+        return Err(DiskError::corrupt("shard file", "truncated"));
+    }
+    debug_assert!(got <= want);
+    Ok(buf.full_mut()[lead..lead + len].to_vec())
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn read_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Where in the file a data read goes: whole, aligned blocks covering the
+/// requested bytes, so they can be verified and read with O_DIRECT.
+pub(crate) struct ReadSpan {
+    /// File offset of the first covered block.
+    pub file_offset: u64,
+    /// Aligned bytes to read.
+    pub read_len: usize,
+    /// Bytes of shard data the read holds (the rest is padding or table).
+    data_len: usize,
+    first_block: u64,
+    /// The requested bytes within the read.
+    want: std::ops::Range<usize>,
+}
+
+/// An open, validated shard file ready for reads; the data may be read
+/// here (blocking) or through a ring with [`ShardFileReader::span`] and
+/// [`ShardFileReader::verify`].
 pub(crate) struct ShardFileReader {
-    file: File,
+    file: Arc<File>,
     header: Header,
     trailer: Trailer,
 }
@@ -199,11 +254,9 @@ impl ShardFileReader {
         if size < HEADER_LEN + FOOTER_LEN as u64 {
             return Err(DiskError::corrupt("shard file", "too short"));
         }
-        let mut head = vec![0u8; 64];
-        file.read_exact_at(&mut head, 0)?;
+        let head = read_exact_aligned(&file, 0, 64)?;
         let header = Header::decode(&head)?;
-        let mut footer = [0u8; FOOTER_LEN];
-        file.read_exact_at(&mut footer, size - FOOTER_LEN as u64)?;
+        let footer = read_exact_aligned(&file, size - FOOTER_LEN as u64, FOOTER_LEN)?;
         if &footer[24..32] != FOOTER_MAGIC {
             return Err(DiskError::corrupt("shard trailer", "wrong magic"));
         }
@@ -219,8 +272,7 @@ impl ShardFileReader {
         {
             return Err(DiskError::corrupt("shard trailer", "inconsistent lengths"));
         }
-        let mut tail = vec![0u8; table_len as usize + FOOTER_LEN];
-        file.read_exact_at(&mut tail, table_offset)?;
+        let tail = read_exact_aligned(&file, table_offset, table_len as usize + FOOTER_LEN)?;
         let crc_at = tail.len() - 8;
         let crc = u32::from_le_bytes(tail[crc_at..crc_at + 4].try_into().unwrap());
         if crc != crc_fast::crc32_iscsi(&tail[..crc_at]) {
@@ -231,7 +283,7 @@ impl ShardFileReader {
             .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
             .collect();
         Ok(ShardFileReader {
-            file,
+            file: Arc::new(file),
             header,
             trailer: Trailer {
                 data_len,
@@ -248,10 +300,13 @@ impl ShardFileReader {
         self.trailer.data_len
     }
 
-    /// Reads `len` bytes of shard data at `offset`, verifying the checksum of
-    /// every block the range touches. Returns `Corrupt` naming the first bad
-    /// block; never returns unverified bytes.
-    pub fn read(&self, offset: u64, len: u64) -> Result<Bytes, DiskError> {
+    /// The open file.
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+
+    /// The aligned read that covers `len` bytes of shard data at `offset`.
+    pub fn span(&self, offset: u64, len: u64) -> Result<ReadSpan, DiskError> {
         let end = offset
             .checked_add(len)
             .filter(|&e| e <= self.trailer.data_len)
@@ -261,26 +316,36 @@ impl ShardFileReader {
                     self.trailer.data_len
                 ))
             })?;
-        if len == 0 {
-            return Ok(Bytes::new());
-        }
         let bs = self.header.block_size as u64;
         let first = offset / bs;
-        let last = (end - 1) / bs;
+        let last = end.saturating_sub(1) / bs;
         let span_start = first * bs;
-        let span_end = ((last + 1) * bs).min(self.trailer.data_len);
-        let mut buf = vec![0u8; (span_end - span_start) as usize];
-        self.file
-            .read_exact_at(&mut buf, HEADER_LEN + span_start)
-            .map_err(|e| {
-                if e.kind() == io::ErrorKind::UnexpectedEof {
-                    DiskError::corrupt("shard file", "truncated")
-                } else {
-                    e.into()
-                }
-            })?;
-        for (i, block) in buf.chunks(bs as usize).enumerate() {
-            let n = first as usize + i;
+        let span_end = if len == 0 {
+            span_start
+        } else {
+            ((last + 1) * bs).min(self.trailer.data_len)
+        };
+        let a = (offset - span_start) as usize;
+        Ok(ReadSpan {
+            file_offset: HEADER_LEN + span_start,
+            read_len: align_up(span_end - span_start) as usize,
+            data_len: (span_end - span_start) as usize,
+            first_block: first,
+            want: a..a + len as usize,
+        })
+    }
+
+    /// Checks the blocks a span's read brought in (`got` bytes of `buf`)
+    /// and returns the requested bytes without copying. Returns `Corrupt`
+    /// naming the first bad block; never returns unverified bytes.
+    pub fn verify(&self, span: &ReadSpan, buf: AlignedBuf, got: usize) -> Result<Bytes, DiskError> {
+        if got < span.data_len {
+            return Err(DiskError::corrupt("shard file", "truncated"));
+        }
+        let bs = self.header.block_size as usize;
+        let data = &buf.as_ref()[..span.data_len];
+        for (i, block) in data.chunks(bs).enumerate() {
+            let n = span.first_block as usize + i;
             if block_checksum(block) != self.trailer.checksums[n] {
                 return Err(DiskError::corrupt(
                     "shard block",
@@ -291,8 +356,19 @@ impl ShardFileReader {
                 ));
             }
         }
-        let a = (offset - span_start) as usize;
-        Ok(Bytes::from(buf).slice(a..a + len as usize))
+        Ok(Bytes::from_owner(buf).slice(span.want.clone()))
+    }
+
+    /// Reads `len` bytes of shard data at `offset`, verifying the checksum of
+    /// every block the range touches. Blocking.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Bytes, DiskError> {
+        let span = self.span(offset, len)?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let mut buf = AlignedBuf::zeroed(span.read_len);
+        let got = read_full(&self.file, buf.full_mut(), span.file_offset)?;
+        self.verify(&span, buf, got)
     }
 }
 

@@ -8,6 +8,7 @@
 //! | DELETE | `/granary/admin/v1/users/{accessKey}` | delete a user |
 //! | PUT | `/granary/admin/v1/users/{accessKey}/policy` | set the user's policy (JSON body) |
 //! | DELETE | `/granary/admin/v1/users/{accessKey}/policy` | remove the user's policy |
+//! | GET | `/granary/admin/v1/stats` | hot-object cache and repair counters |
 
 use std::sync::Arc;
 
@@ -73,6 +74,34 @@ fn policy_text(v: Option<Value>) -> Option<String> {
         Some(Value::String(s)) => Some(s),
         Some(other) => Some(other.to_string()),
     }
+}
+
+/// Counters of the store: the hot-object cache (with its hit rate) and
+/// repair.
+fn stats(store: &placement::Store) -> Value {
+    use std::sync::atomic::Ordering::Relaxed;
+    let c = store.cache_stats();
+    let lookups = c.hits + c.misses + c.coalesced;
+    let r = store.repair_stats();
+    json!({
+        "cache": {
+            "hits": c.hits,
+            "misses": c.misses,
+            "coalesced": c.coalesced,
+            "hitRate": if lookups == 0 { 0.0 } else { (c.hits + c.coalesced) as f64 / lookups as f64 },
+            "bytes": c.bytes,
+            "capacity": c.capacity,
+            "units": c.units,
+        },
+        "repair": {
+            "queued": r.queued.load(Relaxed),
+            "dropped": r.dropped.load(Relaxed),
+            "repaired": r.repaired.load(Relaxed),
+            "shardsRewritten": r.shards_rewritten.load(Relaxed),
+            "recordsRewritten": r.records_rewritten.load(Relaxed),
+            "failed": r.failed.load(Relaxed),
+        },
+    })
 }
 
 /// Handles every admin request.
@@ -183,6 +212,7 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
                 Err(e) => iam_error(e),
             }
         }
+        (&Method::GET, ["stats"]) => reply(StatusCode::OK, stats(&gw.store)),
         _ => error(
             StatusCode::NOT_FOUND,
             "NoSuchAdminOperation",

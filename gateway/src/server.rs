@@ -109,6 +109,16 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(opts.header_read_timeout)
         .keep_alive(true);
+    // HTTP/2 (over TLS, by ALPN): flow-control windows that follow the
+    // connection's bandwidth-delay product instead of the fixed 1 MiB
+    // default, larger frames from clients, and room to queue whole read
+    // units per stream.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .adaptive_window(true)
+        .max_frame_size(1 << 20)
+        .max_send_buf_size(4 << 20);
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
     let tls = opts.tls.clone().map(TlsAcceptor::from);

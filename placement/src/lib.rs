@@ -13,6 +13,7 @@
 //! terms and the gateway decides what a client sees.
 
 mod buckets;
+mod cache;
 mod codec;
 mod error;
 mod layout;
@@ -30,8 +31,11 @@ mod system;
 mod write;
 
 #[cfg(test)]
+mod read_tests;
+#[cfg(test)]
 mod store_tests;
 
+pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 pub use codec::Codec;
 pub use disk_engine::{ListStart, Tier, UploadListStart};
 pub use error::{BodyError, Error};
@@ -48,5 +52,5 @@ pub use record::{
 };
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
-pub use store::{DiskStatus, Store};
+pub use store::{DiskStatus, Store, StoreOptions};
 pub use write::{BodyStream, StagedData};

@@ -20,14 +20,16 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use crate::cache::{Unit, UnitKey};
 use crate::error::Error;
 use crate::layout::{ErasureLayout, PartGeometry, StripeRun};
 use crate::record::ObjectRecord;
 use crate::set::ErasureSet;
 
-/// Stripe data read per batch (per shard: this ÷ k), about 4 MiB.
-const READ_BATCH_BYTES: u64 = 4 << 20;
-/// Batches queued ahead of the consumer.
+/// Stripe data per read unit (per shard: this ÷ k), about 4 MiB: the unit
+/// of disk reads, of read-ahead and of the hot-object cache.
+pub(crate) const READ_BATCH_BYTES: u64 = 4 << 20;
+/// Units queued ahead of the consumer.
 const READ_AHEAD_BATCHES: usize = 1;
 
 /// Stream of an object's bytes; ends early with an error if the data cannot
@@ -105,10 +107,12 @@ impl ErasureSet {
                 let local = (part_range.start - (offset - part.size))
                     ..(part_range.end - (offset - part.size));
                 let stripe = geo.layout.stripe_size();
-                let first = local.start / stripe;
-                let last = (local.end - 1) / stripe;
-                for run in geo.runs(first..last + 1, (READ_BATCH_BYTES / stripe).max(1)) {
-                    match set.read_stripes(data_id, &geo, &run, &local).await {
+                let per_unit = (READ_BATCH_BYTES / stripe).max(1);
+                let first = local.start / stripe / per_unit;
+                let last = (local.end - 1) / stripe / per_unit;
+                for unit in first..=last {
+                    let read = set.read_unit(data_id, &geo, unit, per_unit, &local).await;
+                    match read {
                         Ok((chunks, damage)) => {
                             for slot in damage {
                                 if !damaged.contains(&(data_id, slot)) {
@@ -141,6 +145,47 @@ impl ErasureSet {
             rx,
             pending: VecDeque::new(),
         }
+    }
+
+    /// The bytes of `want` (part-relative) that fall in read unit `unit` of
+    /// a part: from the cache, from a concurrent read of the same unit, or
+    /// from disk. A read covering most of a unit reads and caches the whole
+    /// unit; a small one reads only the stripes and shards it needs.
+    async fn read_unit(
+        &self,
+        data_id: Uuid,
+        geo: &PartGeometry,
+        unit: u64,
+        per_unit: u64,
+        want: &Range<u64>,
+    ) -> Result<(Vec<Bytes>, Damage), Error> {
+        let stripe = geo.layout.stripe_size();
+        let stripes = unit * per_unit..((unit + 1) * per_unit).min(geo.stripes());
+        let unit_range = stripes.start * stripe..(stripes.end * stripe).min(geo.size);
+        let here = want.start.max(unit_range.start)..want.end.min(unit_range.end);
+        let in_unit = here.start - unit_range.start..here.end - unit_range.start;
+        let key = UnitKey { data_id, unit };
+        if let Some(u) = self.cache.cached(key) {
+            return Ok((u.slice(in_unit), Vec::new()));
+        }
+        let run = geo
+            .runs(stripes, per_unit)
+            .pop()
+            .expect("a unit holds at least one stripe");
+        if (here.end - here.start) * 2 < unit_range.end - unit_range.start {
+            return self.read_stripes(data_id, geo, &run, &here).await;
+        }
+        let mut damage = Vec::new();
+        let found = &mut damage;
+        let (u, _) = self
+            .cache
+            .get_or_read(key, move || async move {
+                let (chunks, d) = self.read_stripes(data_id, geo, &run, &unit_range).await?;
+                *found = d;
+                Ok(Unit::new(chunks))
+            })
+            .await?;
+        Ok((u.slice(in_unit), damage))
     }
 
     /// Reads the stripes of `run` of one part and returns the slices of object

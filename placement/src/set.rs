@@ -14,6 +14,7 @@ use disk_engine::{
 use futures::future::join_all;
 use uuid::Uuid;
 
+use crate::cache::ReadCache;
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::layout::{ErasureLayout, Quorum};
@@ -35,6 +36,8 @@ pub struct ErasureSet {
     pub(crate) codec: Arc<Codec>,
     pub(crate) locks: KeyLocks,
     pub(crate) repair: RepairQueue,
+    /// Hot-object cache and read coalescing.
+    pub(crate) cache: ReadCache,
     /// Permits for background checks of shards reads did not touch.
     pub(crate) presence_checks: Arc<tokio::sync::Semaphore>,
     last_mtime: AtomicU64,
@@ -82,6 +85,7 @@ impl ErasureSet {
         disks: Vec<Arc<dyn Disk>>,
         parity: usize,
         block_size: u32,
+        read_cache_bytes: u64,
         repair: RepairQueue,
     ) -> Result<ErasureSet, Error> {
         let n = disks.len();
@@ -99,6 +103,7 @@ impl ErasureSet {
             parity,
             block_size,
             locks: KeyLocks::new(),
+            cache: ReadCache::new(read_cache_bytes),
             repair,
             presence_checks: Arc::new(tokio::sync::Semaphore::new(crate::repair::PRESENCE_CHECKS)),
             last_mtime: AtomicU64::new(0),

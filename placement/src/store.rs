@@ -10,10 +10,11 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 use crate::error::Error;
 use crate::record::BucketRecord;
 use crate::repair::{spawn_repair_worker, RepairQueue, RepairStats};
-use crate::set::ErasureSet;
+use crate::set::{ErasureSet, DEFAULT_BLOCK_SIZE};
 
 /// Namespace of cluster-wide state (buckets), stored erasure-coded like any
 /// object. Its name is not a valid bucket name, so no bucket can collide.
@@ -29,6 +30,25 @@ pub struct Store {
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Tunables of a store.
+#[derive(Clone, Copy, Debug)]
+pub struct StoreOptions {
+    /// Bytes per shard block of new objects (a multiple of 4 KiB).
+    pub block_size: u32,
+    /// Size of the hot-object cache in bytes (0: no cache, reads of the
+    /// same data are still coalesced).
+    pub read_cache_bytes: u64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            block_size: DEFAULT_BLOCK_SIZE,
+            read_cache_bytes: DEFAULT_READ_CACHE_BYTES,
+        }
+    }
+}
+
 /// State of one disk slot, for health endpoints and admins.
 #[derive(Clone, Debug)]
 pub struct DiskStatus {
@@ -42,15 +62,21 @@ pub struct DiskStatus {
 
 impl Store {
     /// A store over one erasure set of `disks` (in slot order) with `parity`
-    /// parity shards and `block_size`-byte shard blocks. Starts the repair
-    /// worker; call [`Store::shutdown`] to stop it.
+    /// parity shards. Starts the repair worker; call [`Store::shutdown`] to
+    /// stop it.
     pub fn new(
         disks: Vec<Arc<dyn Disk>>,
         parity: usize,
-        block_size: u32,
+        opts: StoreOptions,
     ) -> Result<Arc<Store>, Error> {
         let (queue, rx) = RepairQueue::new();
-        let set = Arc::new(ErasureSet::new(disks, parity, block_size, queue)?);
+        let set = Arc::new(ErasureSet::new(
+            disks,
+            parity,
+            opts.block_size,
+            opts.read_cache_bytes,
+            queue,
+        )?);
         let shutdown = CancellationToken::new();
         let worker = spawn_repair_worker(Arc::downgrade(&set), rx, shutdown.clone());
         Ok(Arc::new(Store {
@@ -64,6 +90,11 @@ impl Store {
     /// The erasure set (for tests and admin tooling).
     pub fn set(&self) -> &Arc<ErasureSet> {
         &self.set
+    }
+
+    /// Hot-object cache counters.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.set.cache.stats()
     }
 
     /// Repair counters.

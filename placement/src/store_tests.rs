@@ -5,32 +5,41 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use disk_engine::{Disk, Fault, FaultyDisk, LocalDisk, LocalDiskOptions, ShardId, Tier};
+use disk_engine::{
+    Disk, Fault, FaultyDisk, LocalDisk, LocalDiskOptions, ShardId, ShardIoMode, Tier,
+};
 use futures::StreamExt;
 
 use crate::error::Error;
 use crate::local_set::{open_local_set, LocalSetConfig};
 use crate::record::ObjectMeta;
-use crate::store::Store;
+use crate::store::{Store, StoreOptions};
 use crate::write::BodyStream;
 use crate::{ListStart, VersionRef, Versioning, WriteCondition, WriteOptions};
 
-struct Rig {
-    store: Arc<Store>,
+pub(crate) struct Rig {
+    pub store: Arc<Store>,
     faulty: Vec<FaultyDisk>,
     local: Vec<Arc<LocalDisk>>,
     _dir: tempfile::TempDir,
 }
 
-const BLOCK: u32 = 16 << 10;
+pub(crate) const BLOCK: u32 = 16 << 10;
 
+/// No cache: most tests read what is on the disks after injecting faults.
 fn rig(n: usize, parity: Option<usize>) -> Rig {
+    rig_with(n, parity, ShardIoMode::Auto, 0)
+}
+
+/// A store over `n` fresh directories with the given shard I/O path and
+/// cache size.
+pub(crate) fn rig_with(n: usize, parity: Option<usize>, io: ShardIoMode, cache: u64) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let set = open_local_set(&LocalSetConfig {
         dirs: (0..n).map(|i| dir.path().join(format!("d{i}"))).collect(),
         parity,
         tier: Tier::Hot,
-        disk: LocalDiskOptions { fsync: false },
+        disk: LocalDiskOptions { fsync: false, io },
     })
     .unwrap();
     let local: Vec<Arc<LocalDisk>> = set.local.into_iter().map(|d| d.unwrap()).collect();
@@ -39,7 +48,11 @@ fn rig(n: usize, parity: Option<usize>) -> Rig {
         .iter()
         .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
         .collect();
-    let store = Store::new(disks, set.parity, BLOCK).unwrap();
+    let opts = StoreOptions {
+        block_size: BLOCK,
+        read_cache_bytes: cache,
+    };
+    let store = Store::new(disks, set.parity, opts).unwrap();
     Rig {
         store,
         faulty,
@@ -48,7 +61,7 @@ fn rig(n: usize, parity: Option<usize>) -> Rig {
     }
 }
 
-fn data(len: usize, seed: u8) -> Vec<u8> {
+pub(crate) fn data(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect()
@@ -62,7 +75,7 @@ fn body(bytes: &[u8], piece: usize) -> BodyStream {
     Box::pin(futures::stream::iter(chunks))
 }
 
-async fn put(r: &Rig, key: &str, bytes: &[u8]) -> Result<(), Error> {
+pub(crate) async fn put(r: &Rig, key: &str, bytes: &[u8]) -> Result<(), Error> {
     let staged = r
         .store
         .write_data("b", key, body(bytes, 10_000), Some(bytes.len() as u64))
@@ -83,7 +96,7 @@ async fn put(r: &Rig, key: &str, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-async fn get(r: &Rig, key: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, Error> {
+pub(crate) async fn get(r: &Rig, key: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, Error> {
     let obj = r.store.head_object("b", key).await?;
     let mut s = r.store.read_object("b", key, obj, range);
     let mut out = Vec::new();

@@ -1,10 +1,16 @@
-//! `granary-load`: a load generator for a running S3 server. Many
-//! concurrent clients PUT or GET objects of one size for a while, then it
-//! prints operations per second, throughput and latency percentiles.
+//! `granary-load`: a load generator for any S3 endpoint.
 //!
 //! ```text
 //! granary-load --endpoint http://127.0.0.1:9000 --op get --size 4096 --concurrency 32 --seconds 10
+//! granary-load --op pull --size 1073741824 --objects 4 --range-size 16777216 --concurrency 16
 //! ```
+//! Operations: `put`, `get`, `mixed` (GETs and PUTs, `--read-percent`),
+//! `list` (ListObjectsV2 pages), `multipart` (uploads in `--part-size`
+//! parts), and `pull` (every object downloaded with parallel ranged GETs,
+//! the way model loaders fetch weights; `--pullers` independent clients do
+//! it at once). Objects the run reads are uploaded first unless already
+//! there. Prints ops/s, MB/s, latency percentiles (and time to first byte
+//! for reads) and errors; the last line is the same as one JSON object.
 //! Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,17 +18,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::config::{BehaviorVersion, Region};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
+use bytes::Bytes;
 use clap::{Parser, ValueEnum};
+use futures::{stream, StreamExt};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Op {
     Put,
     Get,
+    Mixed,
+    List,
+    Multipart,
+    Pull,
 }
 
 /// Load generator for an S3 endpoint.
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 struct Args {
     /// Server URL.
     #[arg(long, default_value = "http://127.0.0.1:9000")]
@@ -36,15 +50,33 @@ struct Args {
     /// Object size in bytes.
     #[arg(long, default_value_t = 4096)]
     size: usize,
-    /// Distinct keys (GET reads them round-robin; PUT overwrites them).
+    /// Distinct keys (reads go round-robin over them; PUTs overwrite them).
     #[arg(long, default_value_t = 256)]
     objects: usize,
-    /// Requests in flight.
+    /// Requests in flight (per puller for `pull`).
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    /// Seconds to run.
+    /// Seconds to run (not for `pull`, which downloads everything once per round).
     #[arg(long, default_value_t = 10)]
     seconds: u64,
+    /// Share of GETs in `mixed`, in percent.
+    #[arg(long, default_value_t = 80)]
+    read_percent: usize,
+    /// Part size of `multipart` uploads.
+    #[arg(long, default_value_t = 8 << 20)]
+    part_size: usize,
+    /// Bytes per ranged GET of `pull`.
+    #[arg(long, default_value_t = 16 << 20)]
+    range_size: usize,
+    /// Independent clients pulling the same objects at once (`pull`).
+    #[arg(long, default_value_t = 1)]
+    pullers: usize,
+    /// Rounds of `pull`.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Key prefix, so runs with different sizes do not share objects.
+    #[arg(long, default_value = "obj")]
+    prefix: String,
     /// PEM certificate to trust (HTTPS with a self-signed certificate).
     #[arg(long)]
     ca_bundle: Option<std::path::PathBuf>,
@@ -80,8 +112,308 @@ fn client(args: &Args) -> Client {
     Client::from_conf(conf.build())
 }
 
-fn key(i: usize) -> String {
-    format!("obj-{i:08}")
+/// What one request measured.
+#[derive(Default)]
+struct Sample {
+    latency: Duration,
+    ttfb: Option<Duration>,
+    bytes: u64,
+    items: u64,
+}
+
+/// Everything the workers measured.
+#[derive(Default)]
+struct Tally {
+    samples: Vec<Sample>,
+    errors: u64,
+}
+
+impl Tally {
+    fn add(&mut self, r: Result<Sample, String>) {
+        match r {
+            Ok(s) => self.samples.push(s),
+            Err(e) => {
+                if self.errors < 3 {
+                    eprintln!("error: {e}");
+                }
+                self.errors += 1;
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.samples.extend(other.samples);
+        self.errors += other.errors;
+    }
+}
+
+struct Ctx {
+    c: Client,
+    args: Args,
+    body: Bytes,
+}
+
+impl Ctx {
+    fn key(&self, i: usize) -> String {
+        format!("{}-{}-{i:08}", self.args.prefix, self.args.size)
+    }
+
+    async fn put(&self, key: &str) -> Result<Sample, String> {
+        let t = Instant::now();
+        self.c
+            .put_object()
+            .bucket(&self.args.bucket)
+            .key(key)
+            .body(ByteStream::from(self.body.clone()))
+            .send()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        Ok(Sample {
+            latency: t.elapsed(),
+            bytes: self.body.len() as u64,
+            items: 1,
+            ..Default::default()
+        })
+    }
+
+    /// GET (of `range` if given), streaming the body to nowhere.
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> Result<Sample, String> {
+        let t = Instant::now();
+        let mut req = self.c.get_object().bucket(&self.args.bucket).key(key);
+        if let Some((a, z)) = range {
+            req = req.range(format!("bytes={a}-{}", z - 1));
+        }
+        let mut r = req.send().await.map_err(|e| format!("{e:?}"))?;
+        let mut ttfb = None;
+        let mut bytes = 0u64;
+        while let Some(chunk) = r.body.next().await {
+            let chunk = chunk.map_err(|e| format!("{e:?}"))?;
+            ttfb.get_or_insert_with(|| t.elapsed());
+            bytes += chunk.len() as u64;
+        }
+        Ok(Sample {
+            latency: t.elapsed(),
+            ttfb,
+            bytes,
+            items: 1,
+        })
+    }
+
+    async fn list_pages(&self) -> Result<Sample, String> {
+        let t = Instant::now();
+        let mut keys = 0u64;
+        let mut token = None;
+        loop {
+            let r = self
+                .c
+                .list_objects_v2()
+                .bucket(&self.args.bucket)
+                .prefix(format!("{}-{}-", self.args.prefix, self.args.size))
+                .set_continuation_token(token)
+                .send()
+                .await
+                .map_err(|e| format!("{e:?}"))?;
+            keys += r.contents().len() as u64;
+            token = r.next_continuation_token().map(str::to_string);
+            if token.is_none() {
+                break;
+            }
+        }
+        Ok(Sample {
+            latency: t.elapsed(),
+            items: keys,
+            ..Default::default()
+        })
+    }
+
+    async fn multipart(&self, key: &str) -> Result<Sample, String> {
+        let t = Instant::now();
+        let b = &self.args.bucket;
+        let up = self
+            .c
+            .create_multipart_upload()
+            .bucket(b)
+            .key(key)
+            .send()
+            .await
+            .map_err(|x| format!("{x:?}"))?;
+        let id = up.upload_id().unwrap_or_default().to_string();
+        let mut parts = Vec::new();
+        for (n, chunk) in self.body.chunks(self.args.part_size.max(1)).enumerate() {
+            let n = n as i32 + 1;
+            let r = self
+                .c
+                .upload_part()
+                .bucket(b)
+                .key(key)
+                .upload_id(&id)
+                .part_number(n)
+                .body(ByteStream::from(self.body.slice_ref(chunk)))
+                .send()
+                .await
+                .map_err(|x| format!("{x:?}"))?;
+            parts.push(
+                CompletedPart::builder()
+                    .part_number(n)
+                    .set_e_tag(r.e_tag().map(str::to_string))
+                    .build(),
+            );
+        }
+        self.c
+            .complete_multipart_upload()
+            .bucket(b)
+            .key(key)
+            .upload_id(&id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(parts))
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|x| format!("{x:?}"))?;
+        Ok(Sample {
+            latency: t.elapsed(),
+            bytes: self.body.len() as u64,
+            items: 1,
+            ..Default::default()
+        })
+    }
+
+    /// Uploads the objects a read run needs, unless they are there already.
+    async fn prepare(&self) {
+        let missing: Vec<usize> = stream::iter(0..self.args.objects)
+            .map(|i| async move {
+                let h = self
+                    .c
+                    .head_object()
+                    .bucket(&self.args.bucket)
+                    .key(self.key(i))
+                    .send()
+                    .await;
+                match h {
+                    Ok(h) if h.content_length() == Some(self.args.size as i64) => None,
+                    _ => Some(i),
+                }
+            })
+            .buffer_unordered(self.args.concurrency.max(1))
+            .filter_map(|x| async move { x })
+            .collect()
+            .await;
+        if missing.is_empty() {
+            return;
+        }
+        eprintln!(
+            "uploading {} objects of {} bytes first",
+            missing.len(),
+            self.args.size
+        );
+        let failed = stream::iter(missing)
+            .map(|i| async move {
+                if self.args.size > self.args.part_size {
+                    self.multipart(&self.key(i)).await
+                } else {
+                    self.put(&self.key(i)).await
+                }
+            })
+            .buffer_unordered(self.args.concurrency.clamp(1, 16))
+            .filter(|r| std::future::ready(r.is_err()))
+            .count()
+            .await;
+        assert_eq!(failed, 0, "could not prepare the objects");
+    }
+
+    async fn one(&self, i: usize) -> Result<Sample, String> {
+        let key = self.key(i % self.args.objects.max(1));
+        match self.args.op {
+            Op::Put => self.put(&key).await,
+            Op::Get => self.get(&key, None).await,
+            Op::Mixed if i * 7919 % 100 < self.args.read_percent => self.get(&key, None).await,
+            Op::Mixed => self.put(&key).await,
+            Op::List => self.list_pages().await,
+            Op::Multipart => self.multipart(&key).await,
+            Op::Pull => unreachable!("pull runs on its own"),
+        }
+    }
+}
+
+/// `--concurrency` workers repeating the operation for `--seconds`.
+async fn timed(ctx: Arc<Ctx>) -> (Tally, f64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..ctx.args.concurrency)
+        .map(|w| {
+            let (ctx, stop) = (ctx.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut tally = Tally::default();
+                let mut i = w;
+                while !stop.load(Ordering::Relaxed) {
+                    tally.add(ctx.one(i).await);
+                    i += ctx.args.concurrency;
+                }
+                tally
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(ctx.args.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Tally::default();
+    for w in workers {
+        all.merge(w.await.expect("worker"));
+    }
+    (all, started.elapsed().as_secs_f64())
+}
+
+/// Every puller downloads every object with parallel ranged GETs.
+async fn pull(ctx: Arc<Ctx>) -> (Tally, f64) {
+    let started = Instant::now();
+    let pullers: Vec<_> = (0..ctx.args.pullers.max(1))
+        .map(|_| {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let t = Instant::now();
+                let size = ctx.args.size as u64;
+                let step = ctx.args.range_size.max(1) as u64;
+                let ranges: Vec<(usize, u64)> = (0..ctx.args.rounds)
+                    .flat_map(|_| 0..ctx.args.objects)
+                    .flat_map(|o| (0..size.div_ceil(step)).map(move |r| (o, r * step)))
+                    .collect();
+                let mut tally = Tally::default();
+                let results: Vec<_> = stream::iter(ranges)
+                    .map(|(o, a)| {
+                        let ctx = ctx.clone();
+                        async move { ctx.get(&ctx.key(o), Some((a, (a + step).min(size)))).await }
+                    })
+                    .buffer_unordered(ctx.args.concurrency.max(1))
+                    .collect()
+                    .await;
+                for r in results {
+                    tally.add(r);
+                }
+                (tally, t.elapsed().as_secs_f64())
+            })
+        })
+        .collect();
+    let mut all = Tally::default();
+    let mut times = Vec::new();
+    for p in pullers {
+        let (t, secs) = p.await.expect("puller");
+        all.merge(t);
+        times.push(secs);
+    }
+    if times.len() > 1 {
+        let (lo, hi) = times
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), &t| (a.min(t), b.max(t)));
+        eprintln!("pullers finished in {lo:.2}–{hi:.2} s");
+    }
+    (all, started.elapsed().as_secs_f64())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1)))
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
 #[tokio::main]
@@ -89,86 +421,57 @@ async fn main() {
     let args = Args::parse();
     let c = client(&args);
     let _ = c.create_bucket().bucket(&args.bucket).send().await;
-    let body = bytes::Bytes::from(vec![0x5au8; args.size]);
-    if args.op == Op::Get {
-        for i in 0..args.objects {
-            c.put_object()
-                .bucket(&args.bucket)
-                .key(key(i))
-                .body(body.clone().into())
-                .send()
-                .await
-                .expect("prepare objects");
-        }
+    let body = Bytes::from(vec![0x5au8; args.size]);
+    let ctx = Arc::new(Ctx { c, args, body });
+    if matches!(ctx.args.op, Op::Get | Op::Mixed | Op::List | Op::Pull) {
+        ctx.prepare().await;
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..args.concurrency)
-        .map(|w| {
-            let (c, stop, body) = (c.clone(), stop.clone(), body.clone());
-            let (bucket, op, objects) = (args.bucket.clone(), args.op, args.objects);
-            tokio::spawn(async move {
-                let mut latencies = Vec::new();
-                let mut errors = 0u64;
-                let mut i = w;
-                while !stop.load(Ordering::Relaxed) {
-                    let t = Instant::now();
-                    let ok = match op {
-                        Op::Put => c
-                            .put_object()
-                            .bucket(&bucket)
-                            .key(key(i % objects))
-                            .body(body.clone().into())
-                            .send()
-                            .await
-                            .is_ok(),
-                        Op::Get => match c
-                            .get_object()
-                            .bucket(&bucket)
-                            .key(key(i % objects))
-                            .send()
-                            .await
-                        {
-                            Ok(r) => r.body.collect().await.is_ok(),
-                            Err(_) => false,
-                        },
-                    };
-                    if ok {
-                        latencies.push(t.elapsed());
-                    } else {
-                        errors += 1;
-                    }
-                    i += 1;
-                }
-                (latencies, errors)
-            })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs(args.seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut all = Vec::new();
-    let mut errors = 0;
-    for w in workers {
-        let (l, e) = w.await.expect("worker");
-        all.extend(l);
-        errors += e;
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    let (tally, secs) = if ctx.args.op == Op::Pull {
+        pull(ctx.clone()).await
+    } else {
+        timed(ctx.clone()).await
     };
-    let ops = all.len() as f64 / elapsed;
+    let mut lat: Vec<Duration> = tally.samples.iter().map(|s| s.latency).collect();
+    lat.sort();
+    let mut ttfb: Vec<Duration> = tally.samples.iter().filter_map(|s| s.ttfb).collect();
+    ttfb.sort();
+    let ops = tally.samples.len() as f64 / secs;
+    let bytes: u64 = tally.samples.iter().map(|s| s.bytes).sum();
+    let items: u64 = tally.samples.iter().map(|s| s.items).sum();
+    let a = &ctx.args;
     println!(
-        "{:?} {} B x{}: {:.0} ops/s, {:.1} MB/s, p50 {:.2} ms, p99 {:.2} ms, {} errors",
-        args.op,
-        args.size,
-        args.concurrency,
+        "{:?} {} B x{}{}: {:.0} ops/s, {:.1} MB/s, {:.0} items/s, p50 {:.2} ms, p99 {:.2} ms, p999 {:.2} ms, ttfb p50 {:.2} ms, p99 {:.2} ms, {} errors, {:.2} s",
+        a.op,
+        a.size,
+        a.concurrency,
+        if a.op == Op::Pull { format!(" x{} pullers", a.pullers) } else { String::new() },
         ops,
-        ops * args.size as f64 / 1e6,
-        pct(0.50),
-        pct(0.99),
-        errors
+        bytes as f64 / secs / 1e6,
+        items as f64 / secs,
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99),
+        percentile(&lat, 0.999),
+        percentile(&ttfb, 0.50),
+        percentile(&ttfb, 0.99),
+        tally.errors,
+        secs,
+    );
+    println!(
+        "{{\"op\":\"{:?}\",\"size\":{},\"concurrency\":{},\"pullers\":{},\"seconds\":{:.3},\"ops\":{},\"ops_per_s\":{:.1},\"mb_per_s\":{:.1},\"items_per_s\":{:.1},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},\"ttfb_p50_ms\":{:.3},\"ttfb_p99_ms\":{:.3},\"errors\":{}}}",
+        a.op,
+        a.size,
+        a.concurrency,
+        a.pullers,
+        secs,
+        tally.samples.len(),
+        ops,
+        bytes as f64 / secs / 1e6,
+        items as f64 / secs,
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99),
+        percentile(&lat, 0.999),
+        percentile(&ttfb, 0.50),
+        percentile(&ttfb, 0.99),
+        tally.errors,
     );
 }

@@ -1,6 +1,10 @@
 //! The disk engine's only `unsafe` code: thin wrappers over system calls
-//! that std does not expose.
+//! that std does not expose, aligned buffers for direct I/O, and the
+//! io_uring ring each disk's shard I/O goes through.
 #![allow(unsafe_code)]
+
+pub(crate) mod buf;
+pub(crate) mod ring;
 
 use std::ffi::CString;
 use std::io;

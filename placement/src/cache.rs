@@ -1,0 +1,307 @@
+//! The hot-object cache: verified object data by read unit (an aligned run
+//! of stripes of one part), with request coalescing.
+//!
+//! When many clients read the same object at once (every pod of a job
+//! pulling the same weights), the first reader of a unit reads it from disk
+//! and the others wait for that read instead of starting their own; the
+//! finished unit then stays in a bounded, size-aware LRU so later readers
+//! are served from memory. Units are keyed by the part's data id, which is
+//! unique per write, so an overwrite can never be served stale bytes: old
+//! units simply age out.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+use crate::error::Error;
+
+/// Default cache size.
+pub const DEFAULT_READ_CACHE_BYTES: u64 = 512 << 20;
+/// Largest number of units the LRU indexes (its memory bound is by bytes;
+/// this only sizes the index).
+const MAX_UNITS: usize = 1 << 20;
+
+/// One read unit: a part's data id and the unit's index within the part.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub(crate) struct UnitKey {
+    pub data_id: Uuid,
+    pub unit: u64,
+}
+
+/// The object bytes of one unit, in order.
+#[derive(Clone, Debug)]
+pub(crate) struct Unit {
+    pub chunks: Arc<Vec<Bytes>>,
+    pub len: u64,
+}
+
+impl Unit {
+    pub fn new(chunks: Vec<Bytes>) -> Unit {
+        let len = chunks.iter().map(|c| c.len() as u64).sum();
+        Unit {
+            chunks: Arc::new(chunks),
+            len,
+        }
+    }
+
+    /// Bytes `range` of the unit (unit-relative) as slices of its chunks.
+    pub fn slice(&self, range: std::ops::Range<u64>) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        for c in self.chunks.iter() {
+            let (lo, hi) = (at, at + c.len() as u64);
+            at = hi;
+            if hi <= range.start || lo >= range.end {
+                continue;
+            }
+            let a = range.start.max(lo) - lo;
+            let b = range.end.min(hi) - lo;
+            out.push(c.slice(a as usize..b as usize));
+        }
+        out
+    }
+}
+
+/// How a unit was obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// From the cache.
+    Hit,
+    /// Read by this request.
+    Read,
+    /// Read by a concurrent request this one waited for.
+    Coalesced,
+}
+
+/// Counters of the cache, for admins.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Units served from memory.
+    pub hits: u64,
+    /// Units read from disk.
+    pub misses: u64,
+    /// Units a request waited for while another request read them.
+    pub coalesced: u64,
+    /// Bytes held.
+    pub bytes: u64,
+    /// Most bytes it may hold.
+    pub capacity: u64,
+    /// Units held.
+    pub units: u64,
+}
+
+struct State {
+    lru: lru::LruCache<UnitKey, Unit>,
+    bytes: u64,
+    in_flight: HashMap<UnitKey, Arc<OnceCell<Unit>>>,
+}
+
+/// Bounded cache of verified units with request coalescing.
+pub(crate) struct ReadCache {
+    capacity: u64,
+    state: Mutex<State>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    coalesced: AtomicU64,
+}
+
+impl ReadCache {
+    /// A cache holding at most `capacity` bytes (0: coalescing only).
+    pub fn new(capacity: u64) -> ReadCache {
+        ReadCache {
+            capacity,
+            state: Mutex::new(State {
+                lru: lru::LruCache::new(NonZeroUsize::new(MAX_UNITS).expect("non-zero")),
+                bytes: 0,
+                in_flight: HashMap::new(),
+            }),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
+        }
+    }
+
+    /// The unit if it is cached (counted as a hit).
+    pub fn cached(&self, key: UnitKey) -> Option<Unit> {
+        let u = self.state.lock().lru.get(&key).cloned();
+        if u.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        u
+    }
+
+    /// The unit from the cache, from a read already in flight, or from
+    /// `read`. If the request that is reading goes away or fails, one of the
+    /// waiting requests reads instead.
+    pub async fn get_or_read<F, Fut>(&self, key: UnitKey, read: F) -> Result<(Unit, Source), Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Unit, Error>>,
+    {
+        let guard = {
+            let mut st = self.state.lock();
+            if let Some(u) = st.lru.get(&key) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok((u.clone(), Source::Hit));
+            }
+            InFlight {
+                cache: self,
+                key,
+                cell: st.in_flight.entry(key).or_default().clone(),
+            }
+        };
+        let mut ran = false;
+        let unit = guard
+            .cell
+            .get_or_try_init(|| {
+                ran = true;
+                read()
+            })
+            .await?
+            .clone();
+        if ran {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            self.keep(key, unit.clone());
+            Ok((unit, Source::Read))
+        } else {
+            self.coalesced.fetch_add(1, Ordering::Relaxed);
+            Ok((unit, Source::Coalesced))
+        }
+    }
+
+    /// Keeps a unit if it fits, evicting the least recently used.
+    fn keep(&self, key: UnitKey, unit: Unit) {
+        if unit.len > self.capacity {
+            return;
+        }
+        let mut st = self.state.lock();
+        st.bytes += unit.len;
+        if let Some(old) = st.lru.put(key, unit) {
+            st.bytes -= old.len;
+        }
+        while st.bytes > self.capacity {
+            match st.lru.pop_lru() {
+                Some((_, old)) => st.bytes -= old.len,
+                None => break,
+            }
+        }
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> CacheStats {
+        let st = self.state.lock();
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            coalesced: self.coalesced.load(Ordering::Relaxed),
+            bytes: st.bytes,
+            capacity: self.capacity,
+            units: st.lru.len() as u64,
+        }
+    }
+}
+
+/// A request's interest in an in-flight read. On drop (success, failure or
+/// cancellation) the in-flight entry goes once the unit is read or nobody
+/// else waits for it, so abandoned reads leave nothing behind.
+struct InFlight<'a> {
+    cache: &'a ReadCache,
+    key: UnitKey,
+    cell: Arc<OnceCell<Unit>>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut st = self.cache.state.lock();
+        let ours = st
+            .in_flight
+            .get(&self.key)
+            .is_some_and(|c| Arc::ptr_eq(c, &self.cell));
+        // Two references: the map's and ours. New waiters clone under the
+        // lock held here, so the count cannot grow behind our back.
+        if ours && (self.cell.initialized() || Arc::strong_count(&self.cell) <= 2) {
+            st.in_flight.remove(&self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn key(unit: u64) -> UnitKey {
+        UnitKey {
+            data_id: Uuid::nil(),
+            unit,
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_readers_share_one_read() {
+        let cache = Arc::new(ReadCache::new(1 << 20));
+        let reads = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let (cache, reads) = (cache.clone(), reads.clone());
+                tokio::spawn(async move {
+                    cache
+                        .get_or_read(key(1), || async {
+                            reads.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                            Ok(Unit::new(vec![Bytes::from_static(b"abc")]))
+                        })
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        for t in tasks {
+            assert_eq!(&t.await.unwrap().0.chunks[0][..], b"abc");
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        let s = cache.stats();
+        assert_eq!((s.misses, s.coalesced + s.hits), (1, 15));
+        assert!(cache.cached(key(1)).is_some());
+    }
+
+    #[tokio::test]
+    async fn failed_read_lets_the_next_reader_try_and_size_is_bounded() {
+        let cache = ReadCache::new(10);
+        let r = cache
+            .get_or_read(key(1), || async { Err(Error::Internal("boom".into())) })
+            .await;
+        assert!(r.is_err());
+        let (u, src) = cache
+            .get_or_read(key(1), || async {
+                Ok(Unit::new(vec![Bytes::from_static(b"123456")]))
+            })
+            .await
+            .unwrap();
+        assert_eq!((u.len, src), (6, Source::Read));
+        cache
+            .get_or_read(key(2), || async {
+                Ok(Unit::new(vec![Bytes::from_static(b"abcdef")]))
+            })
+            .await
+            .unwrap();
+        // 12 bytes do not fit in 10: the least recently used unit went.
+        assert!(cache.cached(key(1)).is_none());
+        assert!(cache.cached(key(2)).is_some());
+        assert!(cache.stats().bytes <= 10);
+        assert!(cache.state.lock().in_flight.is_empty());
+        let u = Unit::new(vec![
+            Bytes::from_static(b"abc"),
+            Bytes::from_static(b"defg"),
+        ]);
+        let s: Vec<u8> = u.slice(2..5).concat();
+        assert_eq!(s, b"cde");
+    }
+}
