@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::error::Error;
 
 /// Default cache size.
-pub const DEFAULT_READ_CACHE_BYTES: u64 = 512 << 20;
+pub const DEFAULT_READ_CACHE_BYTES: u64 = 1 << 30;
 /// Largest number of units the LRU indexes (its memory bound is by bytes;
 /// this only sizes the index).
 const MAX_UNITS: usize = 1 << 20;

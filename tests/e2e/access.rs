@@ -8,23 +8,6 @@ use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 
 use crate::harness::*;
 
-/// Runs `granary admin ARGS...` against `s` as root; returns stdout.
-fn admin(s: &Server, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_granary"))
-        .arg("admin")
-        .args(["--endpoint", &s.endpoint])
-        .args(args)
-        .env("GRANARY_ROOT_USER", USER)
-        .env("GRANARY_ROOT_PASSWORD", SECRET)
-        .output()
-        .unwrap();
-    if out.status.success() {
-        Ok(String::from_utf8(out.stdout).unwrap())
-    } else {
-        Err(String::from_utf8(out.stderr).unwrap())
-    }
-}
-
 /// Creates a user with the CLI; returns (access key, secret).
 fn add_user(s: &Server, name: &str, extra: &[&str]) -> (String, String) {
     let out = admin(s, &[&["user", "add", name], extra].concat()).unwrap();

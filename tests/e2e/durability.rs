@@ -44,7 +44,8 @@ fn shard_index(path: &PathBuf) -> u32 {
 
 #[tokio::test]
 async fn m_bad_shards_are_survived_and_repaired() {
-    let s = Server::start(4);
+    // No hot-object cache: every read here must go to the damaged disks.
+    let s = Server::start_with(4, &["--read-cache-mib", "0"]);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
     let data = Pattern::bytes(11, 3 << 20);

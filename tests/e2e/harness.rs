@@ -410,6 +410,23 @@ pub fn partial_request(
     out
 }
 
+/// Runs `granary admin ARGS...` against `s` as root; returns stdout.
+pub fn admin(s: &Server, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .arg("admin")
+        .args(["--endpoint", &s.endpoint])
+        .args(args)
+        .env("GRANARY_ROOT_USER", USER)
+        .env("GRANARY_ROOT_PASSWORD", SECRET)
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8(out.stderr).unwrap())
+    }
+}
+
 /// Deterministic pseudo-random bytes (xorshift64*), reproducible by seed.
 pub struct Pattern {
     state: u64,

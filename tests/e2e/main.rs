@@ -12,6 +12,7 @@ mod checksums;
 mod conditional_writes;
 mod copy;
 mod cors;
+mod data_path;
 mod durability;
 mod full_disk;
 mod large;
