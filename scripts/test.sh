@@ -19,5 +19,7 @@ echo "== cargo test (unit and end-to-end)"
 cargo test --workspace --locked
 
 echo "== S3 compatibility suite"
-cargo build --locked --quiet --bin granary
+# `cargo test --workspace` has just built the binary the e2e tests start
+# (with the workspace's unified features); `cargo build --bin granary` alone
+# would resolve features differently and rebuild half the tree.
 GRANARY_BIN="$target/debug/granary" s3-compat-tests/run.sh

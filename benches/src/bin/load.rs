@@ -13,7 +13,7 @@
 //! for reads) and errors; the last line is the same as one JSON object.
 //! Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,9 @@ struct Args {
     /// Seconds to run (not for `pull`, which downloads everything once per round).
     #[arg(long, default_value_t = 10)]
     seconds: u64,
+    /// Stop after this many operations instead of after `--seconds`.
+    #[arg(long)]
+    count: Option<usize>,
     /// Share of GETs in `mixed`, in percent.
     #[arg(long, default_value_t = 80)]
     read_percent: usize,
@@ -337,17 +340,24 @@ impl Ctx {
     }
 }
 
-/// `--concurrency` workers repeating the operation for `--seconds`.
+/// `--concurrency` workers repeating the operation for `--seconds` (or
+/// until `--count` operations were started).
 async fn timed(ctx: Arc<Ctx>) -> (Tally, f64) {
     let stop = Arc::new(AtomicBool::new(false));
+    let issued = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let workers: Vec<_> = (0..ctx.args.concurrency)
         .map(|w| {
-            let (ctx, stop) = (ctx.clone(), stop.clone());
+            let (ctx, stop, issued) = (ctx.clone(), stop.clone(), issued.clone());
             tokio::spawn(async move {
                 let mut tally = Tally::default();
                 let mut i = w;
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.load(Ordering::Relaxed)
+                    && ctx
+                        .args
+                        .count
+                        .is_none_or(|n| issued.fetch_add(1, Ordering::Relaxed) < n)
+                {
                     tally.add(ctx.one(i).await);
                     i += ctx.args.concurrency;
                 }
@@ -355,8 +365,10 @@ async fn timed(ctx: Arc<Ctx>) -> (Tally, f64) {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_secs(ctx.args.seconds)).await;
-    stop.store(true, Ordering::Relaxed);
+    if ctx.args.count.is_none() {
+        tokio::time::sleep(Duration::from_secs(ctx.args.seconds)).await;
+        stop.store(true, Ordering::Relaxed);
+    }
     let mut all = Tally::default();
     for w in workers {
         all.merge(w.await.expect("worker"));
@@ -440,7 +452,7 @@ async fn main() {
     let items: u64 = tally.samples.iter().map(|s| s.items).sum();
     let a = &ctx.args;
     println!(
-        "{:?} {} B x{}{}: {:.0} ops/s, {:.1} MB/s, {:.0} items/s, p50 {:.2} ms, p99 {:.2} ms, p999 {:.2} ms, ttfb p50 {:.2} ms, p99 {:.2} ms, {} errors, {:.2} s",
+        "{:?} {} B x{}{}: {:.0} ops/s, {:.1} MB/s, {:.0} items/s, min {:.2} ms, p50 {:.2} ms, p99 {:.2} ms, p999 {:.2} ms, max {:.2} ms, ttfb p50 {:.2} ms, p99 {:.2} ms, {} errors, {:.2} s",
         a.op,
         a.size,
         a.concurrency,
@@ -448,16 +460,18 @@ async fn main() {
         ops,
         bytes as f64 / secs / 1e6,
         items as f64 / secs,
+        percentile(&lat, 0.0),
         percentile(&lat, 0.50),
         percentile(&lat, 0.99),
         percentile(&lat, 0.999),
+        percentile(&lat, 1.0),
         percentile(&ttfb, 0.50),
         percentile(&ttfb, 0.99),
         tally.errors,
         secs,
     );
     println!(
-        "{{\"op\":\"{:?}\",\"size\":{},\"concurrency\":{},\"pullers\":{},\"seconds\":{:.3},\"ops\":{},\"ops_per_s\":{:.1},\"mb_per_s\":{:.1},\"items_per_s\":{:.1},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},\"ttfb_p50_ms\":{:.3},\"ttfb_p99_ms\":{:.3},\"errors\":{}}}",
+        "{{\"op\":\"{:?}\",\"size\":{},\"concurrency\":{},\"pullers\":{},\"seconds\":{:.3},\"ops\":{},\"ops_per_s\":{:.1},\"mb_per_s\":{:.1},\"items_per_s\":{:.1},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},\"min_ms\":{:.3},\"max_ms\":{:.3},\"ttfb_p50_ms\":{:.3},\"ttfb_p99_ms\":{:.3},\"errors\":{}}}",
         a.op,
         a.size,
         a.concurrency,
@@ -470,6 +484,8 @@ async fn main() {
         percentile(&lat, 0.50),
         percentile(&lat, 0.99),
         percentile(&lat, 0.999),
+        percentile(&lat, 0.0),
+        percentile(&lat, 1.0),
         percentile(&ttfb, 0.50),
         percentile(&ttfb, 0.99),
         tally.errors,
