@@ -558,6 +558,59 @@ mod tests {
         }
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_concurrent_writers_share_the_buffer_pool_without_stalling() {
+        // 24 writers × 8 writes in flight is three times the disk's pool of
+        // write buffers: writers must still all finish.
+        let dir = tempfile::tempdir().unwrap();
+        FormatRecord::new_set(Tier::Hot, 1, 0)[0]
+            .write_to(dir.path())
+            .unwrap();
+        let disk = Arc::new(
+            LocalDisk::open(
+                dir.path(),
+                LocalDiskOptions {
+                    fsync: false,
+                    io: ShardIoMode::Auto,
+                },
+            )
+            .unwrap(),
+        );
+        let bs = 256 << 10;
+        let block = Bytes::from(vec![7u8; bs]);
+        let writers: Vec<_> = (0..24)
+            .map(|_| {
+                let (disk, block) = (disk.clone(), block.clone());
+                tokio::spawn(async move {
+                    let id = ShardId(Uuid::now_v7());
+                    let opts = ShardOptions {
+                        block_size: bs as u32,
+                        shard_index: 0,
+                    };
+                    let mut w = disk.create_shard(id, opts).await.unwrap();
+                    for _ in 0..24 {
+                        w.append(block.clone()).await.unwrap();
+                    }
+                    w.finish().await.unwrap();
+                    id
+                })
+            })
+            .collect();
+        let all = async {
+            let mut ids = Vec::new();
+            for w in writers {
+                ids.push(w.await.unwrap());
+            }
+            ids
+        };
+        let ids = tokio::time::timeout(std::time::Duration::from_secs(60), all)
+            .await
+            .expect("writers stalled");
+        for id in ids {
+            assert_eq!(disk.shard_len(id).await.unwrap(), 24 * bs as u64);
+        }
+    }
+
     #[tokio::test]
     async fn shard_is_invisible_until_finished_and_gone_if_dropped() {
         let dir = tempfile::tempdir().unwrap();

@@ -352,12 +352,16 @@ async fn timed(ctx: Arc<Ctx>) -> (Tally, f64) {
             tokio::spawn(async move {
                 let mut tally = Tally::default();
                 let mut i = w;
-                while !stop.load(Ordering::Relaxed)
-                    && ctx
-                        .args
-                        .count
-                        .is_none_or(|n| issued.fetch_add(1, Ordering::Relaxed) < n)
-                {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(n) = ctx.args.count {
+                        // With a count, operation numbers are handed out
+                        // globally, so `--count N --objects N` touches
+                        // every key once.
+                        i = issued.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                    }
                     tally.add(ctx.one(i).await);
                     i += ctx.args.concurrency;
                 }

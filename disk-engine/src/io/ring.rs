@@ -54,7 +54,7 @@ struct Request {
     /// Bytes to transfer.
     len: u32,
     offset: u64,
-    reply: oneshot::Sender<(IoBuf, io::Result<u32>)>,
+    reply: oneshot::Sender<(Option<IoBuf>, io::Result<u32>)>,
 }
 
 /// Handle to a disk's ring thread.
@@ -132,7 +132,7 @@ impl Ring {
         at: usize,
         len: u32,
         offset: u64,
-    ) -> oneshot::Receiver<(IoBuf, io::Result<u32>)> {
+    ) -> oneshot::Receiver<(Option<IoBuf>, io::Result<u32>)> {
         let (reply, rx) = oneshot::channel();
         if let IoBuf::Heap(b) = &buf {
             assert!(
@@ -198,16 +198,28 @@ impl Drop for Ring {
 }
 
 /// An I/O submitted to a ring.
-pub struct Pending(oneshot::Receiver<(IoBuf, io::Result<u32>)>);
+pub struct Pending(oneshot::Receiver<(Option<IoBuf>, io::Result<u32>)>);
 
 impl Pending {
-    /// Waits for the I/O; gives back its buffer (unless the ring stopped)
-    /// and the bytes transferred.
+    /// Waits for the I/O; gives back a heap buffer (pool buffers go back
+    /// to their pool the moment the I/O completes) and the bytes
+    /// transferred.
     pub async fn wait(self) -> (Option<IoBuf>, io::Result<u32>) {
         match self.0.await {
-            Ok((buf, r)) => (Some(buf), r),
+            Ok(r) => r,
             Err(_) => (None, Err(io::Error::other("io ring stopped"))),
         }
+    }
+}
+
+/// What goes back to the submitter: heap buffers return with the result;
+/// pool buffers are released here, at completion, and never wait in a
+/// reply for their writer to collect them. (Otherwise writers holding
+/// completed buffers while waiting for a free one could starve the pool.)
+fn give_back(buf: IoBuf) -> Option<IoBuf> {
+    match buf {
+        IoBuf::Pool(_) => None,
+        heap => Some(heap),
     }
 }
 
@@ -296,7 +308,7 @@ fn run(
                     if let Some(req) = slot.take() {
                         let _ = req
                             .reply
-                            .send((req.buf, Err(io::Error::other(e.to_string()))));
+                            .send((give_back(req.buf), Err(io::Error::other(e.to_string()))));
                     }
                 }
                 return;
@@ -319,7 +331,7 @@ fn run(
             } else {
                 Ok(result as u32)
             };
-            let _ = req.reply.send((req.buf, r));
+            let _ = req.reply.send((give_back(req.buf), r));
         }
     }
 }
