@@ -33,7 +33,7 @@ stop_server() {
     if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
     server_pid=
 }
-trap 'stop_server; pkill -f "granary-null --address 127.0.0.1:$null_port" || true' EXIT
+trap 'stop_server; pkill -f "granary-null --address 127.0.0.1:$null_port" || true; rm -rf "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4' EXIT
 
 # start_server [fresh] [granary server options...]
 start_server() {
@@ -68,6 +68,10 @@ if want limits; then
             --iodepth=16 --size=4G --runtime=10 --time_based --filename="$f" --output-format=terse \
             | awk -F';' -v rw=$rw '{ print int((rw == "read" ? $7 : $48) * 1.024 / 1000) " MB/s" }')"
     done
+    echo "fio read O_DIRECT 1 MiB QD16, 4 files at once: $(fio --name=r4 --rw=read --bs=1M --direct=1 --ioengine=io_uring \
+        --iodepth=16 --size=1G --numjobs=4 --group_reporting --runtime=10 --time_based --directory="$dir" \
+        --output-format=terse | awk -F';' '{ print int($7 * 1.024 / 1000) " MB/s" }')"
+    rm -f "$dir"/r4.*
     drop_caches
     echo "fio read buffered 1 MiB (cold): $(fio --name=br --rw=read --bs=1M --ioengine=psync --size=4G \
         --filename="$f" --output-format=terse | awk -F';' '{ print int($7 * 1.024 / 1000) " MB/s" }')"
@@ -93,6 +97,11 @@ fi
 if want put; then
     start_server fresh
     run put-64m --op put --size $((64 << 20)) --concurrency 4 --seconds 15 --objects 16
+    run put-64m-unsigned --op put --size $((64 << 20)) --concurrency 4 --seconds 15 --objects 16 --unsigned-payload
+    "$null" --address 127.0.0.1:$null_port --size $((64 << 20)) > /dev/null &
+    sleep 0.5
+    PORT=$null_port run null-put-64m-unsigned --op put --size $((64 << 20)) --concurrency 4 --seconds 10 --objects 4 --unsigned-payload
+    pkill -f "granary-null --address 127.0.0.1:$null_port" || true
 fi
 
 if want get; then

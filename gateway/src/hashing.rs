@@ -41,22 +41,26 @@ impl HashTap {
             let (tx, mut rx) = mpsc::channel::<Bytes>(HASH_QUEUE_CHUNKS);
             senders.push(tx);
             workers.push(tokio::task::spawn_blocking(move || {
-                let mut h = Md5::new();
-                while let Some(b) = rx.blocking_recv() {
-                    h.update(&b);
-                }
-                Output::Md5(h.finalize().into())
+                placement::at_bulk_priority(|| {
+                    let mut h = Md5::new();
+                    while let Some(b) = rx.blocking_recv() {
+                        h.update(&b);
+                    }
+                    Output::Md5(h.finalize().into())
+                })
             }));
         }
         if let Some(alg) = checksum {
             let (tx, mut rx) = mpsc::channel::<Bytes>(HASH_QUEUE_CHUNKS);
             senders.push(tx);
             workers.push(tokio::task::spawn_blocking(move || {
-                let mut h = alg.hasher();
-                while let Some(b) = rx.blocking_recv() {
-                    h.update(&b);
-                }
-                Output::Checksum(alg, h.finalize())
+                placement::at_bulk_priority(|| {
+                    let mut h = alg.hasher();
+                    while let Some(b) = rx.blocking_recv() {
+                        h.update(&b);
+                    }
+                    Output::Checksum(alg, h.finalize())
+                })
             }));
         }
         HashTap { senders, workers }

@@ -241,9 +241,11 @@ impl ErasureSet {
         let (tx, _) = pipeline.as_ref().expect("just opened");
         let block_len = stripe.len().div_ceil(layout.data as usize);
         let codec = self.codec.clone();
-        let shards = tokio::task::spawn_blocking(move || codec.encode(&stripe, block_len))
-            .await
-            .map_err(|e| Error::Internal(format!("encode: {e}")))?;
+        let shards = tokio::task::spawn_blocking(move || {
+            disk_engine::at_bulk_priority(|| codec.encode(&stripe, block_len))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("encode: {e}")))?;
         if tx.send(shards).await.is_err() {
             // The write stage stopped: surface its error.
             let (_, task) = pipeline.take().expect("pipeline open");

@@ -80,6 +80,11 @@ struct Args {
     /// Key prefix, so runs with different sizes do not share objects.
     #[arg(long, default_value = "obj")]
     prefix: String,
+    /// Send PUT and part bodies unsigned (UNSIGNED-PAYLOAD with a checksum
+    /// trailer), as SDKs do over HTTPS, instead of SigV4-signing every
+    /// chunk (what they do over plain HTTP).
+    #[arg(long)]
+    unsigned_payload: bool,
     /// PEM certificate to trust (HTTPS with a self-signed certificate).
     #[arg(long)]
     ca_bundle: Option<std::path::PathBuf>,
@@ -163,14 +168,18 @@ impl Ctx {
 
     async fn put(&self, key: &str) -> Result<Sample, String> {
         let t = Instant::now();
-        self.c
+        let req = self
+            .c
             .put_object()
             .bucket(&self.args.bucket)
             .key(key)
-            .body(ByteStream::from(self.body.clone()))
-            .send()
-            .await
-            .map_err(|e| format!("{e:?}"))?;
+            .body(ByteStream::from(self.body.clone()));
+        if self.args.unsigned_payload {
+            req.customize().disable_payload_signing().send().await
+        } else {
+            req.send().await
+        }
+        .map_err(|e| format!("{e:?}"))?;
         Ok(Sample {
             latency: t.elapsed(),
             bytes: self.body.len() as u64,
@@ -244,17 +253,20 @@ impl Ctx {
         let mut parts = Vec::new();
         for (n, chunk) in self.body.chunks(self.args.part_size.max(1)).enumerate() {
             let n = n as i32 + 1;
-            let r = self
+            let req = self
                 .c
                 .upload_part()
                 .bucket(b)
                 .key(key)
                 .upload_id(&id)
                 .part_number(n)
-                .body(ByteStream::from(self.body.slice_ref(chunk)))
-                .send()
-                .await
-                .map_err(|x| format!("{x:?}"))?;
+                .body(ByteStream::from(self.body.slice_ref(chunk)));
+            let r = if self.args.unsigned_payload {
+                req.customize().disable_payload_signing().send().await
+            } else {
+                req.send().await
+            }
+            .map_err(|x| format!("{x:?}"))?;
             parts.push(
                 CompletedPart::builder()
                     .part_number(n)

@@ -29,3 +29,51 @@ pub(crate) fn fs_space(path: &Path) -> io::Result<(u64, u64)> {
     let (frsize, blocks, avail) = (st.f_frsize as u64, st.f_blocks as u64, st.f_bavail as u64);
     Ok((blocks * frsize, avail * frsize))
 }
+
+/// Whether this process may move a thread to SCHED_IDLE and back to
+/// SCHED_OTHER (root, CAP_SYS_NICE or RLIMIT_NICE). Probed once, on a
+/// scratch thread; without it bulk work runs at normal priority, since a
+/// pool thread stuck at idle priority would slow whatever runs on it next.
+fn bulk_priority_available() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        std::thread::spawn(|| set_idle(true) && set_idle(false))
+            .join()
+            .unwrap_or(false)
+    })
+}
+
+/// Runs `f` on the calling thread as bulk work and restores the thread's
+/// scheduling afterwards (even if `f` panics). Bulk work (hashing, erasure
+/// coding of large bodies) runs under SCHED_IDLE: it gets every cycle
+/// request handling does not want, but never delays a small request — a
+/// nice value is not enough, since 16 uploads' hashing threads at nice 10
+/// still outweigh one request thread. For work on the blocking pool,
+/// whose threads are reused by other tasks.
+pub fn at_bulk_priority<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = set_idle(false);
+        }
+    }
+    if !bulk_priority_available() || !set_idle(true) {
+        return f();
+    }
+    let _restore = Restore;
+    f()
+}
+
+/// Moves the calling thread to SCHED_IDLE or back to SCHED_OTHER; false if
+/// refused.
+fn set_idle(idle: bool) -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    let policy = if idle {
+        libc::SCHED_IDLE
+    } else {
+        libc::SCHED_OTHER
+    };
+    // SAFETY: plain system call; pid 0 names the calling thread and
+    // `param` lives across the call.
+    unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
+}
