@@ -104,6 +104,9 @@ async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     let n = set.disks.len();
     let parity = set.parity;
     let local = set.local.clone();
+    for d in local.iter().flatten() {
+        tracing::info!(disk = %d.root().display(), io = d.io_path(), "shard I/O");
+    }
     let store = Store::new(
         set.disks,
         set.parity,
