@@ -463,47 +463,48 @@ async fn main() {
     lat.sort();
     let mut ttfb: Vec<Duration> = tally.samples.iter().filter_map(|s| s.ttfb).collect();
     ttfb.sort();
-    let ops = tally.samples.len() as f64 / secs;
     let bytes: u64 = tally.samples.iter().map(|s| s.bytes).sum();
     let items: u64 = tally.samples.iter().map(|s| s.items).sum();
+    let metrics = [
+        ("ops/s", tally.samples.len() as f64 / secs),
+        ("MB/s", bytes as f64 / secs / 1e6),
+        ("items/s", items as f64 / secs),
+        ("min_ms", percentile(&lat, 0.0)),
+        ("p50_ms", percentile(&lat, 0.50)),
+        ("p99_ms", percentile(&lat, 0.99)),
+        ("p999_ms", percentile(&lat, 0.999)),
+        ("max_ms", percentile(&lat, 1.0)),
+        ("ttfb_p50_ms", percentile(&ttfb, 0.50)),
+        ("ttfb_p99_ms", percentile(&ttfb, 0.99)),
+    ];
     let a = &ctx.args;
+    let human: Vec<String> = metrics.iter().map(|(k, v)| format!("{v:.2} {k}")).collect();
     println!(
-        "{:?} {} B x{}{}: {:.0} ops/s, {:.1} MB/s, {:.0} items/s, min {:.2} ms, p50 {:.2} ms, p99 {:.2} ms, p999 {:.2} ms, max {:.2} ms, ttfb p50 {:.2} ms, p99 {:.2} ms, {} errors, {:.2} s",
+        "{:?} {} B x{}{}: {}, {} errors, {:.2} s",
         a.op,
         a.size,
         a.concurrency,
-        if a.op == Op::Pull { format!(" x{} pullers", a.pullers) } else { String::new() },
-        ops,
-        bytes as f64 / secs / 1e6,
-        items as f64 / secs,
-        percentile(&lat, 0.0),
-        percentile(&lat, 0.50),
-        percentile(&lat, 0.99),
-        percentile(&lat, 0.999),
-        percentile(&lat, 1.0),
-        percentile(&ttfb, 0.50),
-        percentile(&ttfb, 0.99),
+        if a.op == Op::Pull {
+            format!(" x{} pullers", a.pullers)
+        } else {
+            String::new()
+        },
+        human.join(", "),
         tally.errors,
         secs,
     );
+    let json: Vec<String> = metrics
+        .iter()
+        .map(|(k, v)| format!("\"{}\":{v:.3}", k.replace('/', "_per_").to_lowercase()))
+        .collect();
     println!(
-        "{{\"op\":\"{:?}\",\"size\":{},\"concurrency\":{},\"pullers\":{},\"seconds\":{:.3},\"ops\":{},\"ops_per_s\":{:.1},\"mb_per_s\":{:.1},\"items_per_s\":{:.1},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},\"min_ms\":{:.3},\"max_ms\":{:.3},\"ttfb_p50_ms\":{:.3},\"ttfb_p99_ms\":{:.3},\"errors\":{}}}",
+        "{{\"op\":\"{:?}\",\"size\":{},\"concurrency\":{},\"pullers\":{},\"seconds\":{secs:.3},\"ops\":{},\"errors\":{},{}}}",
         a.op,
         a.size,
         a.concurrency,
         a.pullers,
-        secs,
         tally.samples.len(),
-        ops,
-        bytes as f64 / secs / 1e6,
-        items as f64 / secs,
-        percentile(&lat, 0.50),
-        percentile(&lat, 0.99),
-        percentile(&lat, 0.999),
-        percentile(&lat, 0.0),
-        percentile(&lat, 1.0),
-        percentile(&ttfb, 0.50),
-        percentile(&ttfb, 0.99),
         tally.errors,
+        json.join(","),
     );
 }
