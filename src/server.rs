@@ -49,6 +49,12 @@ pub struct ServerArgs {
     /// cache) or `blocking` (no io_uring).
     #[arg(long, value_enum, default_value_t = ShardIo::Auto)]
     pub shard_io: ShardIo,
+    /// Threads answering requests (default: 4 per CPU). More threads than
+    /// CPUs let the kernel preempt a thread busy with an upload's bytes, so
+    /// small requests are not queued behind it (measured: p99 of a 1 MiB
+    /// GET during 16 concurrent uploads fell from 40–90 ms to 23–28 ms).
+    #[arg(long)]
+    pub worker_threads: Option<usize>,
     /// Skip fsync before acknowledging writes. UNSAFE: a power cut can lose
     /// acknowledged objects.
     #[arg(long)]
@@ -78,7 +84,10 @@ impl From<ShardIo> for ShardIoMode {
 
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(args: ServerArgs) -> anyhow::Result<()> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = args.worker_threads.unwrap_or(4 * cpus).clamp(1, 256);
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
         .enable_all()
         .thread_name("granary")
         .build()?;
