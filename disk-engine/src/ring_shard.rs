@@ -26,6 +26,8 @@ use crate::types::ShardId;
 const WRITES_IN_FLIGHT: usize = 8;
 /// Shard files kept open per disk for reads.
 const OPEN_SHARDS: usize = 256;
+/// How far ahead of the data a direct-I/O shard file is allocated.
+const ALLOCATE_AHEAD: u64 = 16 << 20;
 /// Largest single read submitted to the ring; longer reads are split.
 const MAX_READ: usize = 1 << 30;
 
@@ -70,6 +72,9 @@ pub(crate) struct RingShardWriter {
     short_block_seen: bool,
     in_flight: VecDeque<(Pending, u32)>,
     failed: bool,
+    /// File bytes allocated ahead of the data (direct I/O only; `None`
+    /// once the filesystem refused to preallocate).
+    allocated: Option<u64>,
     root: PathBuf,
     reserve: u64,
     staging: Staging,
@@ -100,6 +105,7 @@ impl RingShardWriter {
             short_block_seen: false,
             in_flight: VecDeque::new(),
             failed: false,
+            allocated: direct.then_some(0),
             root,
             reserve,
             staging,
@@ -168,6 +174,21 @@ impl ShardWriter for RingShardWriter {
         }
         self.checksums.push(block_checksum(&block));
         let mut offset = HEADER_LEN + self.data_len;
+        if let Some(allocated) = self.allocated {
+            let end = offset + block.len() as u64;
+            if end > allocated {
+                let upto = end.next_multiple_of(ALLOCATE_AHEAD);
+                match crate::io::allocate(&self.file, allocated, upto - allocated) {
+                    Ok(()) => self.allocated = Some(upto),
+                    Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                        self.failed = true;
+                        return Err(DiskError::Full);
+                    }
+                    // Not supported here: plain extending writes.
+                    Err(_) => self.allocated = None,
+                }
+            }
+        }
         for chunk in block.chunks(self.ring.pool().buf_size()) {
             let mut buf = self.ring.pool().acquire().await;
             let len = buf.fill_padded(chunk);

@@ -77,3 +77,25 @@ fn set_idle(idle: bool) -> bool {
     // `param` lives across the call.
     unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
 }
+
+/// Allocates `len` bytes of `file` at `offset` and extends its size to
+/// cover them (`fallocate` mode 0). Direct writes into an allocated range
+/// below the file size do not extend the file, so the filesystem can take
+/// them without its exclusive inode lock and io_uring need not hand them to
+/// a worker thread.
+pub(crate) fn allocate(file: &std::fs::File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: plain system call on a descriptor `file` keeps open.
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            0,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
