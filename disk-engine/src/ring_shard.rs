@@ -28,6 +28,9 @@ const WRITES_IN_FLIGHT: usize = 8;
 const OPEN_SHARDS: usize = 256;
 /// How far ahead of the data a direct-I/O shard file is allocated.
 const ALLOCATE_AHEAD: u64 = 16 << 20;
+/// Free space (beyond the metadata reserve) below which shard files are
+/// not preallocated.
+const PREALLOCATE_ONLY_ABOVE: u64 = 64 * ALLOCATE_AHEAD;
 /// Largest single read submitted to the ring; longer reads are split.
 const MAX_READ: usize = 1 << 30;
 
@@ -179,7 +182,11 @@ impl ShardWriter for RingShardWriter {
         // rather than paying a blocking-pool round trip for each.
         if let Some(allocated) = self.allocated {
             let end = offset + block.len() as u64;
-            if end > allocated {
+            // Only with room to spare: near a full disk, preallocation
+            // would eat the free space other shards' writes are checked
+            // against, so appends extend the file there as before.
+            let roomy = free > self.reserve + PREALLOCATE_ONLY_ABOVE;
+            if end > allocated && roomy {
                 let upto = end.next_multiple_of(ALLOCATE_AHEAD);
                 match crate::io::allocate(&self.file, allocated, upto - allocated) {
                     Ok(()) => self.allocated = Some(upto),
