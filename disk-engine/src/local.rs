@@ -26,9 +26,7 @@ use crate::format::{FormatRecord, FORMAT_FILE};
 use crate::io::ring::Ring;
 use crate::meta::MetaStore;
 use crate::ring_shard::{probe_direct, OpenShards, RingShardWriter};
-use crate::shard_file::{
-    valid_block_size, Header, ShardFileReader, ShardFileWriter, BLOCK_ALIGN, MAX_BLOCK_SIZE,
-};
+use crate::shard_file::{Header, ShardFileReader, ShardFileWriter};
 use crate::staging::Staging;
 use crate::types::{PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};
 
@@ -300,12 +298,7 @@ impl Disk for LocalDisk {
             shard_id: id,
             shard_index: opts.shard_index,
         };
-        if !valid_block_size(header.block_size) {
-            return Err(DiskError::InvalidArgument(format!(
-                "block size {} must be a non-zero multiple of {BLOCK_ALIGN} up to {MAX_BLOCK_SIZE}",
-                header.block_size
-            )));
-        }
+        header.check_block_size()?;
         match &self.io {
             ShardIo::Ring { ring, direct, open } => Ok(Box::new(
                 RingShardWriter::create(
@@ -344,17 +337,8 @@ impl Disk for LocalDisk {
         if let ShardIo::Ring { ring, direct, open } = &self.io {
             return open.read(ring, id, path, *direct, offset, len).await;
         }
-        blocking(move || {
-            let r = ShardFileReader::open(File::open(&path)?)?;
-            if r.header().shard_id != id {
-                return Err(DiskError::corrupt(
-                    "shard header",
-                    "holds another shard's id",
-                ));
-            }
-            r.read(offset, len)
-        })
-        .await
+        blocking(move || ShardFileReader::open_shard(File::open(&path)?, id)?.read(offset, len))
+            .await
     }
 
     async fn shard_len(&self, id: ShardId) -> Result<u64, DiskError> {

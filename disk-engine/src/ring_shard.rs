@@ -283,13 +283,7 @@ impl OpenShards {
             if let Some(c) = cached.filter(|c| c.inode == inode) {
                 return Ok::<_, DiskError>((Some(c), None));
             }
-            let reader = ShardFileReader::open(open_file(&p, direct, false)?)?;
-            if reader.header().shard_id != id {
-                return Err(DiskError::corrupt(
-                    "shard header",
-                    "holds another shard's id",
-                ));
-            }
+            let reader = ShardFileReader::open_shard(open_file(&p, direct, false)?, id)?;
             Ok((None, Some(Arc::new(OpenShard { reader, inode }))))
         })
         .await

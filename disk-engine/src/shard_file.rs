@@ -43,7 +43,7 @@ pub(crate) fn block_checksum(data: &[u8]) -> u64 {
 }
 
 /// A block size this format can hold: non-zero, 4 KiB-aligned, bounded.
-pub(crate) fn valid_block_size(bs: u32) -> bool {
+fn valid_block_size(bs: u32) -> bool {
     bs != 0 && (bs as usize).is_multiple_of(BLOCK_ALIGN) && bs as usize <= MAX_BLOCK_SIZE
 }
 
@@ -60,6 +60,17 @@ pub(crate) struct Header {
 }
 
 impl Header {
+    /// Refuses a block size this format cannot hold.
+    pub fn check_block_size(&self) -> Result<(), DiskError> {
+        if valid_block_size(self.block_size) {
+            return Ok(());
+        }
+        Err(DiskError::InvalidArgument(format!(
+            "block size {} must be a non-zero multiple of {BLOCK_ALIGN} up to {MAX_BLOCK_SIZE}",
+            self.block_size
+        )))
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut h = vec![0u8; HEADER_LEN as usize];
         h[0..8].copy_from_slice(HEADER_MAGIC);
@@ -122,12 +133,7 @@ pub(crate) struct ShardFileWriter {
 impl ShardFileWriter {
     /// Creates the file (which must not exist) and writes its header.
     pub fn create(file: File, header: &Header) -> Result<Self, DiskError> {
-        if !valid_block_size(header.block_size) {
-            return Err(DiskError::InvalidArgument(format!(
-                "block size {} must be a non-zero multiple of {BLOCK_ALIGN} up to {MAX_BLOCK_SIZE}",
-                header.block_size
-            )));
-        }
+        header.check_block_size()?;
         file.write_all_at(&header.encode(), 0)?;
         Ok(ShardFileWriter {
             file,
@@ -292,6 +298,19 @@ impl ShardFileReader {
         })
     }
 
+    /// [`ShardFileReader::open`], and the header must name shard `id`.
+    pub fn open_shard(file: File, id: ShardId) -> Result<Self, DiskError> {
+        let r = ShardFileReader::open(file)?;
+        if r.header.shard_id != id {
+            return Err(DiskError::corrupt(
+                "shard header",
+                "holds another shard's id",
+            ));
+        }
+        Ok(r)
+    }
+
+    #[cfg(test)]
     pub fn header(&self) -> &Header {
         &self.header
     }
