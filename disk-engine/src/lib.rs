@@ -38,7 +38,7 @@ pub use disk::{
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
-pub use io::at_bulk_priority;
+pub use io::{at_bulk_priority, become_bulk_thread};
 pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions, ShardIoMode};
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};

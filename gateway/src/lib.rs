@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use auth::credentials::{AccessKey, Credentials};
-pub use error::S3Error;
+pub use error::{S3Error, S3Result};
 pub use iam::secrets::MasterKey;
 pub use server::{load_tls, serve, ServeOptions};
 pub use service::{router, Connection};
@@ -47,6 +47,11 @@ pub struct GatewayConfig {
     pub domain: Option<String>,
     /// Longest pause in a request body before the request fails.
     pub body_idle_timeout: Duration,
+    /// Runtime that streams upload bodies into storage (decoding, chunk
+    /// signatures, stripe assembly, shard writes), so that a burst of large
+    /// uploads competes with request handling only for spare CPU. `None`:
+    /// the request's own runtime.
+    pub bulk: Option<tokio::runtime::Handle>,
 }
 
 impl Default for GatewayConfig {
@@ -55,6 +60,7 @@ impl Default for GatewayConfig {
             region: "us-east-1".into(),
             domain: None,
             body_idle_timeout: Duration::from_secs(60),
+            bulk: None,
         }
     }
 }
@@ -91,6 +97,22 @@ impl Gateway {
             store,
             config,
             owner,
+        }
+    }
+
+    /// Runs `work` on the bulk runtime (or here, without one) and waits for
+    /// it. The work carries on if the waiting request is dropped; it ends
+    /// by itself once its input (a body) fails.
+    pub async fn in_bulk<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> S3Result<T> {
+        match &self.config.bulk {
+            Some(rt) => rt
+                .spawn(work)
+                .await
+                .map_err(|e| S3Error::Internal(format!("upload task: {e}"))),
+            None => Ok(work.await),
         }
     }
 }

@@ -37,7 +37,7 @@ mod store_tests;
 
 pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 pub use codec::Codec;
-pub use disk_engine::{at_bulk_priority, ListStart, Tier, UploadListStart};
+pub use disk_engine::{at_bulk_priority, become_bulk_thread, ListStart, Tier, UploadListStart};
 pub use error::{BodyError, Error};
 pub use layout::{ErasureLayout, PartGeometry, Quorum};
 pub use local_set::{default_parity, open_local_set, LocalSet, LocalSetConfig, MAX_SET_DISKS};

@@ -64,6 +64,15 @@ pub fn at_bulk_priority<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// Makes the calling thread a bulk-work thread for good (SCHED_IDLE where
+/// the system allows it): for threads that only ever run bulk work, such as
+/// the runtime that receives upload bodies.
+pub fn become_bulk_thread() {
+    if bulk_priority_available() {
+        let _ = set_idle(true);
+    }
+}
+
 /// Moves the calling thread to SCHED_IDLE or back to SCHED_OTHER; false if
 /// refused.
 fn set_idle(idle: bool) -> bool {

@@ -188,13 +188,18 @@ pub async fn receive(
             tap: Some(tap.clone()),
         },
     );
+    let store = gw.store.clone();
     let staged = match target {
         Target::Object => {
-            gw.store
-                .write_data(req.bucket(), req.key(), stream, Some(length))
-                .await
+            let (bucket, key) = (req.bucket().to_string(), req.key().to_string());
+            gw.in_bulk(async move { store.write_data(&bucket, &key, stream, Some(length)).await })
+                .await?
         }
-        Target::Part(upload) => gw.store.write_part_data(upload, stream, Some(length)).await,
+        Target::Part(upload) => {
+            let upload = upload.clone();
+            gw.in_bulk(async move { store.write_part_data(&upload, stream, Some(length)).await })
+                .await?
+        }
     }
     .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
     let tap =
