@@ -5,7 +5,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::error::DiskError;
-use crate::types::{KeyRecords, PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
 
 /// How a new shard file is laid out.
 #[derive(Clone, Copy, Debug)]
@@ -151,13 +151,29 @@ pub trait Disk: Send + Sync + 'static {
     async fn get_records(&self, ns: &[u8], key: &[u8]) -> Result<Vec<Record>, DiskError>;
 
     /// Stores a version record unless a newer write (by [`Stamp`]) of the
-    /// same version is already stored. Atomic and durable on return.
+    /// same version is already stored; with `piece`, this disk's piece of a
+    /// packed object goes into the same write. Atomic and durable on return.
     async fn put_record(
         &self,
         ns: &[u8],
         key: &[u8],
         record: Record,
+        piece: Option<Piece>,
     ) -> Result<PutRecordOutcome, DiskError>;
+
+    /// This disk's piece of a packed object, verified (`NotFound` if
+    /// absent, `Corrupt` if its checksum fails).
+    async fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError>;
+
+    /// Stores a piece by itself (repair). Durable on return.
+    async fn put_piece(&self, piece: Piece) -> Result<(), DiskError>;
+
+    /// Deletes a piece; a missing one is fine. Not synced.
+    async fn delete_piece(&self, id: Uuid) -> Result<(), DiskError>;
+
+    /// Reclaims the space of deleted pieces now (otherwise compaction does
+    /// it gradually). Runs beside reads and writes.
+    async fn collect_pieces(&self) -> Result<(), DiskError>;
 
     /// Deletes one version; with `if_stamp`, only when the stored write has
     /// that stamp. Returns the removed record. Atomic and durable on return.

@@ -15,7 +15,7 @@ use crate::disk::{
     ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
-use crate::types::{PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
 
 /// One kind of injected failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,10 +174,31 @@ impl Disk for FaultyDisk {
         ns: &[u8],
         key: &[u8],
         record: Record,
+        piece: Option<Piece>,
     ) -> Result<PutRecordOutcome, DiskError> {
         self.enter().await?;
-        self.check_write(0)?;
-        self.inner.put_record(ns, key, record).await
+        self.check_write(piece.as_ref().map_or(0, |p| p.data.len() as u64))?;
+        self.inner.put_record(ns, key, record, piece).await
+    }
+    async fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
+        self.enter().await?;
+        if self.has(&Fault::CorruptReads) {
+            return Err(DiskError::corrupt("piece", "injected corruption"));
+        }
+        self.inner.read_piece(id).await
+    }
+    async fn put_piece(&self, piece: Piece) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.check_write(piece.data.len() as u64)?;
+        self.inner.put_piece(piece).await
+    }
+    async fn delete_piece(&self, id: Uuid) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.inner.delete_piece(id).await
+    }
+    async fn collect_pieces(&self) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.inner.collect_pieces().await
     }
     async fn delete_record(
         &self,

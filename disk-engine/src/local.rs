@@ -23,12 +23,13 @@ use crate::disk::{
 };
 use crate::error::DiskError;
 use crate::format::{FormatRecord, FORMAT_FILE};
+use crate::io::at_bulk_priority;
 use crate::io::ring::Ring;
 use crate::meta::MetaStore;
 use crate::ring_shard::{probe_direct, OpenShards, RingShardWriter};
 use crate::shard_file::{Header, ShardFileReader, ShardFileWriter};
 use crate::staging::Staging;
-use crate::types::{PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
 
 /// How shard files are read and written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -214,6 +215,16 @@ impl LocalDisk {
     fn meta(&self) -> Arc<MetaStore> {
         self.meta.clone()
     }
+
+    /// Pieces are object data: like shard blocks, they must leave the
+    /// metadata reserve free.
+    fn check_piece_space(&self, len: usize) -> Result<(), DiskError> {
+        let (_, free) = crate::io::fs_space(&self.root)?;
+        if free < self.reserve + len as u64 {
+            return Err(DiskError::Full);
+        }
+        Ok(())
+    }
 }
 
 /// Writes a shard with blocking calls on the blocking pool (the path for
@@ -369,9 +380,34 @@ impl Disk for LocalDisk {
         ns: &[u8],
         key: &[u8],
         record: Record,
+        piece: Option<Piece>,
     ) -> Result<PutRecordOutcome, DiskError> {
+        if let Some(p) = &piece {
+            self.check_piece_space(p.data.len())?;
+        }
         let (m, ns, key) = (self.meta(), ns.to_vec(), key.to_vec());
-        blocking(move || m.put_record(&ns, &key, &record)).await
+        blocking(move || m.put_record(&ns, &key, &record, piece.as_ref())).await
+    }
+
+    async fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
+        let m = self.meta();
+        blocking(move || m.read_piece(id)).await
+    }
+
+    async fn put_piece(&self, piece: Piece) -> Result<(), DiskError> {
+        self.check_piece_space(piece.data.len())?;
+        let m = self.meta();
+        blocking(move || m.put_piece(&piece)).await
+    }
+
+    async fn delete_piece(&self, id: Uuid) -> Result<(), DiskError> {
+        let m = self.meta();
+        blocking(move || m.delete_piece(id)).await
+    }
+
+    async fn collect_pieces(&self) -> Result<(), DiskError> {
+        let m = self.meta();
+        blocking(move || at_bulk_priority(|| m.collect_pieces())).await
     }
 
     async fn delete_record(

@@ -4,6 +4,11 @@
 //! - `records`: `ns ‖ key ‖ version id` → record envelope
 //! - `uploads`: `ns ‖ key ‖ upload id` → upload body
 //! - `parts`:   `upload id ‖ part number (BE)` → part body
+//! - `pieces`:  `piece id` → crc32c (LE) ‖ this disk's piece of a packed
+//!   small object. Values live in RocksDB's blob files (large append-only
+//!   files, garbage-collected by compaction), so a small object costs no
+//!   file of its own, and a piece is written in the same batch as the
+//!   record that refers to it: both or neither survive a crash.
 //!
 //! Every write is synced to RocksDB's WAL before it returns (concurrent
 //! writers share one WAL sync through RocksDB's write groups). Calls here
@@ -22,11 +27,19 @@ use uuid::Uuid;
 use crate::disk::{ListStart, PutRecordOutcome, RecordListOptions, RecordPage, UploadListStart};
 use crate::error::DiskError;
 use crate::keys::{ns_key, prefix_end, push_component, push_prefix, take_component};
-use crate::types::{KeyRecords, PartEntry, Record, Stamp, UploadEntry, VersionId};
+use crate::types::{KeyRecords, PartEntry, Piece, Record, Stamp, UploadEntry, VersionId};
 
 const CF_RECORDS: &str = "records";
 const CF_UPLOADS: &str = "uploads";
 const CF_PARTS: &str = "parts";
+const CF_PIECES: &str = "pieces";
+/// Target size of one blob file of pieces.
+const BLOB_FILE_BYTES: u64 = 256 << 20;
+/// Memtable size of the pieces column family: each flush starts a blob file.
+const PIECES_WRITE_BUFFER_BYTES: usize = 64 << 20;
+/// Share of the oldest blob files whose live pieces a compaction relocates
+/// in normal operation; a requested collection uses all of them.
+const BLOB_GC_AGE_CUTOFF: &str = "0.25";
 const RECORD_MAGIC: [u8; 2] = *b"GR";
 const RECORD_VERSION: u8 = 1;
 /// magic + version + version id + mtime + write id + crc
@@ -77,6 +90,23 @@ fn decode_record(v: &[u8]) -> Result<Record, DiskError> {
     })
 }
 
+fn encode_piece(data: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(4 + data.len());
+    v.extend_from_slice(&crc_fast::crc32_iscsi(data).to_le_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+fn decode_piece(v: &[u8]) -> Result<Bytes, DiskError> {
+    let Some((crc, data)) = v.split_first_chunk::<4>() else {
+        return Err(DiskError::corrupt("piece", "too short"));
+    };
+    if crc_fast::crc32_iscsi(data) != u32::from_le_bytes(*crc) {
+        return Err(DiskError::corrupt("piece", "checksum mismatch"));
+    }
+    Ok(Bytes::copy_from_slice(data))
+}
+
 fn record_key(ns: &[u8], key: &[u8], version: VersionId) -> Vec<u8> {
     let mut k = ns_key(ns, key);
     k.extend_from_slice(&version.0);
@@ -113,10 +143,24 @@ impl MetaStore {
             o.set_compression_type(rocksdb::DBCompressionType::Lz4);
             ColumnFamilyDescriptor::new(name, o)
         };
+        let mut pieces = Options::default();
+        pieces.set_write_buffer_size(PIECES_WRITE_BUFFER_BYTES);
+        pieces.set_max_write_buffer_number(2);
+        pieces.set_enable_blob_files(true);
+        pieces.set_min_blob_size(0);
+        pieces.set_blob_file_size(BLOB_FILE_BYTES);
+        pieces.set_enable_blob_gc(true);
+        pieces.set_blob_gc_age_cutoff(BLOB_GC_AGE_CUTOFF.parse().expect("a fraction"));
+        pieces.set_blob_gc_force_threshold(0.5);
         let db = DB::open_cf_descriptors(
             &opts,
             path,
-            vec![cf(CF_RECORDS), cf(CF_UPLOADS), cf(CF_PARTS)],
+            vec![
+                cf(CF_RECORDS),
+                cf(CF_UPLOADS),
+                cf(CF_PARTS),
+                ColumnFamilyDescriptor::new(CF_PIECES, pieces),
+            ],
         )?;
         Ok(MetaStore {
             db,
@@ -152,11 +196,14 @@ impl MetaStore {
 
     /// Stores `record` unless this disk already holds a newer write of the
     /// same version (then nothing changes and the newer one is returned).
+    ///
+    /// With a piece, the piece is stored in the same atomic batch.
     pub fn put_record(
         &self,
         ns: &[u8],
         key: &[u8],
         record: &Record,
+        piece: Option<&Piece>,
     ) -> Result<PutRecordOutcome, DiskError> {
         let k = record_key(ns, key, record.version);
         let _g = self.lock_for(&k);
@@ -173,8 +220,12 @@ impl MetaStore {
                 return Ok(PutRecordOutcome::Stored { replaced: None });
             }
         }
-        self.db
-            .put_cf_opt(cf, &k, encode_record(record), &sync_writes())?;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(cf, &k, encode_record(record));
+        if let Some(p) = piece {
+            batch.put_cf(self.cf(CF_PIECES), p.id.as_bytes(), encode_piece(&p.data));
+        }
+        self.db.write_opt(batch, &sync_writes())?;
         Ok(PutRecordOutcome::Stored { replaced: previous })
     }
 
@@ -408,9 +459,55 @@ impl MetaStore {
         Ok((out, false))
     }
 
+    /// This disk's piece `id`, checked against its checksum.
+    pub fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
+        match self.db.get_cf(self.cf(CF_PIECES), id.as_bytes())? {
+            Some(v) => decode_piece(&v),
+            None => Err(DiskError::NotFound),
+        }
+    }
+
+    /// Stores a piece on its own (repair). Durable on return.
+    pub fn put_piece(&self, piece: &Piece) -> Result<(), DiskError> {
+        self.db.put_cf_opt(
+            self.cf(CF_PIECES),
+            piece.id.as_bytes(),
+            encode_piece(&piece.data),
+            &sync_writes(),
+        )?;
+        Ok(())
+    }
+
+    /// Deletes a piece (absent is fine). Not synced, like a shard deletion:
+    /// after a crash the piece may come back as unreferenced garbage.
+    pub fn delete_piece(&self, id: Uuid) -> Result<(), DiskError> {
+        self.db.delete_cf(self.cf(CF_PIECES), id.as_bytes())?;
+        Ok(())
+    }
+
+    /// Collects the space of deleted pieces now: compacts the pieces with
+    /// every blob file eligible for relocation, then restores the normal
+    /// cutoff. Compaction runs beside reads and writes; a crash at any point
+    /// leaves either the old or the new blob files referenced, never both.
+    pub fn collect_pieces(&self) -> Result<(), DiskError> {
+        let cf = self.cf(CF_PIECES);
+        self.db
+            .set_options_cf(cf, &[("blob_garbage_collection_age_cutoff", "1.0")])?;
+        self.db.flush_cf(cf)?;
+        let mut opts = rocksdb::CompactOptions::default();
+        opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        self.db
+            .compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &opts);
+        self.db.set_options_cf(
+            cf,
+            &[("blob_garbage_collection_age_cutoff", BLOB_GC_AGE_CUTOFF)],
+        )?;
+        Ok(())
+    }
+
     /// Flushes memtables so a restart replays little WAL.
     pub fn flush(&self) -> Result<(), DiskError> {
-        for cf in [CF_RECORDS, CF_UPLOADS, CF_PARTS] {
+        for cf in [CF_RECORDS, CF_UPLOADS, CF_PARTS, CF_PIECES] {
             self.db.flush_cf(self.cf(cf))?;
         }
         Ok(())
@@ -439,15 +536,15 @@ mod tests {
         let a = rec(0, 10, "a");
         let b = rec(0, 20, "b");
         assert!(matches!(
-            m.put_record(b"ns", b"k", &a).unwrap(),
+            m.put_record(b"ns", b"k", &a, None).unwrap(),
             PutRecordOutcome::Stored { replaced: None }
         ));
-        match m.put_record(b"ns", b"k", &b).unwrap() {
+        match m.put_record(b"ns", b"k", &b, None).unwrap() {
             PutRecordOutcome::Stored { replaced: Some(r) } => assert_eq!(r, a),
             o => panic!("{o:?}"),
         }
         assert!(matches!(
-            m.put_record(b"ns", b"k", &a).unwrap(),
+            m.put_record(b"ns", b"k", &a, None).unwrap(),
             PutRecordOutcome::Superseded { .. }
         ));
         assert_eq!(m.get_records(b"ns", b"k").unwrap(), vec![b.clone()]);
@@ -467,10 +564,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let m = MetaStore::open(d.path()).unwrap();
         for k in ["a", "a/b", "a/c", "b", "b\0x"] {
-            m.put_record(b"ns", k.as_bytes(), &rec(1, 1, k)).unwrap();
-            m.put_record(b"ns", k.as_bytes(), &rec(2, 2, k)).unwrap();
+            m.put_record(b"ns", k.as_bytes(), &rec(1, 1, k), None).unwrap();
+            m.put_record(b"ns", k.as_bytes(), &rec(2, 2, k), None).unwrap();
         }
-        m.put_record(b"other", b"a/z", &rec(1, 1, "z")).unwrap();
+        m.put_record(b"other", b"a/z", &rec(1, 1, "z"), None).unwrap();
         let all = m
             .list_records(
                 b"ns",
@@ -568,5 +665,76 @@ mod tests {
             m.get_upload(b"ns", b"k", id),
             Err(DiskError::NotFound)
         ));
+    }
+
+    fn blob_bytes(dir: &Path) -> u64 {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".blob"))
+            .map(|e| e.metadata().unwrap().len())
+            .sum()
+    }
+
+    #[test]
+    fn pieces_are_stored_with_their_record_and_collected_after_deletion() {
+        let d = tempfile::tempdir().unwrap();
+        let m = MetaStore::open(d.path()).unwrap();
+        let ids: Vec<Uuid> = (0..400).map(|_| Uuid::now_v7()).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let piece = Piece {
+                id: *id,
+                data: Bytes::from(vec![i as u8; 8 << 10]),
+            };
+            let key = format!("k{i:04}");
+            m.put_record(b"ns", key.as_bytes(), &rec(1, 1, "r"), Some(&piece))
+                .unwrap();
+        }
+        assert_eq!(m.read_piece(ids[7]).unwrap(), Bytes::from(vec![7u8; 8 << 10]));
+        assert!(matches!(m.read_piece(Uuid::now_v7()), Err(DiskError::NotFound)));
+        m.flush().unwrap();
+        let files_before = std::fs::read_dir(d.path()).unwrap().count();
+        assert!(files_before < 40, "{files_before} files for 400 pieces");
+        let before = blob_bytes(d.path());
+        assert!(before >= 400 * (8 << 10), "{before}");
+        for id in ids.iter().step_by(2) {
+            m.delete_piece(*id).unwrap();
+        }
+        m.collect_pieces().unwrap();
+        let after = blob_bytes(d.path());
+        assert!(after * 10 <= before * 6, "{before} -> {after}");
+        for (i, id) in ids.iter().enumerate() {
+            match m.read_piece(*id) {
+                Ok(b) => {
+                    assert!(i % 2 == 1);
+                    assert_eq!(b, Bytes::from(vec![i as u8; 8 << 10]));
+                }
+                Err(DiskError::NotFound) => assert!(i % 2 == 0),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_piece_with_a_flipped_byte_is_reported_corrupt() {
+        let d = tempfile::tempdir().unwrap();
+        let m = MetaStore::open(d.path()).unwrap();
+        let id = Uuid::now_v7();
+        let data = Bytes::from(vec![0x5a; 4096]);
+        m.put_piece(&Piece { id, data }).unwrap();
+        m.flush().unwrap();
+        drop(m);
+        let blob = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".blob"))
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&blob).unwrap();
+        let at = bytes.windows(64).position(|w| w.iter().all(|b| *b == 0x5a)).unwrap();
+        bytes[at + 10] ^= 0xff;
+        std::fs::write(&blob, bytes).unwrap();
+        let m = MetaStore::open(d.path()).unwrap();
+        assert!(m.read_piece(id).is_err());
     }
 }

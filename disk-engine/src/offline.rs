@@ -9,7 +9,7 @@ use crate::disk::{
     UploadListStart,
 };
 use crate::error::DiskError;
-use crate::types::{PartEntry, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
 
 /// Stands in the slot of a disk that is missing, so the set keeps its width
 /// and quorum arithmetic stays honest.
@@ -66,7 +66,20 @@ impl Disk for OfflineDisk {
         _: &[u8],
         _: &[u8],
         _: Record,
+        _: Option<Piece>,
     ) -> Result<PutRecordOutcome, DiskError> {
+        Err(self.err())
+    }
+    async fn read_piece(&self, _: Uuid) -> Result<Bytes, DiskError> {
+        Err(self.err())
+    }
+    async fn put_piece(&self, _: Piece) -> Result<(), DiskError> {
+        Err(self.err())
+    }
+    async fn delete_piece(&self, _: Uuid) -> Result<(), DiskError> {
+        Err(self.err())
+    }
+    async fn collect_pieces(&self) -> Result<(), DiskError> {
         Err(self.err())
     }
     async fn delete_record(

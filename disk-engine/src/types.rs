@@ -71,6 +71,19 @@ pub struct Record {
     pub body: Bytes,
 }
 
+/// One disk's piece of a packed small object: the object is erasure-coded
+/// into k + m pieces, each disk keeps its own under the same id, stored
+/// together with the version record that refers to it. The disk maps the id
+/// to wherever the piece lives (RocksDB blob files), so compaction moves
+/// pieces without touching records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// The packed object's piece id (the same on every disk of the set).
+    pub id: Uuid,
+    /// This disk's piece.
+    pub data: Bytes,
+}
+
 /// All records stored under one key, as returned by a listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRecords {
