@@ -42,4 +42,6 @@ pub use io::{at_bulk_priority, become_bulk_thread};
 pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions, ShardIoMode};
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
-pub use types::{DiskId, KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+pub use types::{
+    DiskId, KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId,
+};

@@ -564,10 +564,13 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let m = MetaStore::open(d.path()).unwrap();
         for k in ["a", "a/b", "a/c", "b", "b\0x"] {
-            m.put_record(b"ns", k.as_bytes(), &rec(1, 1, k), None).unwrap();
-            m.put_record(b"ns", k.as_bytes(), &rec(2, 2, k), None).unwrap();
+            m.put_record(b"ns", k.as_bytes(), &rec(1, 1, k), None)
+                .unwrap();
+            m.put_record(b"ns", k.as_bytes(), &rec(2, 2, k), None)
+                .unwrap();
         }
-        m.put_record(b"other", b"a/z", &rec(1, 1, "z"), None).unwrap();
+        m.put_record(b"other", b"a/z", &rec(1, 1, "z"), None)
+            .unwrap();
         let all = m
             .list_records(
                 b"ns",
@@ -690,8 +693,14 @@ mod tests {
             m.put_record(b"ns", key.as_bytes(), &rec(1, 1, "r"), Some(&piece))
                 .unwrap();
         }
-        assert_eq!(m.read_piece(ids[7]).unwrap(), Bytes::from(vec![7u8; 8 << 10]));
-        assert!(matches!(m.read_piece(Uuid::now_v7()), Err(DiskError::NotFound)));
+        assert_eq!(
+            m.read_piece(ids[7]).unwrap(),
+            Bytes::from(vec![7u8; 8 << 10])
+        );
+        assert!(matches!(
+            m.read_piece(Uuid::now_v7()),
+            Err(DiskError::NotFound)
+        ));
         m.flush().unwrap();
         let files_before = std::fs::read_dir(d.path()).unwrap().count();
         assert!(files_before < 40, "{files_before} files for 400 pieces");
@@ -731,7 +740,10 @@ mod tests {
             .unwrap()
             .path();
         let mut bytes = std::fs::read(&blob).unwrap();
-        let at = bytes.windows(64).position(|w| w.iter().all(|b| *b == 0x5a)).unwrap();
+        let at = bytes
+            .windows(64)
+            .position(|w| w.iter().all(|b| *b == 0x5a))
+            .unwrap();
         bytes[at + 10] ^= 0xff;
         std::fs::write(&blob, bytes).unwrap();
         let m = MetaStore::open(d.path()).unwrap();

@@ -195,7 +195,7 @@ impl ErasureSet {
             let results = self
                 .some_disks(&missing, |_, d| {
                     let rec = rec.clone();
-                    async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec).await }
+                    async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec, None).await }
                 })
                 .await;
             for (slot, r) in results.into_iter().enumerate() {

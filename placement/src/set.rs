@@ -389,7 +389,7 @@ impl ErasureSet {
         let results = self
             .some_disks(targets, |_, d| {
                 let rec = rec.clone();
-                async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec).await }
+                async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec, None).await }
             })
             .await;
         let stored = results.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
@@ -434,7 +434,7 @@ impl ErasureSet {
                     .await;
                 if let (Ok(_), Some(old)) = (undone, replaced) {
                     let _ = d
-                        .put_record(ns.as_bytes(), key.as_bytes(), old.clone())
+                        .put_record(ns.as_bytes(), key.as_bytes(), old.clone(), None)
                         .await;
                 }
             }

@@ -281,7 +281,10 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
         stamp: r.store.set().next_stamp(),
         body: crate::record::encode(&r.store.head_object("b", "a").await.unwrap()),
     };
-    r.local[0].put_record(b"b", b"ghost", stray).await.unwrap();
+    r.local[0]
+        .put_record(b"b", b"ghost", stray, None)
+        .await
+        .unwrap();
     let page = r
         .store
         .list_objects("b", "", ListStart::Beginning, 1000)
