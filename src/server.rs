@@ -44,6 +44,11 @@ pub struct ServerArgs {
     /// same data are still read from disk once).
     #[arg(long, default_value_t = placement::DEFAULT_READ_CACHE_BYTES >> 20, value_name = "MIB")]
     pub read_cache_mib: u64,
+    /// Largest object stored packed, in KiB (0: never). Packed objects are
+    /// erasure-coded into pieces stored with their record in each disk's
+    /// pack store instead of a shard file per disk; capped at one stripe.
+    #[arg(long, default_value_t = placement::DEFAULT_PACK_THRESHOLD >> 10, value_name = "KIB")]
+    pub pack_threshold_kib: u64,
     /// How shard files are read and written: `auto` (io_uring with O_DIRECT
     /// where the filesystem allows), `buffered` (io_uring through the page
     /// cache) or `blocking` (no io_uring).
@@ -133,6 +138,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         StoreOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             read_cache_bytes: args.read_cache_mib << 20,
+            pack_threshold: args.pack_threshold_kib << 10,
         },
     )?;
 

@@ -38,6 +38,9 @@ pub use iam::secrets::MasterKey;
 pub use server::{load_tls, serve, ServeOptions};
 pub use service::{router, Connection};
 
+/// Bodies from this size on are received on the bulk runtime.
+pub const BULK_BODY_BYTES: u64 = 1 << 20;
+
 /// How the gateway answers.
 #[derive(Clone, Debug)]
 pub struct GatewayConfig {
@@ -100,19 +103,22 @@ impl Gateway {
         }
     }
 
-    /// Runs `work` on the bulk runtime (or here, without one) and waits for
-    /// it. The work carries on if the waiting request is dropped; it ends
-    /// by itself once its input (a body) fails.
+    /// Runs `work` over a body of `bytes` on the bulk runtime and waits for
+    /// it; small bodies (below [`BULK_BODY_BYTES`]) and gateways without a
+    /// bulk runtime run it here, where the hop would cost more than it
+    /// saves. The work carries on if the waiting request is dropped; it
+    /// ends by itself once its input (a body) fails.
     pub async fn in_bulk<T: Send + 'static>(
         &self,
+        bytes: u64,
         work: impl std::future::Future<Output = T> + Send + 'static,
     ) -> S3Result<T> {
         match &self.config.bulk {
-            Some(rt) => rt
+            Some(rt) if bytes >= BULK_BODY_BYTES => rt
                 .spawn(work)
                 .await
                 .map_err(|e| S3Error::Internal(format!("upload task: {e}"))),
-            None => Ok(work.await),
+            _ => Ok(work.await),
         }
     }
 }

@@ -52,9 +52,21 @@ pub struct PartGeometry {
     pub size: u64,
     /// The layout the part was written with.
     pub layout: ErasureLayout,
+    /// Whether the part is a packed small object (one stripe whose shards
+    /// are pieces in the disks' pack store instead of shard files).
+    pub packed: bool,
 }
 
 impl PartGeometry {
+    /// The geometry of `part` of an object written with `layout`.
+    pub fn of(part: &crate::record::PartRef, layout: ErasureLayout) -> PartGeometry {
+        PartGeometry {
+            size: part.size,
+            layout,
+            packed: part.packed,
+        }
+    }
+
     /// Number of stripes.
     pub fn stripes(&self) -> u64 {
         self.size.div_ceil(self.layout.stripe_size())
@@ -220,7 +232,7 @@ mod tests {
         #[test]
         fn geometry_covers_every_byte(size in 0u64..5_000_000, k in 1u8..6, m in 0u8..4, rot in 0u8..10) {
             let layout = ErasureLayout { data: k, parity: m, block_size: 65536, rotation: rot };
-            let g = PartGeometry { size, layout };
+            let g = PartGeometry { size, layout, packed: false };
             let total: u64 = (0..g.stripes()).map(|j| g.stripe_len(j)).sum();
             prop_assert_eq!(total, size);
             for j in 0..g.stripes() {

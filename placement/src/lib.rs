@@ -22,6 +22,7 @@ mod local_set;
 mod locks;
 mod multipart;
 mod objects;
+mod packed;
 mod read;
 pub mod record;
 mod repair;
@@ -30,6 +31,8 @@ mod store;
 mod system;
 mod write;
 
+#[cfg(test)]
+mod packed_tests;
 #[cfg(test)]
 mod read_tests;
 #[cfg(test)]
@@ -45,6 +48,7 @@ pub use multipart::UploadInfo;
 pub use objects::{
     DeleteOutcome, ObjectListing, VersionListing, VersionRef, WriteCondition, WriteOptions,
 };
+pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use read::ObjectStream;
 pub use record::{
     BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,

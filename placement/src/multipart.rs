@@ -123,7 +123,9 @@ impl Store {
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
-        self.set.write_data(upload.layout, body, size_hint).await
+        self.set
+            .write_data(upload.layout, body, size_hint, false)
+            .await
     }
 
     /// Records a written part; a part of the same number is replaced and
@@ -144,6 +146,7 @@ impl Store {
                 number,
                 size: staged.size,
                 data_id: staged.data_id,
+                packed: false,
                 etag,
                 checksum,
             },
@@ -270,7 +273,7 @@ impl Store {
         };
         let all = vec![true; self.set.width()];
         let stored = self
-            .commit_version_locked(bucket, key, record, &all, opts)
+            .commit_version_locked(bucket, key, record, &all, opts, None)
             .await?;
         let keep: Vec<Uuid> = stored.data_ids().collect();
         self.drop_upload(bucket, key, upload_id, &keep).await;

@@ -7,6 +7,7 @@ use disk_engine::ListStart;
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::packed::Pieces;
 use crate::read::ObjectStream;
 use crate::record::{ObjectMeta, ObjectRecord, PartRef, Versioning};
 use crate::set::{version_key, KeyState, Resolved};
@@ -124,7 +125,7 @@ impl Store {
     ) -> Result<StagedData, Error> {
         self.bucket(bucket).await?;
         let layout = self.set.layout_for(bucket, key);
-        self.set.write_data(layout, body, size_hint).await
+        self.set.write_data(layout, body, size_hint, true).await
     }
 
     /// Makes staged data the current version of `bucket/key`: a new version
@@ -149,6 +150,7 @@ impl Store {
                 number: 1,
                 size: staged.size,
                 data_id: staged.data_id,
+                packed: staged.pieces.is_some(),
                 etag: meta.etag.clone(),
                 checksum: meta.checksum.clone(),
             }],
@@ -159,7 +161,7 @@ impl Store {
         };
         let disks = staged.disks.clone();
         let stored = self
-            .commit_version(bucket, key, record, &disks, opts)
+            .commit_version(bucket, key, record, &disks, opts, staged.pieces.as_ref())
             .await?;
         staged.keep();
         Ok(stored)
@@ -174,9 +176,10 @@ impl Store {
         record: ObjectRecord,
         targets: &[bool],
         opts: &WriteOptions,
+        pieces: Option<&Pieces>,
     ) -> Result<ObjectRecord, Error> {
         let _guard = self.set.locks.lock(bucket, key).await;
-        self.commit_version_locked(bucket, key, record, targets, opts)
+        self.commit_version_locked(bucket, key, record, targets, opts, pieces)
             .await
     }
 
@@ -188,6 +191,7 @@ impl Store {
         record: ObjectRecord,
         targets: &[bool],
         opts: &WriteOptions,
+        pieces: Option<&Pieces>,
     ) -> Result<ObjectRecord, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
         if opts.condition.is_some() {
@@ -201,6 +205,7 @@ impl Store {
                 record,
                 targets,
                 versioning == Versioning::Enabled,
+                pieces,
             )
             .await
     }
@@ -295,7 +300,14 @@ impl Store {
         let all = vec![true; self.set.width()];
         let stored = self
             .set
-            .commit_record(bucket, key, marker, &all, versioning == Versioning::Enabled)
+            .commit_record(
+                bucket,
+                key,
+                marker,
+                &all,
+                versioning == Versioning::Enabled,
+                None,
+            )
             .await?;
         Ok(DeleteOutcome {
             version: Some(VersionRef::of(&stored)),

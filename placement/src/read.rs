@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use disk_engine::ShardId;
 use futures::future::join_all;
 use futures::Stream;
 use tokio::sync::mpsc;
@@ -23,6 +22,7 @@ use uuid::Uuid;
 use crate::cache::{Unit, UnitKey};
 use crate::error::Error;
 use crate::layout::{ErasureLayout, PartGeometry, StripeRun};
+use crate::packed;
 use crate::record::ObjectRecord;
 use crate::set::ErasureSet;
 
@@ -63,6 +63,7 @@ type Damage = Vec<usize>;
 /// The same byte run of every shard of one part.
 struct ShardRun {
     data_id: Uuid,
+    packed: bool,
     layout: ErasureLayout,
     offset: u64,
     len: u64,
@@ -100,10 +101,7 @@ impl ErasureSet {
                 let Some(data_id) = part.data_id else {
                     continue;
                 };
-                let geo = PartGeometry {
-                    size: part.size,
-                    layout: object.layout,
-                };
+                let geo = PartGeometry::of(part, object.layout);
                 let local = (part_range.start - (offset - part.size))
                     ..(part_range.end - (offset - part.size));
                 let stripe = geo.layout.stripe_size();
@@ -214,6 +212,7 @@ impl ErasureSet {
         }
         let shards = ShardRun {
             data_id,
+            packed: geo.packed,
             layout,
             offset: run.offset,
             len: run.len,
@@ -272,8 +271,7 @@ impl ErasureSet {
             async move {
                 (
                     i,
-                    disk.read_shard(ShardId(run.data_id), run.offset, run.len)
-                        .await,
+                    packed::read_data(&disk, run.data_id, run.packed, run.offset, run.len).await,
                 )
             }
         }))

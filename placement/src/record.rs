@@ -74,8 +74,13 @@ pub struct PartRef {
     pub number: u32,
     /// Bytes in the part.
     pub size: u64,
-    /// Shard id of the part's shard files; `None` for an empty part.
+    /// Shard id of the part's shard files, or piece id when `packed`;
+    /// `None` for an empty part.
     pub data_id: Option<Uuid>,
+    /// The part is a packed small object: its shards are pieces stored
+    /// with the records, not shard files.
+    #[serde(default)]
+    pub packed: bool,
     /// The part's entity tag (MD5 hex).
     pub etag: String,
     /// The part's own checksum, if any.

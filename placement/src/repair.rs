@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::error::Error;
 use crate::layout::PartGeometry;
+use crate::packed::{self, Pieces};
 use crate::record::ObjectRecord;
 use crate::set::{ErasureSet, Resolved};
 
@@ -175,16 +176,17 @@ impl ErasureSet {
             let Some(data_id) = part.data_id else {
                 continue;
             };
-            let geo = PartGeometry {
-                size: part.size,
-                layout: obj.layout,
-            };
+            let geo = PartGeometry::of(part, obj.layout);
             let bad = self.verify_shards(data_id, &geo, responded).await;
             let targets: Vec<bool> = (0..self.width())
                 .map(|slot| bad[slot] || (responded[slot] && damaged.contains(&(data_id, slot))))
                 .collect();
             if targets.iter().any(|t| *t) {
-                self.rebuild_shards(data_id, &geo, &targets).await?;
+                if geo.packed {
+                    self.rebuild_pieces(data_id, &geo, &targets).await?;
+                } else {
+                    self.rebuild_shards(data_id, &geo, &targets).await?;
+                }
             }
         }
         let missing: Vec<bool> = (0..self.width())
@@ -233,7 +235,9 @@ impl ErasureSet {
         for run in geo.runs(0..geo.stripes(), REPAIR_BATCH_STRIPES) {
             let (off, len) = (run.offset, run.len);
             let reads = self
-                .each_disk(|_, d| async move { d.read_shard(ShardId(data_id), off, len).await })
+                .each_disk(|_, d| async move {
+                    packed::read_data(&d, data_id, geo.packed, off, len).await
+                })
                 .await;
             for (slot, r) in reads.into_iter().enumerate() {
                 if let Err(e) = r {
@@ -265,24 +269,14 @@ impl ErasureSet {
             .parts
             .iter()
             .take(PRESENCE_CHECK_PARTS)
-            .filter_map(|p| {
-                p.data_id.map(|id| {
-                    (
-                        id,
-                        PartGeometry {
-                            size: p.size,
-                            layout: object.layout,
-                        },
-                    )
-                })
-            })
+            .filter_map(|p| p.data_id.map(|id| (id, PartGeometry::of(p, object.layout))))
             .collect();
         tokio::spawn(async move {
             let mut damaged = Vec::new();
             for (id, geo) in parts {
                 let expect = geo.shard_len();
                 let lens = set
-                    .each_disk(|_, d| async move { d.shard_len(ShardId(id)).await })
+                    .each_disk(|_, d| async move { packed::data_len(&d, id, geo.packed).await })
                     .await;
                 for (slot, r) in lens.into_iter().enumerate() {
                     let whole = match r {
@@ -299,6 +293,54 @@ impl ErasureSet {
             }
             drop(permit);
         });
+    }
+
+    /// Rewrites the pieces of packed object `id` on the `targets` slots from
+    /// the other disks' pieces.
+    async fn rebuild_pieces(
+        &self,
+        id: Uuid,
+        geo: &PartGeometry,
+        targets: &[bool],
+    ) -> Result<(), Error> {
+        let layout = geo.layout;
+        let n = layout.width();
+        let reads = join_all((0..n).filter(|s| !targets[*s]).map(|slot| {
+            let d = self.disks[slot].clone();
+            async move { (slot, d.read_piece(id).await) }
+        }))
+        .await;
+        let mut present: Vec<Option<Bytes>> = vec![None; n];
+        for (slot, r) in reads {
+            if let Ok(b) = r {
+                present[layout.shard_of_disk(slot)] = Some(b);
+            }
+        }
+        let spans = geo.block_spans(0..geo.stripes());
+        let shards = self.codec.reconstruct_run(&present, &spans, n)?;
+        let pieces = Pieces { id, shards };
+        let written = self
+            .some_disks(targets, |slot, d| {
+                let piece = pieces.for_shard(layout.shard_of_disk(slot));
+                async move { d.put_piece(piece).await }
+            })
+            .await;
+        for (slot, r) in written.into_iter().enumerate() {
+            match r {
+                Some(Ok(())) => {
+                    self.repair
+                        .stats
+                        .shards_rewritten
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(disk = self.disks[slot].label(), piece = %id.simple(), "piece repaired");
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(disk = self.disks[slot].label(), error = %e, "piece repair failed")
+                }
+                None => {}
+            }
+        }
+        Ok(())
     }
 
     /// Rewrites the shard files of `data_id` on the `targets` slots from the

@@ -19,6 +19,7 @@ use crate::codec::Codec;
 use crate::error::Error;
 use crate::layout::{ErasureLayout, Quorum};
 use crate::locks::KeyLocks;
+use crate::packed::{self, Pieces};
 use crate::record::{self, ObjectRecord};
 use crate::repair::RepairQueue;
 
@@ -32,6 +33,8 @@ pub struct ErasureSet {
     pub(crate) data: usize,
     pub(crate) parity: usize,
     pub(crate) block_size: u32,
+    /// Largest object written packed (0: never).
+    pub(crate) pack_threshold: u64,
     pub(crate) quorum: Quorum,
     pub(crate) codec: Arc<Codec>,
     pub(crate) locks: KeyLocks,
@@ -86,6 +89,7 @@ impl ErasureSet {
         parity: usize,
         block_size: u32,
         read_cache_bytes: u64,
+        pack_threshold: u64,
         repair: RepairQueue,
     ) -> Result<ErasureSet, Error> {
         let n = disks.len();
@@ -102,6 +106,8 @@ impl ErasureSet {
             data,
             parity,
             block_size,
+            // A packed object is one stripe.
+            pack_threshold: pack_threshold.min(data as u64 * block_size as u64),
             locks: KeyLocks::new(),
             cache: ReadCache::new(read_cache_bytes),
             repair,
@@ -348,11 +354,13 @@ impl ErasureSet {
         mut object: ObjectRecord,
         targets: &[bool],
         versioned: bool,
+        pieces: Option<&Pieces>,
     ) -> Result<ObjectRecord, Error> {
         let stamp = self.next_stamp();
         object.mtime_ns = stamp.mtime_ns;
         object.version_id = versioned.then_some(stamp.write_id);
-        self.write_record(ns, key, object, targets, stamp).await
+        self.write_record(ns, key, object, targets, stamp, pieces)
+            .await
     }
 
     /// Writes a changed copy of an existing version (same id and
@@ -366,13 +374,15 @@ impl ErasureSet {
         targets: &[bool],
     ) -> Result<ObjectRecord, Error> {
         let stamp = self.next_stamp();
-        self.write_record(ns, key, object, targets, stamp).await
+        self.write_record(ns, key, object, targets, stamp, None)
+            .await
     }
 
     /// Stores `object` under its version id with `stamp` on the `targets`
     /// disks. Acknowledged only when a write quorum stored it; otherwise the
     /// partial write is rolled back as far as the disks allow. Shard files of
-    /// the writes it replaced are deleted, disk by disk.
+    /// the writes it replaced are deleted, disk by disk. A packed object's
+    /// `pieces` go into each disk's record write.
     async fn write_record(
         &self,
         ns: &str,
@@ -380,16 +390,22 @@ impl ErasureSet {
         object: ObjectRecord,
         targets: &[bool],
         stamp: Stamp,
+        pieces: Option<&Pieces>,
     ) -> Result<ObjectRecord, Error> {
         let rec = Record {
             version: version_key(object.version_id),
             stamp,
             body: record::encode(&object),
         };
+        let layout = object.layout;
         let results = self
-            .some_disks(targets, |_, d| {
+            .some_disks(targets, |slot, d| {
                 let rec = rec.clone();
-                async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec, None).await }
+                let piece = pieces.map(|p| p.for_shard(layout.shard_of_disk(slot)));
+                async move {
+                    d.put_record(ns.as_bytes(), key.as_bytes(), rec, piece)
+                        .await
+                }
             })
             .await;
         let stored = results.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
@@ -397,7 +413,8 @@ impl ErasureSet {
             let full = results
                 .iter()
                 .any(|r| matches!(r, Some(Err(DiskError::Full))));
-            self.roll_back(ns, key, &rec, &results).await;
+            self.roll_back(ns, key, &rec, &results, pieces.map(|p| p.id))
+                .await;
             return Err(if full {
                 Error::DiskFull
             } else {
@@ -425,6 +442,7 @@ impl ErasureSet {
         key: &str,
         rec: &Record,
         results: &[Option<Result<PutRecordOutcome, DiskError>>],
+        piece: Option<Uuid>,
     ) {
         for (slot, r) in results.iter().enumerate() {
             if let Some(Ok(PutRecordOutcome::Stored { replaced })) = r {
@@ -432,6 +450,9 @@ impl ErasureSet {
                 let undone = d
                     .delete_record(ns.as_bytes(), key.as_bytes(), rec.version, Some(rec.stamp))
                     .await;
+                if let (Ok(_), Some(id)) = (&undone, piece) {
+                    let _ = d.delete_piece(id).await;
+                }
                 if let (Ok(_), Some(old)) = (undone, replaced) {
                     let _ = d
                         .put_record(ns.as_bytes(), key.as_bytes(), old.clone(), None)
@@ -451,9 +472,12 @@ impl ErasureSet {
             );
             return;
         };
-        for id in obj.data_ids().filter(|id| !keep.contains(id)) {
-            if let Err(e) = self.disks[slot].delete_shard(ShardId(id)).await {
-                tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free shard");
+        for part in obj.parts.iter() {
+            let Some(id) = part.data_id.filter(|id| !keep.contains(id)) else {
+                continue;
+            };
+            if let Err(e) = packed::delete_data(&self.disks[slot], id, part.packed).await {
+                tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free object data");
             }
         }
     }

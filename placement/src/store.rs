@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 use crate::error::Error;
+use crate::packed::DEFAULT_PACK_THRESHOLD;
 use crate::record::BucketRecord;
 use crate::repair::{spawn_repair_worker, RepairQueue, RepairStats};
 use crate::set::{ErasureSet, DEFAULT_BLOCK_SIZE};
@@ -38,6 +39,9 @@ pub struct StoreOptions {
     /// Size of the hot-object cache in bytes (0: no cache, reads of the
     /// same data are still coalesced).
     pub read_cache_bytes: u64,
+    /// Largest object stored packed (pieces in the disks' pack stores
+    /// instead of shard files); 0 disables packing. Capped at one stripe.
+    pub pack_threshold: u64,
 }
 
 impl Default for StoreOptions {
@@ -45,6 +49,7 @@ impl Default for StoreOptions {
         StoreOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             read_cache_bytes: DEFAULT_READ_CACHE_BYTES,
+            pack_threshold: DEFAULT_PACK_THRESHOLD,
         }
     }
 }
@@ -75,6 +80,7 @@ impl Store {
             parity,
             opts.block_size,
             opts.read_cache_bytes,
+            opts.pack_threshold,
             queue,
         )?);
         let shutdown = CancellationToken::new();

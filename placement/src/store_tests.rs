@@ -19,8 +19,8 @@ use crate::{ListStart, VersionRef, Versioning, WriteCondition, WriteOptions};
 
 pub(crate) struct Rig {
     pub store: Arc<Store>,
-    faulty: Vec<FaultyDisk>,
-    local: Vec<Arc<LocalDisk>>,
+    pub faulty: Vec<FaultyDisk>,
+    pub local: Vec<Arc<LocalDisk>>,
     _dir: tempfile::TempDir,
 }
 
@@ -34,6 +34,17 @@ fn rig(n: usize, parity: Option<usize>) -> Rig {
 /// A store over `n` fresh directories with the given shard I/O path and
 /// cache size.
 pub(crate) fn rig_with(n: usize, parity: Option<usize>, io: ShardIoMode, cache: u64) -> Rig {
+    rig_packing(n, parity, io, cache, 0)
+}
+
+/// [`rig_with`] that packs objects up to `pack_threshold` bytes.
+pub(crate) fn rig_packing(
+    n: usize,
+    parity: Option<usize>,
+    io: ShardIoMode,
+    cache: u64,
+    pack_threshold: u64,
+) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let set = open_local_set(&LocalSetConfig {
         dirs: (0..n).map(|i| dir.path().join(format!("d{i}"))).collect(),
@@ -51,6 +62,7 @@ pub(crate) fn rig_with(n: usize, parity: Option<usize>, io: ShardIoMode, cache: 
     let opts = StoreOptions {
         block_size: BLOCK,
         read_cache_bytes: cache,
+        pack_threshold,
     };
     let store = Store::new(disks, set.parity, opts).unwrap();
     Rig {
@@ -106,7 +118,7 @@ pub(crate) async fn get(r: &Rig, key: &str, range: std::ops::Range<u64>) -> Resu
     Ok(out)
 }
 
-async fn wait_for_repairs(r: &Rig) {
+pub(crate) async fn wait_for_repairs(r: &Rig) {
     for _ in 0..200 {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let s = r.store.repair_stats();
@@ -595,7 +607,7 @@ async fn write_conditions() {
     assert_eq!(shards, 4);
 }
 
-fn count_shards(root: &std::path::Path) -> usize {
+pub(crate) fn count_shards(root: &std::path::Path) -> usize {
     std::fs::read_dir(root.join("shards"))
         .unwrap()
         .flatten()

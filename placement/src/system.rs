@@ -88,7 +88,7 @@ impl Store {
         };
         let all = vec![true; self.set.width()];
         self.set
-            .commit_record(SYSTEM_NS, path, obj, &all, false)
+            .commit_record(SYSTEM_NS, path, obj, &all, false, None)
             .await?;
         Ok(())
     }

@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use crate::error::{BodyError, Error};
 use crate::layout::ErasureLayout;
+use crate::packed::Pieces;
 use crate::set::ErasureSet;
 
 /// Encoded stripes queued between the encoder and the disk writers.
@@ -39,6 +40,8 @@ pub struct StagedData {
     pub layout: ErasureLayout,
     /// Disk slots holding a finished shard.
     pub disks: Vec<bool>,
+    /// A packed object's pieces, stored with the record at commit.
+    pub pieces: Option<Pieces>,
     owner: Option<Arc<ErasureSet>>,
 }
 
@@ -124,13 +127,21 @@ impl ErasureSet {
     /// Streams `body` into new shard files with `layout` and returns once the
     /// data is durable on a write quorum of disks. `size_hint` (if known)
     /// lets a write that cannot fit fail before any byte is stored.
+    ///
+    /// With `packable`, a body whose declared size is at most the pack
+    /// threshold is encoded in memory into pieces instead, stored with the
+    /// record at commit.
     pub async fn write_data(
         self: &Arc<Self>,
         layout: ErasureLayout,
         mut body: BodyStream,
         size_hint: Option<u64>,
+        packable: bool,
     ) -> Result<StagedData, Error> {
         self.check_space(size_hint.unwrap_or(0)).await?;
+        if let Some(size) = size_hint.filter(|s| packable && *s <= self.pack_threshold) {
+            return self.pack(layout, body, size).await;
+        }
         let stripe_size = layout.stripe_size() as usize;
         let data_id = Uuid::now_v7();
         let mut size: u64 = 0;
@@ -180,13 +191,7 @@ impl ErasureSet {
 
         let Some((tx, task)) = pipeline else {
             result?;
-            return Ok(StagedData {
-                data_id: None,
-                size: 0,
-                layout,
-                disks: vec![true; self.width()],
-                owner: None,
-            });
+            return Ok(self.empty_data(layout));
         };
         drop(tx);
         if let Err(e) = result {
@@ -219,6 +224,7 @@ impl ErasureSet {
             size,
             layout,
             disks,
+            pieces: None,
             owner: Some(self.clone()),
         };
         let alive = staged.disks.iter().filter(|d| **d).count();
@@ -226,6 +232,53 @@ impl ErasureSet {
             return Err(quorum_error(self, alive, &errors));
         }
         Ok(staged)
+    }
+
+    fn empty_data(&self, layout: ErasureLayout) -> StagedData {
+        StagedData {
+            data_id: None,
+            size: 0,
+            layout,
+            disks: vec![true; self.width()],
+            pieces: None,
+            owner: None,
+        }
+    }
+
+    /// Receives a small body (at most `declared` bytes) and erasure-codes it
+    /// into pieces: the shards of a one-stripe object, kept in memory until
+    /// the record is written.
+    async fn pack(
+        &self,
+        layout: ErasureLayout,
+        mut body: BodyStream,
+        declared: u64,
+    ) -> Result<StagedData, Error> {
+        let mut buf = BytesMut::with_capacity(declared as usize);
+        while let Some(chunk) = body.next().await.transpose().map_err(Error::Body)? {
+            if (buf.len() + chunk.len()) as u64 > declared {
+                return Err(Error::InvalidArgument(format!(
+                    "the body is longer than the {declared} bytes declared"
+                )));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        if buf.is_empty() {
+            return Ok(self.empty_data(layout));
+        }
+        let size = buf.len();
+        let id = Uuid::now_v7();
+        let shards = self
+            .codec
+            .encode(&buf.freeze(), size.div_ceil(layout.data as usize));
+        Ok(StagedData {
+            data_id: Some(id),
+            size: size as u64,
+            layout,
+            disks: vec![true; self.width()],
+            pieces: Some(Pieces { id, shards }),
+            owner: None,
+        })
     }
 
     async fn send_stripe(

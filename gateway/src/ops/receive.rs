@@ -192,13 +192,17 @@ pub async fn receive(
     let staged = match target {
         Target::Object => {
             let (bucket, key) = (req.bucket().to_string(), req.key().to_string());
-            gw.in_bulk(async move { store.write_data(&bucket, &key, stream, Some(length)).await })
-                .await?
+            gw.in_bulk(length, async move {
+                store.write_data(&bucket, &key, stream, Some(length)).await
+            })
+            .await?
         }
         Target::Part(upload) => {
             let upload = upload.clone();
-            gw.in_bulk(async move { store.write_part_data(&upload, stream, Some(length)).await })
-                .await?
+            gw.in_bulk(length, async move {
+                store.write_part_data(&upload, stream, Some(length)).await
+            })
+            .await?
         }
     }
     .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
