@@ -16,6 +16,7 @@
 //! disk's directory.
 
 mod atomic;
+mod commit;
 mod disk;
 mod error;
 mod faulty;

@@ -17,6 +17,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::atomic::sync_dir;
+use crate::commit::Committer;
 use crate::disk::{
     Disk, DiskHealth, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions, ShardSummary,
     ShardWriter, UploadListStart,
@@ -25,7 +26,7 @@ use crate::error::DiskError;
 use crate::format::{FormatRecord, FORMAT_FILE};
 use crate::io::at_bulk_priority;
 use crate::io::ring::Ring;
-use crate::meta::MetaStore;
+use crate::meta::{MetaStore, RecordWrite};
 use crate::ring_shard::{probe_direct, OpenShards, RingShardWriter};
 use crate::shard_file::{Header, ShardFileReader, ShardFileWriter};
 use crate::staging::Staging;
@@ -117,6 +118,7 @@ pub struct LocalDisk {
     label: String,
     format: FormatRecord,
     meta: Arc<MetaStore>,
+    committer: Committer,
     opts: LocalDiskOptions,
     reserve: u64,
     io: ShardIo,
@@ -161,6 +163,7 @@ impl LocalDisk {
         fs::create_dir_all(&tmp)?;
         sync_dir(root)?;
         let meta = Arc::new(MetaStore::open(&root.join("meta"))?);
+        let committer = Committer::start(meta.clone(), &label)?;
         let (total, _) = crate::io::fs_space(root)?;
         let io = ShardIo::choose(root, &label, opts.io);
         Ok(LocalDisk {
@@ -169,6 +172,7 @@ impl LocalDisk {
             label,
             format,
             meta,
+            committer,
             opts,
             reserve: metadata_reserve(total),
             _lock: lock,
@@ -385,8 +389,14 @@ impl Disk for LocalDisk {
         if let Some(p) = &piece {
             self.check_piece_space(p.data.len())?;
         }
-        let (m, ns, key) = (self.meta(), ns.to_vec(), key.to_vec());
-        blocking(move || m.put_record(&ns, &key, &record, piece.as_ref())).await
+        self.committer
+            .put(RecordWrite {
+                ns: ns.to_vec(),
+                key: key.to_vec(),
+                record,
+                piece,
+            })
+            .await
     }
 
     async fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
@@ -678,5 +688,56 @@ mod tests {
         assert!(matches!(disk.health().await, DiskHealth::Online { .. }));
         fs::remove_file(dir.path().join(FORMAT_FILE)).unwrap();
         assert!(matches!(disk.health().await, DiskHealth::Offline { .. }));
+    }
+
+    #[tokio::test]
+    async fn concurrent_record_writes_share_commits_and_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = Arc::new(formatted(dir.path()));
+        let writes: Vec<_> = (0..300u32)
+            .map(|i| {
+                let disk = disk.clone();
+                tokio::spawn(async move {
+                    let record = Record {
+                        version: VersionId([0; 16]),
+                        stamp: Stamp {
+                            mtime_ns: 1,
+                            write_id: Uuid::from_u128(i as u128),
+                        },
+                        body: Bytes::from(i.to_string()),
+                    };
+                    let piece = Piece {
+                        id: Uuid::from_u128(1_000 + i as u128),
+                        data: Bytes::from(vec![i as u8; 100]),
+                    };
+                    let key = format!("k{i}");
+                    disk.put_record(b"ns", key.as_bytes(), record, Some(piece))
+                        .await
+                })
+            })
+            .collect();
+        for w in writes {
+            let r = w.await.unwrap();
+            assert!(matches!(
+                r.unwrap(),
+                PutRecordOutcome::Stored { replaced: None }
+            ));
+        }
+        for i in 0..300u32 {
+            let got = disk
+                .get_records(b"ns", format!("k{i}").as_bytes())
+                .await
+                .unwrap();
+            assert_eq!(got[0].body, i.to_string());
+            let piece = disk
+                .read_piece(Uuid::from_u128(1_000 + i as u128))
+                .await
+                .unwrap();
+            assert_eq!(piece, vec![i as u8; 100]);
+        }
+        // Dropping the disk closes its metadata store: it can be opened again at once.
+        drop(disk);
+        let again = LocalDisk::open(dir.path(), LocalDiskOptions::default()).unwrap();
+        assert_eq!(again.get_records(b"ns", b"k7").await.unwrap()[0].body, "7");
     }
 }

@@ -10,9 +10,10 @@
 //!   file of its own, and a piece is written in the same batch as the
 //!   record that refers to it: both or neither survive a crash.
 //!
-//! Every write is synced to RocksDB's WAL before it returns (concurrent
-//! writers share one WAL sync through RocksDB's write groups). Calls here
-//! block; the disk wraps them in `spawn_blocking`.
+//! Every write is synced to RocksDB's WAL before it returns; record writes
+//! arrive in batches from the disk's committer thread (group commit), the
+//! rest share syncs through RocksDB's write groups. Calls here block; the
+//! disk wraps them in `spawn_blocking`.
 
 use std::path::Path;
 
@@ -88,6 +89,18 @@ fn decode_record(v: &[u8]) -> Result<Record, DiskError> {
         },
         body: Bytes::copy_from_slice(&data[43..]),
     })
+}
+
+fn lock_stripe(k: &[u8]) -> usize {
+    crc_fast::crc32_iscsi(k) as usize % KEY_LOCK_STRIPES
+}
+
+/// One record write of a group commit.
+pub(crate) struct RecordWrite {
+    pub ns: Vec<u8>,
+    pub key: Vec<u8>,
+    pub record: Record,
+    pub piece: Option<Piece>,
 }
 
 fn encode_piece(data: &[u8]) -> Vec<u8> {
@@ -173,8 +186,7 @@ impl MetaStore {
     }
 
     fn lock_for(&self, k: &[u8]) -> parking_lot::MutexGuard<'_, ()> {
-        let h = crc_fast::crc32_iscsi(k) as usize % KEY_LOCK_STRIPES;
-        self.locks[h].lock()
+        self.locks[lock_stripe(k)].lock()
     }
 
     /// Every version stored for one key.
@@ -197,7 +209,10 @@ impl MetaStore {
     /// Stores `record` unless this disk already holds a newer write of the
     /// same version (then nothing changes and the newer one is returned).
     ///
-    /// With a piece, the piece is stored in the same atomic batch.
+    /// With a piece, the piece is stored in the same atomic batch. (The
+    /// disk sends its writes through [`crate::commit::Committer`], which
+    /// calls [`Self::put_records`]; this form is for tests.)
+    #[cfg(test)]
     pub fn put_record(
         &self,
         ns: &[u8],
@@ -205,28 +220,62 @@ impl MetaStore {
         record: &Record,
         piece: Option<&Piece>,
     ) -> Result<PutRecordOutcome, DiskError> {
-        let k = record_key(ns, key, record.version);
-        let _g = self.lock_for(&k);
-        let cf = self.cf(CF_RECORDS);
-        let previous = match self.db.get_cf(cf, &k)? {
-            Some(v) => Some(decode_record(&v)?),
-            None => None,
+        let w = RecordWrite {
+            ns: ns.to_vec(),
+            key: key.to_vec(),
+            record: record.clone(),
+            piece: piece.cloned(),
         };
-        if let Some(p) = &previous {
-            if p.stamp > record.stamp {
-                return Ok(PutRecordOutcome::Superseded { current: p.clone() });
-            }
-            if p.stamp == record.stamp {
-                return Ok(PutRecordOutcome::Stored { replaced: None });
-            }
-        }
+        Ok(self.put_records(std::slice::from_ref(&w))?.remove(0))
+    }
+
+    /// [`Self::put_record`] for many writes with one synced RocksDB write
+    /// (group commit). Writes apply in order, so a later write of the same
+    /// version sees an earlier one of the batch as the stored record.
+    pub fn put_records(&self, writes: &[RecordWrite]) -> Result<Vec<PutRecordOutcome>, DiskError> {
+        let keys: Vec<Vec<u8>> = writes
+            .iter()
+            .map(|w| record_key(&w.ns, &w.key, w.record.version))
+            .collect();
+        // Lock every stripe the batch touches, in order (the committer is the
+        // only thread that holds more than one).
+        let mut stripes: Vec<usize> = keys.iter().map(|k| lock_stripe(k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _guards: Vec<_> = stripes.iter().map(|&i| self.locks[i].lock()).collect();
+        let cf = self.cf(CF_RECORDS);
         let mut batch = WriteBatch::default();
-        batch.put_cf(cf, &k, encode_record(record));
-        if let Some(p) = piece {
-            batch.put_cf(self.cf(CF_PIECES), p.id.as_bytes(), encode_piece(&p.data));
+        let mut written: std::collections::HashMap<&[u8], &Record> = Default::default();
+        let mut out = Vec::with_capacity(writes.len());
+        for (w, k) in writes.iter().zip(&keys) {
+            let previous = match written.get(k.as_slice()) {
+                Some(r) => Some((*r).clone()),
+                None => match self.db.get_cf(cf, k)? {
+                    Some(v) => Some(decode_record(&v)?),
+                    None => None,
+                },
+            };
+            if let Some(p) = &previous {
+                if p.stamp > w.record.stamp {
+                    out.push(PutRecordOutcome::Superseded { current: p.clone() });
+                    continue;
+                }
+                if p.stamp == w.record.stamp {
+                    out.push(PutRecordOutcome::Stored { replaced: None });
+                    continue;
+                }
+            }
+            batch.put_cf(cf, k, encode_record(&w.record));
+            if let Some(p) = &w.piece {
+                batch.put_cf(self.cf(CF_PIECES), p.id.as_bytes(), encode_piece(&p.data));
+            }
+            written.insert(k, &w.record);
+            out.push(PutRecordOutcome::Stored { replaced: previous });
         }
-        self.db.write_opt(batch, &sync_writes())?;
-        Ok(PutRecordOutcome::Stored { replaced: previous })
+        if !batch.is_empty() {
+            self.db.write_opt(batch, &sync_writes())?;
+        }
+        Ok(out)
     }
 
     /// Removes one version; with `if_stamp`, only if the stored one has
@@ -748,5 +797,44 @@ mod tests {
         std::fs::write(&blob, bytes).unwrap();
         let m = MetaStore::open(d.path()).unwrap();
         assert!(m.read_piece(id).is_err());
+    }
+
+    #[test]
+    fn a_group_commit_applies_its_writes_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let m = MetaStore::open(d.path()).unwrap();
+        let w = |v: u8, t: u64, body: &str, key: &str| RecordWrite {
+            ns: b"ns".to_vec(),
+            key: key.as_bytes().to_vec(),
+            record: rec(v, t, body),
+            piece: None,
+        };
+        let out = m
+            .put_records(&[
+                w(0, 10, "a", "k"),
+                w(0, 20, "b", "k"),
+                w(0, 15, "c", "k"),
+                w(1, 5, "x", "other"),
+            ])
+            .unwrap();
+        assert!(matches!(
+            out[0],
+            PutRecordOutcome::Stored { replaced: None }
+        ));
+        match &out[1] {
+            PutRecordOutcome::Stored { replaced: Some(r) } => assert_eq!(r.body, "a"),
+            o => panic!("{o:?}"),
+        }
+        match &out[2] {
+            PutRecordOutcome::Superseded { current } => assert_eq!(current.body, "b"),
+            o => panic!("{o:?}"),
+        }
+        assert!(matches!(
+            out[3],
+            PutRecordOutcome::Stored { replaced: None }
+        ));
+        let stored = m.get_records(b"ns", b"k").unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].body, "b");
     }
 }
