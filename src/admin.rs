@@ -44,6 +44,9 @@ pub enum AdminCommand {
     /// Users and their access keys.
     #[command(subcommand)]
     User(UserCommand),
+    /// Reclaim the space of deleted and overwritten small (packed) objects
+    /// now, on every disk, while the server keeps serving.
+    Gc,
     /// Counters of the running server: hot-object cache (hit rate) and repair.
     Stats {
         /// Print the raw JSON.
@@ -119,6 +122,10 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
                 v["secretKey"].as_str().unwrap_or("")
             );
             println!("The secret is shown only this once.");
+        }
+        AdminCommand::Gc => {
+            let v = client.call("POST", "gc", None).await?;
+            println!("collected packed garbage on {} disks", v["disksCollected"]);
         }
         AdminCommand::Stats { json } => {
             let v = client.call("GET", "stats", None).await?;

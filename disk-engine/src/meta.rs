@@ -510,9 +510,15 @@ impl MetaStore {
 
     /// This disk's piece `id`, checked against its checksum.
     pub fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
-        match self.db.get_cf(self.cf(CF_PIECES), id.as_bytes())? {
-            Some(v) => decode_piece(&v),
-            None => Err(DiskError::NotFound),
+        match self.db.get_cf(self.cf(CF_PIECES), id.as_bytes()) {
+            Ok(Some(v)) => decode_piece(&v),
+            Ok(None) => Err(DiskError::NotFound),
+            // A damaged blob record is one bad piece, not a failed disk:
+            // the set rebuilds it from the others.
+            Err(e) if e.kind() == rocksdb::ErrorKind::Corruption => {
+                Err(DiskError::corrupt("piece", e.into_string()))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -796,7 +802,8 @@ mod tests {
         bytes[at + 10] ^= 0xff;
         std::fs::write(&blob, bytes).unwrap();
         let m = MetaStore::open(d.path()).unwrap();
-        assert!(m.read_piece(id).is_err());
+        let err = m.read_piece(id).unwrap_err();
+        assert!(!err.is_disk_failure(), "{err}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | PUT | `/granary/admin/v1/users/{accessKey}/policy` | set the user's policy (JSON body) |
 //! | DELETE | `/granary/admin/v1/users/{accessKey}/policy` | remove the user's policy |
 //! | GET | `/granary/admin/v1/stats` | hot-object cache and repair counters |
+//! | POST | `/granary/admin/v1/gc` | reclaim the space of deleted packed objects now |
 
 use std::sync::Arc;
 
@@ -213,6 +214,10 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
             }
         }
         (&Method::GET, ["stats"]) => reply(StatusCode::OK, stats(&gw.store)),
+        (&Method::POST, ["gc"]) => {
+            let disks = gw.store.collect_packed_garbage().await;
+            reply(StatusCode::OK, json!({ "disksCollected": disks }))
+        }
         _ => error(
             StatusCode::NOT_FOUND,
             "NoSuchAdminOperation",

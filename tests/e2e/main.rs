@@ -21,6 +21,7 @@ mod multipart;
 mod objects;
 mod post_object;
 mod server;
+mod small_objects;
 mod tagging;
 mod tls;
 mod unsupported;
