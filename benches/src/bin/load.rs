@@ -85,6 +85,11 @@ struct Args {
     /// chunk (what they do over plain HTTP).
     #[arg(long)]
     unsigned_payload: bool,
+    /// Do not check (HEAD every key) that the objects a read run needs
+    /// exist: for runs over objects an earlier run wrote, such as listing a
+    /// million keys.
+    #[arg(long)]
+    no_prepare: bool,
     /// PEM certificate to trust (HTTPS with a self-signed certificate).
     #[arg(long)]
     ca_bundle: Option<std::path::PathBuf>,
@@ -451,7 +456,7 @@ async fn main() {
     let _ = c.create_bucket().bucket(&args.bucket).send().await;
     let body = Bytes::from(vec![0x5au8; args.size]);
     let ctx = Arc::new(Ctx { c, args, body });
-    if matches!(ctx.args.op, Op::Get | Op::Mixed | Op::List | Op::Pull) {
+    if !ctx.args.no_prepare && matches!(ctx.args.op, Op::Get | Op::Mixed | Op::List | Op::Pull) {
         ctx.prepare().await;
     }
     let (tally, secs) = if ctx.args.op == Op::Pull {
