@@ -85,7 +85,7 @@ fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<(RecordWrite, Reply)>) {
         match meta.put_records(&writes) {
             Ok(outcomes) => {
                 for (r, o) in replies.drain(..).zip(outcomes) {
-                    let _ = r.send(Ok(o));
+                    let _ = r.send(o);
                 }
             }
             Err(e) => {

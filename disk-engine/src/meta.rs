@@ -12,8 +12,9 @@
 //!
 //! Every write is synced to RocksDB's WAL before it returns; record writes
 //! arrive in batches from the disk's committer thread (group commit), the
-//! rest share syncs through RocksDB's write groups. Calls here block; the
-//! disk wraps them in `spawn_blocking`.
+//! rest share syncs through RocksDB's write groups. Calls here block: the
+//! disk wraps writes and scans in `spawn_blocking` and makes point reads
+//! (`get_records`, `read_piece`) inline.
 
 use std::path::Path;
 
@@ -226,13 +227,18 @@ impl MetaStore {
             record: record.clone(),
             piece: piece.cloned(),
         };
-        Ok(self.put_records(std::slice::from_ref(&w))?.remove(0))
+        self.put_records(std::slice::from_ref(&w))?.remove(0)
     }
 
     /// [`Self::put_record`] for many writes with one synced RocksDB write
     /// (group commit). Writes apply in order, so a later write of the same
-    /// version sees an earlier one of the batch as the stored record.
-    pub fn put_records(&self, writes: &[RecordWrite]) -> Result<Vec<PutRecordOutcome>, DiskError> {
+    /// version sees an earlier one of the batch as the stored record. A
+    /// write whose stored record cannot be read fails alone; the outer error
+    /// is the batch's own write failing, which fails every write in it.
+    pub fn put_records(
+        &self,
+        writes: &[RecordWrite],
+    ) -> Result<Vec<Result<PutRecordOutcome, DiskError>>, DiskError> {
         let keys: Vec<Vec<u8>> = writes
             .iter()
             .map(|w| record_key(&w.ns, &w.key, w.record.version))
@@ -250,18 +256,21 @@ impl MetaStore {
         for (w, k) in writes.iter().zip(&keys) {
             let previous = match written.get(k.as_slice()) {
                 Some(r) => Some((*r).clone()),
-                None => match self.db.get_cf(cf, k)? {
-                    Some(v) => Some(decode_record(&v)?),
-                    None => None,
+                None => match self.stored_record(k) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        out.push(Err(e));
+                        continue;
+                    }
                 },
             };
             if let Some(p) = &previous {
                 if p.stamp > w.record.stamp {
-                    out.push(PutRecordOutcome::Superseded { current: p.clone() });
+                    out.push(Ok(PutRecordOutcome::Superseded { current: p.clone() }));
                     continue;
                 }
                 if p.stamp == w.record.stamp {
-                    out.push(PutRecordOutcome::Stored { replaced: None });
+                    out.push(Ok(PutRecordOutcome::Stored { replaced: None }));
                     continue;
                 }
             }
@@ -270,12 +279,19 @@ impl MetaStore {
                 batch.put_cf(self.cf(CF_PIECES), p.id.as_bytes(), encode_piece(&p.data));
             }
             written.insert(k, &w.record);
-            out.push(PutRecordOutcome::Stored { replaced: previous });
+            out.push(Ok(PutRecordOutcome::Stored { replaced: previous }));
         }
         if !batch.is_empty() {
             self.db.write_opt(batch, &sync_writes())?;
         }
         Ok(out)
+    }
+
+    fn stored_record(&self, k: &[u8]) -> Result<Option<Record>, DiskError> {
+        match self.db.get_cf(self.cf(CF_RECORDS), k)? {
+            Some(v) => Ok(Some(decode_record(&v)?)),
+            None => Ok(None),
+        }
     }
 
     /// Removes one version; with `if_stamp`, only if the stored one has
@@ -290,10 +306,9 @@ impl MetaStore {
         let k = record_key(ns, key, version);
         let _g = self.lock_for(&k);
         let cf = self.cf(CF_RECORDS);
-        let Some(v) = self.db.get_cf(cf, &k)? else {
+        let Some(current) = self.stored_record(&k)? else {
             return Ok(None);
         };
-        let current = decode_record(&v)?;
         if if_stamp.is_some_and(|s| s != current.stamp) {
             return Ok(None);
         }
@@ -548,16 +563,19 @@ impl MetaStore {
         let cf = self.cf(CF_PIECES);
         self.db
             .set_options_cf(cf, &[("blob_garbage_collection_age_cutoff", "1.0")])?;
-        self.db.flush_cf(cf)?;
-        let mut opts = rocksdb::CompactOptions::default();
-        opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
-        self.db
-            .compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &opts);
+        let flushed = self.db.flush_cf(cf);
+        if flushed.is_ok() {
+            let mut opts = rocksdb::CompactOptions::default();
+            opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+            self.db
+                .compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &opts);
+        }
+        // Back to the normal cutoff even when the flush failed.
         self.db.set_options_cf(
             cf,
             &[("blob_garbage_collection_age_cutoff", BLOB_GC_AGE_CUTOFF)],
         )?;
-        Ok(())
+        Ok(flushed?)
     }
 
     /// Flushes memtables so a restart replays little WAL.
@@ -816,14 +834,17 @@ mod tests {
             record: rec(v, t, body),
             piece: None,
         };
-        let out = m
+        let out: Vec<PutRecordOutcome> = m
             .put_records(&[
                 w(0, 10, "a", "k"),
                 w(0, 20, "b", "k"),
                 w(0, 15, "c", "k"),
                 w(1, 5, "x", "other"),
             ])
-            .unwrap();
+            .unwrap()
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
         assert!(matches!(
             out[0],
             PutRecordOutcome::Stored { replaced: None }
@@ -843,5 +864,35 @@ mod tests {
         let stored = m.get_records(b"ns", b"k").unwrap();
         assert_eq!(stored.len(), 1);
         assert_eq!(stored[0].body, "b");
+    }
+
+    #[test]
+    fn a_write_over_a_damaged_record_fails_alone_in_its_batch() {
+        let d = tempfile::tempdir().unwrap();
+        let m = MetaStore::open(d.path()).unwrap();
+        let damaged = rec(0, 10, "a");
+        m.db.put_cf(
+            m.cf(CF_RECORDS),
+            record_key(b"ns", b"bad", damaged.version),
+            b"not a record",
+        )
+        .unwrap();
+        let w = |key: &str| RecordWrite {
+            ns: b"ns".to_vec(),
+            key: key.as_bytes().to_vec(),
+            record: rec(0, 20, key),
+            piece: None,
+        };
+        let out = m.put_records(&[w("bad"), w("good")]).unwrap();
+        assert!(
+            matches!(out[0], Err(DiskError::Corrupt { .. })),
+            "{:?}",
+            out[0]
+        );
+        assert!(matches!(
+            out[1],
+            Ok(PutRecordOutcome::Stored { replaced: None })
+        ));
+        assert_eq!(m.get_records(b"ns", b"good").unwrap()[0].body, "good");
     }
 }
