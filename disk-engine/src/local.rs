@@ -223,11 +223,7 @@ impl LocalDisk {
     /// Pieces are object data: like shard blocks, they must leave the
     /// metadata reserve free.
     fn check_piece_space(&self, len: usize) -> Result<(), DiskError> {
-        let (_, free) = crate::io::fs_space(&self.root)?;
-        if free < self.reserve + len as u64 {
-            return Err(DiskError::Full);
-        }
-        Ok(())
+        crate::io::room_for_data(&self.root, self.reserve, len as u64).map(|_| ())
     }
 }
 
@@ -248,12 +244,7 @@ impl ShardWriter for LocalShardWriter {
         })?;
         let (root, reserve) = (self.root.clone(), self.reserve);
         let w = blocking(move || {
-            // Checked before every block: shard data must leave the reserve
-            // free even when other disks share this filesystem.
-            let (_, free) = crate::io::fs_space(&root)?;
-            if free < reserve + block.len() as u64 {
-                return Err(DiskError::Full);
-            }
+            crate::io::room_for_data(&root, reserve, block.len() as u64)?;
             w.append_block(&block)?;
             Ok(w)
         })

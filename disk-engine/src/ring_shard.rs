@@ -168,13 +168,8 @@ impl ShardWriter for RingShardWriter {
                 self.short_block_seen
             )));
         }
-        // Checked before every block: shard data must leave the reserve
-        // free even when other disks share this filesystem.
-        let (_, free) = crate::io::fs_space(&self.root)?;
-        if free < self.reserve + block.len() as u64 {
-            self.failed = true;
-            return Err(DiskError::Full);
-        }
+        let free = crate::io::room_for_data(&self.root, self.reserve, block.len() as u64)
+            .inspect_err(|e| self.failed |= matches!(e, DiskError::Full))?;
         self.checksums.push(block_checksum(&block));
         let mut offset = HEADER_LEN + self.data_len;
         // statvfs above and fallocate here are metadata calls of a few

@@ -11,6 +11,22 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// Free bytes of the filesystem holding `root`, or `Full` when `len` more
+/// bytes of object data (shard blocks, pieces) would eat into `reserve`,
+/// the space kept for metadata. Checked before every data write, since
+/// other disks may share the filesystem.
+pub(crate) fn room_for_data(
+    root: &Path,
+    reserve: u64,
+    len: u64,
+) -> Result<u64, crate::error::DiskError> {
+    let (_, free) = fs_space(root)?;
+    if free < reserve + len {
+        return Err(crate::error::DiskError::Full);
+    }
+    Ok(free)
+}
+
 /// Total and free bytes of the filesystem holding `path`.
 pub(crate) fn fs_space(path: &Path) -> io::Result<(u64, u64)> {
     let c = CString::new(path.as_os_str().as_bytes())
