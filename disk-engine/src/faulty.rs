@@ -26,7 +26,7 @@ pub enum Fault {
     FullAfter(u64),
     /// Shard appends and record writes fail with an I/O error.
     FailWrites,
-    /// Shard reads report a checksum failure.
+    /// Shard and piece reads report a checksum failure.
     CorruptReads,
     /// Every call waits this long first.
     Delay(Duration),
@@ -63,6 +63,15 @@ impl FaultyDisk {
 
     fn has(&self, f: &Fault) -> bool {
         self.state.lock().faults.contains(f)
+    }
+
+    /// Enters a read of `what`, failing it as corrupt under `CorruptReads`.
+    async fn enter_read(&self, what: &'static str) -> Result<(), DiskError> {
+        self.enter().await?;
+        if self.has(&Fault::CorruptReads) {
+            return Err(DiskError::corrupt(what, "injected corruption"));
+        }
+        Ok(())
     }
 
     async fn enter(&self) -> Result<(), DiskError> {
@@ -148,17 +157,11 @@ impl Disk for FaultyDisk {
         }))
     }
     async fn read_shard(&self, id: ShardId, offset: u64, len: u64) -> Result<Bytes, DiskError> {
-        self.enter().await?;
-        if self.has(&Fault::CorruptReads) {
-            return Err(DiskError::corrupt("shard block", "injected corruption"));
-        }
+        self.enter_read("shard block").await?;
         self.inner.read_shard(id, offset, len).await
     }
     async fn shard_len(&self, id: ShardId) -> Result<u64, DiskError> {
-        self.enter().await?;
-        if self.has(&Fault::CorruptReads) {
-            return Err(DiskError::corrupt("shard block", "injected corruption"));
-        }
+        self.enter_read("shard block").await?;
         self.inner.shard_len(id).await
     }
     async fn delete_shard(&self, id: ShardId) -> Result<(), DiskError> {
@@ -181,10 +184,7 @@ impl Disk for FaultyDisk {
         self.inner.put_record(ns, key, record, piece).await
     }
     async fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
-        self.enter().await?;
-        if self.has(&Fault::CorruptReads) {
-            return Err(DiskError::corrupt("piece", "injected corruption"));
-        }
+        self.enter_read("piece").await?;
         self.inner.read_piece(id).await
     }
     async fn put_piece(&self, piece: Piece) -> Result<(), DiskError> {
