@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::layout::PartGeometry;
+use crate::layout::{PartGeometry, StripeRun};
 use crate::packed::{self, Pieces};
 use crate::record::ObjectRecord;
 use crate::set::{ErasureSet, Resolved};
@@ -295,6 +295,45 @@ impl ErasureSet {
         });
     }
 
+    /// Reads `run` of part `data_id` from the `sources` slots and returns
+    /// every shard of it (read or rebuilt from parity), with the block spans
+    /// of the run inside each shard.
+    async fn rebuild_run(
+        &self,
+        data_id: Uuid,
+        geo: &PartGeometry,
+        run: &StripeRun,
+        sources: &[usize],
+    ) -> Result<(Vec<Bytes>, Vec<(u64, u64)>), Error> {
+        let layout = geo.layout;
+        let n = layout.width();
+        let (off, len) = (run.offset, run.len);
+        let reads = join_all(sources.iter().map(|&slot| {
+            let d = self.disks[slot].clone();
+            async move {
+                (
+                    slot,
+                    packed::read_data(&d, data_id, geo.packed, off, len).await,
+                )
+            }
+        }))
+        .await;
+        let mut present: Vec<Option<Bytes>> = vec![None; n];
+        for (slot, r) in reads {
+            if let Ok(b) = r {
+                present[layout.shard_of_disk(slot)] = Some(b);
+            }
+        }
+        let codec = self.codec.clone();
+        let spans = geo.block_spans(run.stripes.clone());
+        let run_spans = spans.clone();
+        let full =
+            tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &run_spans, n))
+                .await
+                .map_err(|e| Error::Internal(format!("rebuild: {e}")))??;
+        Ok((full, spans))
+    }
+
     /// Rewrites the pieces of packed object `id` on the `targets` slots from
     /// the other disks' pieces.
     async fn rebuild_pieces(
@@ -304,20 +343,12 @@ impl ErasureSet {
         targets: &[bool],
     ) -> Result<(), Error> {
         let layout = geo.layout;
-        let n = layout.width();
-        let reads = join_all((0..n).filter(|s| !targets[*s]).map(|slot| {
-            let d = self.disks[slot].clone();
-            async move { (slot, d.read_piece(id).await) }
-        }))
-        .await;
-        let mut present: Vec<Option<Bytes>> = vec![None; n];
-        for (slot, r) in reads {
-            if let Ok(b) = r {
-                present[layout.shard_of_disk(slot)] = Some(b);
-            }
-        }
-        let spans = geo.block_spans(0..geo.stripes());
-        let shards = self.codec.reconstruct_run(&present, &spans, n)?;
+        let sources: Vec<usize> = (0..layout.width()).filter(|s| !targets[*s]).collect();
+        let run = geo
+            .runs(0..geo.stripes(), 1)
+            .pop()
+            .expect("a packed object is one stripe");
+        let (shards, _) = self.rebuild_run(id, geo, &run, &sources).await?;
         let pieces = Pieces { id, shards };
         let written = self
             .some_disks(targets, |slot, d| {
@@ -361,25 +392,7 @@ impl ErasureSet {
             .collect();
         let sources: Vec<usize> = (0..n).filter(|s| !targets[*s]).collect();
         for run in geo.runs(0..geo.stripes(), REPAIR_BATCH_STRIPES) {
-            let (off, len) = (run.offset, run.len);
-            let reads = join_all(sources.iter().map(|&slot| {
-                let d = self.disks[slot].clone();
-                async move { (slot, d.read_shard(ShardId(data_id), off, len).await) }
-            }))
-            .await;
-            let mut present: Vec<Option<Bytes>> = vec![None; n];
-            for (slot, r) in reads {
-                if let Ok(b) = r {
-                    present[layout.shard_of_disk(slot)] = Some(b);
-                }
-            }
-            let codec = self.codec.clone();
-            let spans = geo.block_spans(run.stripes.clone());
-            let run_spans = spans.clone();
-            let full =
-                tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &run_spans, n))
-                    .await
-                    .map_err(|e| Error::Internal(format!("rebuild: {e}")))??;
+            let (full, spans) = self.rebuild_run(data_id, geo, &run, &sources).await?;
             for (slot, w) in writers.iter_mut().enumerate() {
                 let Some(writer) = w else { continue };
                 let shard = &full[layout.shard_of_disk(slot)];
