@@ -185,6 +185,20 @@ pub trait Disk: Send + Sync + 'static {
         if_stamp: Option<Stamp>,
     ) -> Result<Option<Record>, DiskError>;
 
+    /// Deletes many versions as one atomic, durable write where the disk
+    /// can (one at a time otherwise); returns each removed record.
+    async fn delete_records(
+        &self,
+        ns: &[u8],
+        items: Vec<(Vec<u8>, VersionId)>,
+    ) -> Result<Vec<Option<Record>>, DiskError> {
+        let mut removed = Vec::with_capacity(items.len());
+        for (key, version) in items {
+            removed.push(self.delete_record(ns, &key, version, None).await?);
+        }
+        Ok(removed)
+    }
+
     /// Lists keys of `ns` in byte order, each with all its versions.
     async fn list_records(
         &self,

@@ -37,23 +37,19 @@ pub(crate) fn ns_key(ns: &[u8], key: &[u8]) -> Vec<u8> {
 /// Decodes one terminated component from the start of `input`; returns it
 /// and the rest of the input.
 pub(crate) fn take_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < input.len() {
-        let b = input[i];
-        if b == ESC {
-            match *input.get(i + 1)? {
-                ESC_ZERO => out.push(0),
-                TERM => return Some((out, &input[i + 2..])),
-                _ => return None,
-            }
-            i += 2;
-        } else {
-            out.push(b);
-            i += 1;
+    let mut out = Vec::with_capacity(input.len());
+    let mut rest = input;
+    loop {
+        // Copy the run up to the next escape byte at once.
+        let at = rest.iter().position(|&b| b == ESC)?;
+        out.extend_from_slice(&rest[..at]);
+        match *rest.get(at + 1)? {
+            ESC_ZERO => out.push(0),
+            TERM => return Some((out, &rest[at + 2..])),
+            _ => return None,
         }
+        rest = &rest[at + 2..];
     }
-    None
 }
 
 /// The smallest encoded key that sorts after every key starting with

@@ -424,6 +424,15 @@ impl Disk for LocalDisk {
         blocking(move || m.delete_record(&ns, &key, version, if_stamp)).await
     }
 
+    async fn delete_records(
+        &self,
+        ns: &[u8],
+        items: Vec<(Vec<u8>, VersionId)>,
+    ) -> Result<Vec<Option<Record>>, DiskError> {
+        let (m, ns) = (self.meta(), ns.to_vec());
+        blocking(move || m.delete_records(&ns, &items)).await
+    }
+
     async fn list_records(
         &self,
         ns: &[u8],

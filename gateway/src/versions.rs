@@ -1,7 +1,7 @@
 //! Version ids on the wire: "null" for the null version, 32 hex digits
 //! otherwise.
 
-use placement::{ObjectRecord, VersionRef};
+use placement::{ObjectRecord, ObjectSummary, VersionRef};
 use uuid::Uuid;
 
 use crate::error::{S3Error, S3Result};
@@ -35,6 +35,11 @@ pub fn format(v: VersionRef) -> String {
 /// The version id of a stored record.
 pub fn of(object: &ObjectRecord) -> String {
     format(VersionRef::of(object))
+}
+
+/// The version id of a listed version, as sent on the wire.
+pub fn of_listed(object: &ObjectSummary) -> String {
+    format(VersionRef::of_id(object.version_id))
 }
 
 /// The `versionId` query parameter of a request, if any.

@@ -161,126 +161,12 @@ pub struct BucketEntry {
     pub bucket_region: String,
 }
 
-/// One object in a listing.
-#[derive(Serialize)]
-pub struct Contents {
-    /// Key (URL-encoded when asked).
-    #[serde(rename = "Key")]
-    pub key: String,
-    /// Last modified (ISO 8601).
-    #[serde(rename = "LastModified")]
-    pub last_modified: String,
-    /// Quoted ETag.
-    #[serde(rename = "ETag")]
-    pub etag: String,
-    /// Checksum algorithm of the object, if any.
-    #[serde(rename = "ChecksumAlgorithm", skip_serializing_if = "Option::is_none")]
-    pub checksum_algorithm: Option<String>,
-    /// Checksum type, if any.
-    #[serde(rename = "ChecksumType", skip_serializing_if = "Option::is_none")]
-    pub checksum_type: Option<String>,
-    /// Size in bytes.
-    #[serde(rename = "Size")]
-    pub size: u64,
-    /// Owner, when asked for.
-    #[serde(rename = "Owner", skip_serializing_if = "Option::is_none")]
-    pub owner: Option<Owner>,
-    /// Storage class.
-    #[serde(rename = "StorageClass")]
-    pub storage_class: String,
-}
-
 /// A rolled-up common prefix.
 #[derive(Serialize)]
 pub struct CommonPrefix {
     /// The prefix.
     #[serde(rename = "Prefix")]
     pub prefix: String,
-}
-
-/// ListObjectsV2 response.
-#[derive(Serialize)]
-pub struct ListBucketResultV2 {
-    /// Namespace.
-    #[serde(rename = "@xmlns")]
-    pub xmlns: &'static str,
-    /// Bucket.
-    #[serde(rename = "Name")]
-    pub name: String,
-    /// Prefix.
-    #[serde(rename = "Prefix")]
-    pub prefix: String,
-    /// Delimiter.
-    #[serde(rename = "Delimiter", skip_serializing_if = "Option::is_none")]
-    pub delimiter: Option<String>,
-    /// Max keys.
-    #[serde(rename = "MaxKeys")]
-    pub max_keys: usize,
-    /// Encoding type.
-    #[serde(rename = "EncodingType", skip_serializing_if = "Option::is_none")]
-    pub encoding_type: Option<String>,
-    /// Keys + prefixes returned.
-    #[serde(rename = "KeyCount")]
-    pub key_count: usize,
-    /// More results follow.
-    #[serde(rename = "IsTruncated")]
-    pub is_truncated: bool,
-    /// Token given.
-    #[serde(rename = "ContinuationToken", skip_serializing_if = "Option::is_none")]
-    pub continuation_token: Option<String>,
-    /// Token for the next page.
-    #[serde(
-        rename = "NextContinuationToken",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub next_continuation_token: Option<String>,
-    /// Start-after given.
-    #[serde(rename = "StartAfter", skip_serializing_if = "Option::is_none")]
-    pub start_after: Option<String>,
-    /// Objects.
-    #[serde(rename = "Contents", default)]
-    pub contents: Vec<Contents>,
-    /// Common prefixes.
-    #[serde(rename = "CommonPrefixes", default)]
-    pub common_prefixes: Vec<CommonPrefix>,
-}
-
-/// ListObjects (v1) response.
-#[derive(Serialize)]
-pub struct ListBucketResultV1 {
-    /// Namespace.
-    #[serde(rename = "@xmlns")]
-    pub xmlns: &'static str,
-    /// Bucket.
-    #[serde(rename = "Name")]
-    pub name: String,
-    /// Prefix.
-    #[serde(rename = "Prefix")]
-    pub prefix: String,
-    /// Marker given.
-    #[serde(rename = "Marker")]
-    pub marker: String,
-    /// Next marker (only with a delimiter).
-    #[serde(rename = "NextMarker", skip_serializing_if = "Option::is_none")]
-    pub next_marker: Option<String>,
-    /// Max keys.
-    #[serde(rename = "MaxKeys")]
-    pub max_keys: usize,
-    /// Delimiter.
-    #[serde(rename = "Delimiter", skip_serializing_if = "Option::is_none")]
-    pub delimiter: Option<String>,
-    /// More results follow.
-    #[serde(rename = "IsTruncated")]
-    pub is_truncated: bool,
-    /// Encoding type.
-    #[serde(rename = "EncodingType", skip_serializing_if = "Option::is_none")]
-    pub encoding_type: Option<String>,
-    /// Objects.
-    #[serde(rename = "Contents", default)]
-    pub contents: Vec<Contents>,
-    /// Common prefixes.
-    #[serde(rename = "CommonPrefixes", default)]
-    pub common_prefixes: Vec<CommonPrefix>,
 }
 
 /// GetBucketLocation response.
@@ -846,42 +732,6 @@ mod tests {
 
     #[test]
     fn writes_s3_shapes() {
-        let x = to_xml(
-            "ListBucketResult",
-            &ListBucketResultV2 {
-                xmlns: NS,
-                name: "b".into(),
-                prefix: "".into(),
-                delimiter: Some("/".into()),
-                max_keys: 1000,
-                encoding_type: None,
-                key_count: 1,
-                is_truncated: false,
-                continuation_token: None,
-                next_continuation_token: None,
-                start_after: None,
-                contents: vec![Contents {
-                    key: "a<b".into(),
-                    last_modified: "2009-10-12T17:50:30.000Z".into(),
-                    etag: "\"e\"".into(),
-                    checksum_algorithm: None,
-                    checksum_type: None,
-                    size: 3,
-                    owner: None,
-                    storage_class: "STANDARD".into(),
-                }],
-                common_prefixes: vec![CommonPrefix {
-                    prefix: "p/".into(),
-                }],
-            },
-        );
-        assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"), "{x}");
-        assert!(x.contains("<Key>a&lt;b</Key>"), "{x}");
-        assert!(
-            x.contains("<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes>"),
-            "{x}"
-        );
-        assert!(x.contains("<IsTruncated>false</IsTruncated>"), "{x}");
         let l = to_xml(
             "LocationConstraint",
             &LocationConstraint {

@@ -6,7 +6,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use disk_engine::{ListStart, UploadListStart};
 
 use crate::error::Error;
-use crate::record::{self, BucketRecord};
+use crate::record::{self, BucketRecord, ObjectSummary};
 use crate::store::{Store, SYSTEM_NS};
 
 const BUCKET_PREFIX: &str = "buckets/";
@@ -101,7 +101,7 @@ impl Store {
         self.bucket(name).await?;
         let page = self
             .set
-            .list_resolved(name, b"", ListStart::Beginning, 1)
+            .list_resolved::<ObjectSummary>(name, b"", ListStart::Beginning, 1)
             .await?;
         let mut page = page;
         loop {
@@ -112,7 +112,7 @@ impl Store {
                 Some(k) => {
                     page = self
                         .set
-                        .list_resolved(name, b"", ListStart::After(k), 1000)
+                        .list_resolved::<ObjectSummary>(name, b"", ListStart::After(k), 1000)
                         .await?
                 }
                 None => break,

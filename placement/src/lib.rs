@@ -51,8 +51,8 @@ pub use objects::{
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use read::ObjectStream;
 pub use record::{
-    BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
-    Versioning,
+    BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRecord, PartRef,
+    UploadRecord, Versioning,
 };
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};

@@ -5,31 +5,29 @@
 //! GET would return. A disk whose page ended early bounds how far the merged
 //! page is complete.
 
-use std::collections::BTreeMap;
-
 use disk_engine::{KeyRecords, ListStart, RecordListOptions};
 
 use crate::error::Error;
-use crate::set::{ErasureSet, Resolved};
+use crate::set::{ErasureSet, Resolved, VersionBody};
 
 /// One merged page: resolved keys in order, and where to continue.
-pub(crate) struct ResolvedPage {
+pub(crate) struct ResolvedPage<T> {
     /// Keys with their visible versions (newest first); keys whose every
     /// version is invisible are left out.
-    pub keys: Vec<(String, Vec<Resolved>)>,
+    pub keys: Vec<(String, Vec<Resolved<T>>)>,
     /// Continue after this key, if more may follow.
     pub next: Option<Vec<u8>>,
 }
 
 impl ErasureSet {
     /// Lists up to `max_keys` keys of `ns` under `prefix` from `start`.
-    pub(crate) async fn list_resolved(
+    pub(crate) async fn list_resolved<T: VersionBody>(
         &self,
         ns: &str,
         prefix: &[u8],
         start: ListStart,
         max_keys: usize,
-    ) -> Result<ResolvedPage, Error> {
+    ) -> Result<ResolvedPage<T>, Error> {
         let opts = RecordListOptions {
             prefix: prefix.to_vec(),
             start,
@@ -57,40 +55,46 @@ impl ErasureSet {
             .filter_map(|p| p.keys.last().map(|k| k.key.clone()))
             .min();
         let n = self.width();
-        let mut merged: BTreeMap<
-            Vec<u8>,
-            Vec<Result<Vec<disk_engine::Record>, disk_engine::DiskError>>,
-        > = BTreeMap::new();
-        for (slot, page) in pages.iter().enumerate() {
-            let Ok(page) = page else { continue };
-            for KeyRecords { key, records } in &page.keys {
-                if horizon.as_ref().is_some_and(|h| key > h) {
-                    break;
-                }
-                let entry = merged.entry(key.clone()).or_insert_with(|| {
-                    (0..n)
-                        .map(|s| match &pages[s] {
-                            Ok(_) => Ok(Vec::new()),
-                            Err(_) => Err(disk_engine::DiskError::Offline("no answer".into())),
-                        })
-                        .collect()
-                });
-                entry[slot] = Ok(records.clone());
-            }
-        }
-        let mut keys = Vec::with_capacity(merged.len());
+        // Merge the sorted per-disk pages by key, moving (not copying) each
+        // disk's records into the key's per-disk list.
+        let mut cursors: Vec<Option<std::iter::Peekable<std::vec::IntoIter<KeyRecords>>>> = pages
+            .into_iter()
+            .map(|p| p.ok().map(|p| p.keys.into_iter().peekable()))
+            .collect();
+        let mut keys = Vec::new();
         let mut last = None;
-        for (key, per_disk) in merged {
-            last = Some(key.clone());
+        while let Some(key) = cursors
+            .iter_mut()
+            .filter_map(|c| c.as_mut()?.peek().map(|k| &k.key))
+            .min()
+            .cloned()
+        {
+            if horizon.as_ref().is_some_and(|h| &key > h) {
+                break;
+            }
+            let per_disk: Vec<Result<Vec<disk_engine::Record>, disk_engine::DiskError>> = cursors
+                .iter_mut()
+                .map(|c| match c {
+                    None => Err(disk_engine::DiskError::Offline("no answer".into())),
+                    Some(c) => Ok(c
+                        .next_if(|k| k.key == key)
+                        .map(|k| k.records)
+                        .unwrap_or_default()),
+                })
+                .collect();
+            debug_assert_eq!(per_disk.len(), n);
             match self.resolve_records(per_disk) {
                 Ok(state) if !state.versions.is_empty() => {
-                    keys.push((String::from_utf8_lossy(&key).into_owned(), state.versions))
+                    let name = String::from_utf8(key.clone())
+                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                    keys.push((name, state.versions))
                 }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::debug!(key = %String::from_utf8_lossy(&key), error = %e, "key left out of listing")
                 }
             }
+            last = Some(key);
         }
         let next = horizon.map(|h| last.unwrap_or(h));
         Ok(ResolvedPage { keys, next })

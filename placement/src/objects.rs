@@ -4,12 +4,13 @@
 use std::ops::Range;
 
 use disk_engine::ListStart;
+use futures::future::join_all;
 use uuid::Uuid;
 
 use crate::error::Error;
 use crate::packed::Pieces;
 use crate::read::ObjectStream;
-use crate::record::{ObjectMeta, ObjectRecord, PartRef, Versioning};
+use crate::record::{ObjectMeta, ObjectRecord, ObjectSummary, PartRef, Versioning};
 use crate::set::{version_key, KeyState, Resolved};
 use crate::store::Store;
 use crate::write::{BodyStream, StagedData};
@@ -26,7 +27,12 @@ pub enum VersionRef {
 impl VersionRef {
     /// The version of a stored record.
     pub fn of(object: &ObjectRecord) -> VersionRef {
-        object.version_id.map_or(VersionRef::Null, VersionRef::Id)
+        VersionRef::of_id(object.version_id)
+    }
+
+    /// The version a record's version id names (`None`: the null version).
+    pub fn of_id(version_id: Option<Uuid>) -> VersionRef {
+        version_id.map_or(VersionRef::Null, VersionRef::Id)
     }
 
     fn id(self) -> Option<Uuid> {
@@ -70,7 +76,7 @@ pub struct DeleteOutcome {
 /// One page of an object listing.
 pub struct ObjectListing {
     /// Keys in order with their current version (delete markers left out).
-    pub entries: Vec<(String, ObjectRecord)>,
+    pub entries: Vec<(String, ObjectSummary)>,
     /// Continue after this key when more may follow.
     pub next: Option<String>,
 }
@@ -79,7 +85,7 @@ pub struct ObjectListing {
 pub struct VersionListing {
     /// Keys in order, each with its versions newest first (delete markers
     /// included); the first is the current version.
-    pub entries: Vec<(String, Vec<ObjectRecord>)>,
+    pub entries: Vec<(String, Vec<ObjectSummary>)>,
     /// Continue after this key when more may follow.
     pub next: Option<String>,
 }
@@ -315,6 +321,82 @@ impl Store {
         })
     }
 
+    /// Deletes many objects (S3's DeleteObjects), each as
+    /// [`Self::delete_object`] would, with the record removals of the whole
+    /// request written as one batch per disk. Delete markers (versioned
+    /// buckets without a version id) are committed one by one, together.
+    /// Outcomes come back in the order of `items`.
+    pub async fn delete_objects(
+        &self,
+        bucket: &str,
+        items: &[(String, Option<VersionRef>)],
+    ) -> Result<Vec<Result<DeleteOutcome, Error>>, Error> {
+        let versioning = self.bucket(bucket).await?.versioning;
+        let removes = |v: &Option<VersionRef>| v.is_some() || versioning == Versioning::Unversioned;
+        let batch: Vec<usize> = (0..items.len()).filter(|&i| removes(&items[i].1)).collect();
+        let mut out: Vec<Option<Result<DeleteOutcome, Error>>> =
+            items.iter().map(|_| None).collect();
+        if !batch.is_empty() {
+            let _guards = self
+                .set
+                .locks
+                .lock_all(bucket, batch.iter().map(|&i| items[i].0.as_str()))
+                .await;
+            // Whether each named version is a delete marker, for the reply.
+            let markers = join_all(batch.iter().map(|&i| async move {
+                let (key, v) = &items[i];
+                match v {
+                    Some(v) => self
+                        .set
+                        .resolve_key(bucket, key)
+                        .await
+                        .map(|state| find(&state, *v).is_some_and(|r| r.object.delete_marker)),
+                    None => Ok(false),
+                }
+            }))
+            .await;
+            let mut records = Vec::new();
+            for (&i, marker) in batch.iter().zip(markers) {
+                let (key, v) = &items[i];
+                if marker.is_ok() {
+                    records.push((key.as_bytes().to_vec(), version_key(v.and_then(|v| v.id()))));
+                }
+                out[i] = Some(marker.map(|delete_marker| DeleteOutcome {
+                    version: *v,
+                    delete_marker,
+                }));
+            }
+            records.sort();
+            records.dedup();
+            if let Err(e) = self.set.delete_versions(bucket, records).await {
+                for &i in &batch {
+                    if matches!(out[i], Some(Ok(_))) {
+                        out[i] = Some(Err(match &e {
+                            Error::WriteQuorum { needed, got } => Error::WriteQuorum {
+                                needed: *needed,
+                                got: *got,
+                            },
+                            other => Error::Internal(other.to_string()),
+                        }));
+                    }
+                }
+            }
+        }
+        let markers = join_all(
+            (0..items.len())
+                .filter(|&i| out[i].is_none())
+                .map(|i| async move { (i, self.delete_object(bucket, &items[i].0, None).await) }),
+        )
+        .await;
+        for (i, outcome) in markers {
+            out[i] = Some(outcome);
+        }
+        Ok(out
+            .into_iter()
+            .map(|o| o.expect("every item has an outcome"))
+            .collect())
+    }
+
     /// Replaces the tags of a version (the current one with `None`) without
     /// changing its id or modification time. `IsDeleteMarker` for a marker.
     pub async fn set_tags(
@@ -378,7 +460,7 @@ impl Store {
         self.bucket(bucket).await?;
         let page = self
             .set
-            .list_resolved(bucket, prefix.as_bytes(), start, max_keys)
+            .list_resolved::<ObjectSummary>(bucket, prefix.as_bytes(), start, max_keys)
             .await?;
         Ok(VersionListing {
             entries: page

@@ -5,6 +5,8 @@
 use disk_engine::{Disk, DiskError, Fault, ShardIoMode};
 
 use crate::error::Error;
+use crate::objects::VersionRef;
+use crate::record::Versioning;
 use crate::store_tests::{count_shards, data, get, put, rig_packing, wait_for_repairs, Rig, BLOCK};
 
 /// Packs everything up to one 2+2 stripe of the test block size.
@@ -129,4 +131,76 @@ async fn overwrite_delete_and_failed_writes_leave_no_pieces() {
     for l in &r.local {
         assert_eq!(l.get_records(b"b", b"lost").await.unwrap().len(), 0);
     }
+}
+
+#[tokio::test]
+async fn multi_delete_removes_a_batch_and_answers_in_order() {
+    let r = packed_rig(4);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..300 {
+        put(&r, &format!("k{i:03}"), &data(100 + i, i as u8))
+            .await
+            .unwrap();
+        ids.push(piece_id(&r, &format!("k{i:03}")).await);
+    }
+    // Every other key, one twice, and one that never existed.
+    let mut items: Vec<(String, Option<VersionRef>)> = (0..300)
+        .step_by(2)
+        .map(|i| (format!("k{i:03}"), None))
+        .collect();
+    items.push(("k000".into(), None));
+    items.push(("missing".into(), None));
+    let out = r.store.delete_objects("b", &items).await.unwrap();
+    assert_eq!(out.len(), items.len());
+    assert!(out
+        .iter()
+        .all(|o| o.as_ref().is_ok_and(|o| !o.delete_marker)));
+    for i in 0..300 {
+        let key = format!("k{i:03}");
+        let got = get(&r, &key, 0..(100 + i) as u64).await;
+        if i % 2 == 0 {
+            assert!(matches!(got, Err(Error::NoSuchKey)), "{key}");
+            for l in &r.local {
+                assert!(matches!(
+                    l.read_piece(ids[i]).await,
+                    Err(DiskError::NotFound)
+                ));
+            }
+        } else {
+            assert_eq!(got.unwrap(), data(100 + i, i as u8), "{key}");
+        }
+    }
+
+    // Versioned: no version id makes delete markers, a version id removes
+    // that version; both in one request.
+    r.store
+        .update_bucket("b", |b| {
+            b.versioning = Versioning::Enabled;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    put(&r, "v", b"one").await.unwrap();
+    let v1 = r.store.head_object("b", "v").await.unwrap();
+    put(&r, "v", b"two").await.unwrap();
+    let items = vec![
+        ("k001".to_string(), None),
+        ("v".to_string(), Some(VersionRef::of(&v1))),
+    ];
+    let out = r.store.delete_objects("b", &items).await.unwrap();
+    let marker = out[0].as_ref().unwrap();
+    assert!(marker.delete_marker && marker.version.is_some());
+    assert!(!out[1].as_ref().unwrap().delete_marker);
+    assert!(matches!(
+        r.store.head_object("b", "k001").await,
+        Err(Error::NoSuchKey)
+    ));
+    assert_eq!(get(&r, "v", 0..3).await.unwrap(), b"two");
+    assert!(matches!(
+        r.store
+            .get_version("b", "v", Some(VersionRef::of(&v1)))
+            .await,
+        Err(Error::NoSuchVersion)
+    ));
 }

@@ -125,6 +125,38 @@ impl ObjectRecord {
     }
 }
 
+/// What a listing shows of a version, decoded from the same record as
+/// [`ObjectRecord`] while skipping everything else (parts, layout, user
+/// metadata, tags), which a listing of a million keys would otherwise
+/// allocate and drop.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ObjectSummary {
+    /// `None` for the null version.
+    pub version_id: Option<Uuid>,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: u64,
+    /// True for a delete marker.
+    #[serde(default)]
+    pub delete_marker: bool,
+    /// Total bytes.
+    pub size: u64,
+    /// The metadata a listing shows.
+    pub meta: SummaryMeta,
+}
+
+/// The part of [`ObjectMeta`] a listing shows.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct SummaryMeta {
+    /// Entity tag (without quotes).
+    pub etag: String,
+    /// Checksum of the whole object, if any.
+    #[serde(default)]
+    pub checksum: Option<ChecksumValue>,
+    /// Storage class name.
+    #[serde(default)]
+    pub storage_class: Option<String>,
+}
+
 /// State of an in-progress multipart upload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadRecord {

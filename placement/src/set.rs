@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::layout::{ErasureLayout, Quorum};
 use crate::locks::KeyLocks;
 use crate::packed::{self, Pieces};
-use crate::record::{self, ObjectRecord};
+use crate::record::{self, ObjectRecord, ObjectSummary};
 use crate::repair::RepairQueue;
 
 /// Default bytes per shard block. Reed–Solomon runs fastest on 64–256 KiB
@@ -47,20 +47,52 @@ pub struct ErasureSet {
 }
 
 /// A version as the set resolved it: the record and which disks hold it.
+/// `T` is what of the record is decoded: all of it, or what a listing shows.
 #[derive(Clone, Debug)]
-pub(crate) struct Resolved {
+pub(crate) struct Resolved<T = ObjectRecord> {
     pub record: Record,
-    pub object: ObjectRecord,
+    pub object: T,
     /// Disk slots holding exactly this write.
     pub holders: Vec<bool>,
 }
 
 /// Outcome of resolving one key across the set.
-pub(crate) struct KeyState {
+pub(crate) struct KeyState<T = ObjectRecord> {
     /// Visible versions, newest first.
-    pub versions: Vec<Resolved>,
+    pub versions: Vec<Resolved<T>>,
     /// Disk slots that answered.
     pub responded: Vec<bool>,
+}
+
+/// A decoding of a version record that resolution can order.
+pub(crate) trait VersionBody: serde::de::DeserializeOwned {
+    /// Creation time, ns since the epoch.
+    fn mtime_ns(&self) -> u64;
+}
+
+impl VersionBody for ObjectRecord {
+    fn mtime_ns(&self) -> u64 {
+        self.mtime_ns
+    }
+}
+
+impl VersionBody for ObjectSummary {
+    fn mtime_ns(&self) -> u64 {
+        self.mtime_ns
+    }
+}
+
+impl<T: VersionBody> KeyState<T> {
+    /// The state of visible `versions` in any order.
+    fn of(mut versions: Vec<Resolved<T>>, responded: Vec<bool>) -> KeyState<T> {
+        // Versions order by creation time (not by the stamp, which a tag
+        // update renews), then by id.
+        versions.sort_by_key(|v| std::cmp::Reverse((v.object.mtime_ns(), v.record.version)));
+        KeyState {
+            versions,
+            responded,
+        }
+    }
 }
 
 impl KeyState {
@@ -68,6 +100,24 @@ impl KeyState {
     pub fn latest(&self) -> Option<&Resolved> {
         self.versions.first()
     }
+}
+
+/// The slot of the first answering disk when every answering disk holds the
+/// same writes (the same versions with the same stamps).
+fn agreed_records(results: &[Result<Vec<Record>, DiskError>]) -> Option<usize> {
+    let first = results.iter().position(|r| r.is_ok())?;
+    let same = |a: &Vec<Record>, b: &Vec<Record>| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| x.version == y.version && x.stamp == y.stamp)
+    };
+    let reference = results[first].as_ref().ok()?;
+    results[first + 1..]
+        .iter()
+        .flatten()
+        .all(|r| same(r, reference))
+        .then_some(first)
 }
 
 /// The record key of a version: the null version or a version id.
@@ -275,10 +325,10 @@ impl ErasureSet {
     }
 
     /// Resolution over per-disk record lists (see [`Self::resolve_key`]).
-    pub(crate) fn resolve_records(
+    pub(crate) fn resolve_records<T: VersionBody>(
         &self,
         results: Vec<Result<Vec<Record>, DiskError>>,
-    ) -> Result<KeyState, Error> {
+    ) -> Result<KeyState<T>, Error> {
         let n = self.width();
         let responded: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
         let answered = responded.iter().filter(|r| **r).count();
@@ -287,6 +337,21 @@ impl ErasureSet {
                 needed: self.quorum.read,
                 got: answered,
             });
+        }
+        let mut versions = Vec::new();
+        if let Some(agreed) = agreed_records(&results) {
+            // Every answering disk holds the same writes (the common case):
+            // each is on all of them, so at least R, and visible.
+            let records = results.into_iter().nth(agreed).unwrap().unwrap_or_default();
+            for record in records {
+                let object: T = record::decode(&record.body)?;
+                versions.push(Resolved {
+                    record,
+                    object,
+                    holders: responded.clone(),
+                });
+            }
+            return Ok(KeyState::of(versions, responded));
         }
         let silent = n - answered;
         // version -> stamp -> (record, holders)
@@ -301,7 +366,6 @@ impl ErasureSet {
                 entry.1[slot] = true;
             }
         }
-        let mut versions = Vec::new();
         for (_, writes) in groups {
             let mut best: Option<(Record, Vec<bool>)> = None;
             let mut maybe_acked = false;
@@ -317,7 +381,7 @@ impl ErasureSet {
             }
             match best {
                 Some((record, holders)) => {
-                    let object: ObjectRecord = record::decode(&record.body)?;
+                    let object: T = record::decode(&record.body)?;
                     versions.push(Resolved {
                         record,
                         object,
@@ -333,13 +397,7 @@ impl ErasureSet {
                 None => {}
             }
         }
-        // Versions order by creation time (not by the stamp, which a tag
-        // update renews), then by id.
-        versions.sort_by_key(|v| std::cmp::Reverse((v.object.mtime_ns, v.record.version)));
-        Ok(KeyState {
-            versions,
-            responded,
-        })
+        Ok(KeyState::of(versions, responded))
     }
 
     /// Writes `object` as a new version of `key` to the disks in `targets`
@@ -490,18 +548,30 @@ impl ErasureSet {
         key: &str,
         version: VersionId,
     ) -> Result<(), Error> {
+        self.delete_versions(ns, vec![(key.as_bytes().to_vec(), version)])
+            .await
+    }
+
+    /// Deletes many versions with one batch per disk and frees their data;
+    /// the caller holds every key's lock.
+    pub(crate) async fn delete_versions(
+        &self,
+        ns: &str,
+        items: Vec<(Vec<u8>, VersionId)>,
+    ) -> Result<(), Error> {
         let results = self
-            .each_disk(|_, d| async move {
-                d.delete_record(ns.as_bytes(), key.as_bytes(), version, None)
-                    .await
+            .each_disk(|_, d| {
+                let items = items.clone();
+                async move { d.delete_records(ns.as_bytes(), items).await }
             })
             .await;
         let ok = results.iter().filter(|r| r.is_ok()).count();
-        for (slot, r) in results.into_iter().enumerate() {
-            if let Ok(Some(old)) = r {
+        join_all(results.into_iter().enumerate().map(|(slot, r)| async move {
+            for old in r.into_iter().flatten().flatten() {
                 self.free_record_data(slot, &old, &[]).await;
             }
-        }
+        }))
+        .await;
         if ok < self.quorum.write {
             return Err(Error::WriteQuorum {
                 needed: self.quorum.write,

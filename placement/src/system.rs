@@ -47,7 +47,7 @@ impl Store {
         loop {
             let page = self
                 .set
-                .list_resolved(SYSTEM_NS, prefix.as_bytes(), start, 1000)
+                .list_resolved::<ObjectRecord>(SYSTEM_NS, prefix.as_bytes(), start, 1000)
                 .await?;
             for (path, versions) in page.keys {
                 if let Some(v) = versions

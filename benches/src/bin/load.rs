@@ -5,7 +5,10 @@
 //! granary-load --op pull --size 1073741824 --objects 4 --range-size 16777216 --concurrency 16
 //! ```
 //! Operations: `put`, `get`, `mixed` (GETs and PUTs, `--read-percent`),
-//! `list` (ListObjectsV2 pages), `multipart` (uploads in `--part-size`
+//! `list` (ListObjectsV2 pages through the SDK), `list-raw` (the same pages
+//! signed here and only scanned for the key count and continuation token,
+//! so the client's own XML decoding does not bound the rate measured),
+//! `multipart` (uploads in `--part-size`
 //! parts), and `pull` (every object downloaded with parallel ranged GETs,
 //! the way model loaders fetch weights; `--pullers` independent clients do
 //! it at once). Objects the run reads are uploaded first unless already
@@ -31,6 +34,7 @@ enum Op {
     Get,
     Mixed,
     List,
+    ListRaw,
     Multipart,
     Pull,
 }
@@ -90,6 +94,13 @@ struct Args {
     /// million keys.
     #[arg(long)]
     no_prepare: bool,
+    /// Keys per "directory": object i is `PREFIX-SIZE-DIR/FILE` with
+    /// DIR = i / fanout (0 = flat keys `PREFIX-SIZE-I`).
+    #[arg(long, default_value_t = 0)]
+    fanout: usize,
+    /// Delimiter for `list` and `list-raw` (e.g. `/` with `--fanout`).
+    #[arg(long)]
+    delimiter: Option<String>,
     /// PEM certificate to trust (HTTPS with a self-signed certificate).
     #[arg(long)]
     ca_bundle: Option<std::path::PathBuf>,
@@ -162,13 +173,114 @@ impl Tally {
 
 struct Ctx {
     c: Client,
+    raw: RawClient,
     args: Args,
     body: Bytes,
 }
 
+/// The text of the first `<name>` element of a document (no entities
+/// expected: counts and base64 tokens).
+fn element<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>");
+    let start = doc.find(&open)? + open.len();
+    let len = doc[start..].find('<')?;
+    Some(&doc[start..start + len])
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters stay).
+fn query_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// SigV4-signed GETs without the SDK's response decoding.
+struct RawClient {
+    http: reqwest::Client,
+    credentials: aws_credential_types::Credentials,
+}
+
+impl RawClient {
+    fn new() -> RawClient {
+        let key = std::env::var("AWS_ACCESS_KEY_ID").expect("AWS_ACCESS_KEY_ID");
+        let secret = std::env::var("AWS_SECRET_ACCESS_KEY").expect("AWS_SECRET_ACCESS_KEY");
+        RawClient {
+            http: reqwest::Client::new(),
+            credentials: aws_credential_types::Credentials::new(key, secret, None, None, "load"),
+        }
+    }
+
+    /// GETs `url` and returns the body; a non-2xx status is an error.
+    async fn get(&self, url: &str) -> Result<String, String> {
+        use aws_sigv4::http_request::{
+            sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+        let host = match parsed.port() {
+            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or_default()),
+            None => parsed.host_str().unwrap_or_default().to_string(),
+        };
+        let identity = self.credentials.clone().into();
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        let params = aws_sigv4::sign::v4::SigningParams::builder()
+            .identity(&identity)
+            .region("us-east-1")
+            .name("s3")
+            .time(std::time::SystemTime::now())
+            .settings(settings)
+            .build()
+            .map_err(|e| e.to_string())?
+            .into();
+        let headers = [("host", host.as_str())];
+        let signable = SignableRequest::new(
+            "GET",
+            url,
+            headers.iter().copied(),
+            SignableBody::UnsignedPayload,
+        )
+        .map_err(|e| e.to_string())?;
+        let (instructions, _) = sign(signable, &params)
+            .map_err(|e| e.to_string())?
+            .into_parts();
+        let mut req = http::Request::builder().method("GET").uri(url);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        let mut req = req.body(Vec::new()).map_err(|e| e.to_string())?;
+        instructions.apply_to_request_http1x(&mut req);
+        let req = reqwest::Request::try_from(req).map_err(|e| e.to_string())?;
+        let resp = self.http.execute(req).await.map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(format!("{status}: {text}"));
+        }
+        Ok(text)
+    }
+}
+
 impl Ctx {
     fn key(&self, i: usize) -> String {
-        format!("{}-{}-{i:08}", self.args.prefix, self.args.size)
+        match self.args.fanout {
+            0 => format!("{}-{}-{i:08}", self.args.prefix, self.args.size),
+            f => format!(
+                "{}-{}-{:08}/{:08}",
+                self.args.prefix,
+                self.args.size,
+                i / f,
+                i % f
+            ),
+        }
+    }
+
+    fn list_prefix(&self) -> String {
+        format!("{}-{}-", self.args.prefix, self.args.size)
     }
 
     async fn put(&self, key: &str) -> Result<Sample, String> {
@@ -225,13 +337,49 @@ impl Ctx {
                 .c
                 .list_objects_v2()
                 .bucket(&self.args.bucket)
-                .prefix(format!("{}-{}-", self.args.prefix, self.args.size))
+                .prefix(self.list_prefix())
+                .set_delimiter(self.args.delimiter.clone())
                 .set_continuation_token(token)
                 .send()
                 .await
                 .map_err(|e| format!("{e:?}"))?;
-            keys += r.contents().len() as u64;
+            keys += (r.contents().len() + r.common_prefixes().len()) as u64;
             token = r.next_continuation_token().map(str::to_string);
+            if token.is_none() {
+                break;
+            }
+        }
+        Ok(Sample {
+            latency: t.elapsed(),
+            items: keys,
+            ..Default::default()
+        })
+    }
+
+    /// Lists like [`Self::list_pages`] with requests signed here and
+    /// responses only scanned for what paging needs.
+    async fn list_pages_raw(&self) -> Result<Sample, String> {
+        let t = Instant::now();
+        let mut keys = 0u64;
+        let mut token: Option<String> = None;
+        loop {
+            let mut url = format!(
+                "{}/{}?list-type=2&prefix={}",
+                self.args.endpoint.trim_end_matches('/'),
+                self.args.bucket,
+                query_escape(&self.list_prefix())
+            );
+            if let Some(d) = &self.args.delimiter {
+                url.push_str(&format!("&delimiter={}", query_escape(d)));
+            }
+            if let Some(t) = &token {
+                url.push_str(&format!("&continuation-token={}", query_escape(t)));
+            }
+            let body = self.raw.get(&url).await?;
+            keys += element(&body, "KeyCount")
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or("no KeyCount in the listing")?;
+            token = element(&body, "NextContinuationToken").map(str::to_string);
             if token.is_none() {
                 break;
             }
@@ -351,6 +499,7 @@ impl Ctx {
             Op::Mixed if i * 7919 % 100 < self.args.read_percent => self.get(&key, None).await,
             Op::Mixed => self.put(&key).await,
             Op::List => self.list_pages().await,
+            Op::ListRaw => self.list_pages_raw().await,
             Op::Multipart => self.multipart(&key).await,
             Op::Pull => unreachable!("pull runs on its own"),
         }
@@ -455,8 +604,18 @@ async fn main() {
     let c = client(&args);
     let _ = c.create_bucket().bucket(&args.bucket).send().await;
     let body = Bytes::from(vec![0x5au8; args.size]);
-    let ctx = Arc::new(Ctx { c, args, body });
-    if !ctx.args.no_prepare && matches!(ctx.args.op, Op::Get | Op::Mixed | Op::List | Op::Pull) {
+    let ctx = Arc::new(Ctx {
+        c,
+        raw: RawClient::new(),
+        args,
+        body,
+    });
+    if !ctx.args.no_prepare
+        && matches!(
+            ctx.args.op,
+            Op::Get | Op::Mixed | Op::List | Op::ListRaw | Op::Pull
+        )
+    {
         ctx.prepare().await;
     }
     let (tally, secs) = if ctx.args.op == Op::Pull {

@@ -88,15 +88,14 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         deleted: Vec::new(),
         errors: Vec::new(),
     };
+    // Each key is checked on its own; the allowed ones are deleted
+    // together (one batch of record removals per disk).
+    let mut checked: Vec<(String, Option<VersionRef>, S3Result<()>)> = Vec::new();
     for obj in parsed.objects {
         let asked = match obj.version_id.as_deref().map(versions::parse).transpose() {
             Ok(v) => v,
             Err(e) => {
-                result.errors.push(DeleteError {
-                    key: obj.key,
-                    code: e.code().to_string(),
-                    message: e.message(),
-                });
+                checked.push((obj.key, None, Err(e)));
                 continue;
             }
         };
@@ -109,19 +108,31 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
             Err(e) => Err(e),
             Ok(()) => super::check(gw, req, action, req.bucket(), Some(&obj.key)).await,
         };
-        let outcome = match allowed {
-            Err(e) => Err(e),
-            Ok(()) => gw
-                .store
-                .delete_object(req.bucket(), &obj.key, asked)
-                .await
-                .map_err(|e| named(e, req.bucket(), Some(&obj.key))),
-        };
+        checked.push((obj.key, asked, allowed));
+    }
+    let wanted: Vec<(String, Option<VersionRef>)> = checked
+        .iter()
+        .filter(|(_, _, allowed)| allowed.is_ok())
+        .map(|(k, v, _)| (k.clone(), *v))
+        .collect();
+    let mut outcomes = gw
+        .store
+        .delete_objects(req.bucket(), &wanted)
+        .await
+        .map_err(|e| named(e, req.bucket(), None))?
+        .into_iter();
+    for (key, asked, allowed) in checked {
+        let outcome = allowed.and_then(|()| {
+            outcomes
+                .next()
+                .expect("one outcome per allowed key")
+                .map_err(|e| named(e, req.bucket(), Some(&key)))
+        });
         match outcome {
             Ok(_) if parsed.quiet => {}
-            Ok(out) => result.deleted.push(deleted_entry(obj.key, asked, out)),
+            Ok(out) => result.deleted.push(deleted_entry(key, asked, out)),
             Err(e) => result.errors.push(DeleteError {
-                key: obj.key,
+                key,
                 code: e.code().to_string(),
                 message: e.message(),
             }),

@@ -5,18 +5,21 @@ use axum::body::Body;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use http::{Response, StatusCode};
-use placement::{ListStart, ObjectRecord};
+use placement::{ListStart, ObjectSummary};
 
+use super::list_xml::{ContentsEntry, ListingXml};
 use super::{named, xml};
 use crate::auth::sigv4::uri_encode;
 use crate::error::{S3Error, S3Result};
-use crate::headers::{iso8601, quoted, STANDARD};
+use crate::headers::{iso8601, STANDARD};
 use crate::request::S3Request;
-use crate::xml::{to_xml, CommonPrefix, Contents, ListBucketResultV1, ListBucketResultV2, NS};
+use crate::xml::CommonPrefix;
 use crate::Gateway;
 
 /// Most keys one listing page returns.
 pub const MAX_KEYS: usize = 1000;
+/// Keys fetched after jumping past a common prefix.
+const SKIP_PAGE_KEYS: usize = 64;
 
 struct ListParams {
     prefix: String,
@@ -42,7 +45,7 @@ impl ListParams {
 }
 
 struct Listed {
-    contents: Vec<(String, ObjectRecord)>,
+    contents: Vec<(String, ObjectSummary)>,
     prefixes: Vec<String>,
     truncated: bool,
     last: Option<String>,
@@ -105,15 +108,29 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
     }
     let delimiter = p.delimiter.as_deref().filter(|d| !d.is_empty());
     let mut count = 0;
+    // After skipping past the rest of a common prefix, the next page is
+    // fetched short: a "directory" of many keys then costs one short page
+    // rather than a full one.
+    let mut short = false;
     'pages: loop {
-        let want = (p.max_keys - count + 1).clamp(1, MAX_KEYS);
+        let room = (p.max_keys - count + 1).clamp(1, MAX_KEYS);
+        let want = if short {
+            room.min(SKIP_PAGE_KEYS)
+        } else {
+            room
+        };
         let page = gw
             .store
             .list_objects(bucket, &p.prefix, cursor.clone(), want)
             .await
             .map_err(|e| named(e, bucket, None))?;
-        let mut reseek = None;
+        // The common prefix whose keys are being skipped.
+        let mut open: Option<String> = None;
         for (key, rec) in page.entries {
+            if open.as_deref().is_some_and(|cp| key.starts_with(cp)) {
+                continue;
+            }
+            open = None;
             let rolled = delimiter.and_then(|d| {
                 key[p.prefix.len()..]
                     .find(d)
@@ -131,8 +148,8 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
                     out.last = Some(cp.clone());
                     count += 1;
                 }
-                reseek = Some(successor(&cp));
-                break;
+                open = Some(cp);
+                continue;
             }
             if count == p.max_keys {
                 out.truncated = true;
@@ -142,39 +159,44 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
             out.contents.push((key, rec));
             count += 1;
         }
-        match (reseek, page.next) {
-            (Some(Some(s)), _) => cursor = ListStart::At(s),
-            (Some(None), _) => break,
-            (None, Some(n)) => cursor = ListStart::After(n.into_bytes()),
-            (None, None) => break,
+        short = open.is_some();
+        match (open, page.next) {
+            // The page ended inside a common prefix: jump past all of it.
+            (Some(cp), Some(_)) => match successor(&cp) {
+                Some(s) => cursor = ListStart::At(s),
+                None => break,
+            },
+            (_, Some(n)) => cursor = ListStart::After(n.into_bytes()),
+            (_, None) => break,
         }
     }
     Ok(out)
 }
 
-fn contents(
-    gw: &Gateway,
-    listed: Vec<(String, ObjectRecord)>,
-    url: bool,
-    owner: bool,
-) -> Vec<Contents> {
-    listed
-        .into_iter()
-        .map(|(key, rec)| Contents {
-            key: enc(&key, url),
-            last_modified: iso8601(rec.mtime_ns),
-            etag: quoted(&rec.meta.etag),
-            checksum_algorithm: rec.meta.checksum.as_ref().map(|c| c.algorithm.clone()),
-            checksum_type: rec.meta.checksum.as_ref().map(|c| c.kind.clone()),
-            size: rec.size,
-            owner: owner.then(|| gw.owner.clone()),
-            storage_class: rec
-                .meta
-                .storage_class
-                .clone()
-                .unwrap_or_else(|| STANDARD.into()),
-        })
-        .collect()
+/// Writes the listed objects and common prefixes into `doc`.
+fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner: bool) {
+    for (key, rec) in &listed.contents {
+        let key = enc(key, url);
+        let mtime = iso8601(rec.mtime_ns);
+        doc.contents(
+            &ContentsEntry {
+                key: &key,
+                mtime: &mtime,
+                etag: &rec.meta.etag,
+                checksum: rec
+                    .meta
+                    .checksum
+                    .as_ref()
+                    .map(|c| (c.algorithm.as_str(), c.kind.as_str())),
+                size: rec.size,
+                storage_class: rec.meta.storage_class.as_deref().unwrap_or(STANDARD),
+            },
+            owner.then_some(&gw.owner),
+        );
+    }
+    for cp in &listed.prefixes {
+        doc.common_prefix(&enc(cp, url));
+    }
 }
 
 pub(crate) fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefix> {
@@ -218,28 +240,32 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
     let p = ListParams::of(req, after)?;
     let listed = list(gw, req.bucket(), &p).await?;
     let fetch_owner = req.q("fetch-owner").is_some_and(|v| v == "true");
-    let doc = ListBucketResultV2 {
-        xmlns: NS,
-        name: req.bucket().to_string(),
-        prefix: enc(&p.prefix, url),
-        delimiter: p.delimiter.as_deref().map(|d| enc(d, url)),
-        max_keys: p.max_keys,
-        encoding_type: url.then(|| "url".to_string()),
-        key_count: listed.contents.len() + listed.prefixes.len(),
-        is_truncated: listed.truncated,
-        continuation_token: token,
-        next_continuation_token: listed
-            .truncated
-            .then(|| listed.last.as_ref().map(|l| B64.encode(l.as_bytes())))
-            .flatten(),
-        start_after: req
-            .q("start-after")
-            .filter(|s| !s.is_empty())
-            .map(|s| enc(s, url)),
-        common_prefixes: common_prefixes(&listed.prefixes, url),
-        contents: contents(gw, listed.contents, url, fetch_owner),
-    };
-    Ok(xml(StatusCode::OK, to_xml("ListBucketResult", &doc)))
+    let next_token = listed
+        .truncated
+        .then(|| listed.last.as_ref().map(|l| B64.encode(l.as_bytes())))
+        .flatten();
+    let mut doc = ListingXml::new(listed.contents.len() + listed.prefixes.len());
+    doc.text("Name", req.bucket())
+        .text("Prefix", &enc(&p.prefix, url))
+        .opt(
+            "Delimiter",
+            p.delimiter.as_deref().map(|d| enc(d, url)).as_deref(),
+        )
+        .value("MaxKeys", p.max_keys)
+        .opt("EncodingType", url.then_some("url"))
+        .value("KeyCount", listed.contents.len() + listed.prefixes.len())
+        .value("IsTruncated", listed.truncated)
+        .opt("ContinuationToken", token.as_deref())
+        .opt("NextContinuationToken", next_token.as_deref())
+        .opt(
+            "StartAfter",
+            req.q("start-after")
+                .filter(|s| !s.is_empty())
+                .map(|s| enc(s, url))
+                .as_deref(),
+        );
+    render(gw, &mut doc, &listed, url, fetch_owner);
+    Ok(xml(StatusCode::OK, doc.finish()))
 }
 
 /// ListObjects (version 1).
@@ -248,20 +274,21 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
     let marker = req.q("marker").unwrap_or("").to_string();
     let p = ListParams::of(req, (!marker.is_empty()).then(|| marker.clone()))?;
     let listed = list(gw, req.bucket(), &p).await?;
-    let doc = ListBucketResultV1 {
-        xmlns: NS,
-        name: req.bucket().to_string(),
-        prefix: enc(&p.prefix, url),
-        marker: enc(&marker, url),
-        next_marker: (listed.truncated && p.delimiter.is_some())
-            .then(|| listed.last.as_deref().map(|l| enc(l, url)))
-            .flatten(),
-        max_keys: p.max_keys,
-        delimiter: p.delimiter.as_deref().map(|d| enc(d, url)),
-        is_truncated: listed.truncated,
-        encoding_type: url.then(|| "url".to_string()),
-        common_prefixes: common_prefixes(&listed.prefixes, url),
-        contents: contents(gw, listed.contents, url, true),
-    };
-    Ok(xml(StatusCode::OK, to_xml("ListBucketResult", &doc)))
+    let next_marker = (listed.truncated && p.delimiter.is_some())
+        .then(|| listed.last.as_deref().map(|l| enc(l, url)))
+        .flatten();
+    let mut doc = ListingXml::new(listed.contents.len() + listed.prefixes.len());
+    doc.text("Name", req.bucket())
+        .text("Prefix", &enc(&p.prefix, url))
+        .text("Marker", &enc(&marker, url))
+        .opt("NextMarker", next_marker.as_deref())
+        .value("MaxKeys", p.max_keys)
+        .opt(
+            "Delimiter",
+            p.delimiter.as_deref().map(|d| enc(d, url)).as_deref(),
+        )
+        .value("IsTruncated", listed.truncated)
+        .opt("EncodingType", url.then_some("url"));
+    render(gw, &mut doc, &listed, url, true);
+    Ok(xml(StatusCode::OK, doc.finish()))
 }

@@ -9,6 +9,7 @@ pub(crate) mod cors;
 mod delete;
 mod get;
 mod list;
+mod list_xml;
 mod multipart;
 mod multipart_checksum;
 mod policy;

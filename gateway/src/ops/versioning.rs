@@ -3,7 +3,7 @@
 
 use axum::body::Body;
 use http::{Response, StatusCode};
-use placement::{ListStart, ObjectRecord, Versioning};
+use placement::{ListStart, ObjectSummary, Versioning};
 
 use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
 use super::{empty, named, read_document, xml};
@@ -67,8 +67,9 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
     Ok(empty(StatusCode::OK))
 }
 
-fn item(gw: &Gateway, key: &str, v: &ObjectRecord, is_latest: bool, url: bool) -> VersionItem {
-    let (key, version_id, last_modified) = (enc(key, url), versions::of(v), iso8601(v.mtime_ns));
+fn item(gw: &Gateway, key: &str, v: &ObjectSummary, is_latest: bool, url: bool) -> VersionItem {
+    let (key, version_id, last_modified) =
+        (enc(key, url), versions::of_listed(v), iso8601(v.mtime_ns));
     if v.delete_marker {
         VersionItem::DeleteMarker(DeleteMarkerEntry {
             key,
@@ -162,7 +163,7 @@ pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
             let mut skip = *key == key_marker && !version_marker.is_empty();
             for (i, v) in versions_of_key.iter().enumerate() {
                 if skip {
-                    skip = versions::of(v) != version_marker;
+                    skip = versions::of_listed(v) != version_marker;
                     continue;
                 }
                 if count == max {
@@ -170,7 +171,7 @@ pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
                     break 'pages;
                 }
                 items.push(item(gw, key, v, i == 0, url));
-                last = Some((key.clone(), Some(versions::of(v))));
+                last = Some((key.clone(), Some(versions::of_listed(v))));
                 count += 1;
             }
         }

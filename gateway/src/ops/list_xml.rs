@@ -1,0 +1,145 @@
+//! The ListObjects (v1) and ListObjectsV2 response documents, written
+//! directly into one string. A page of 1,000 keys is the largest document
+//! the gateway renders on a hot path; generic serialisation of it cost a
+//! fifth of a listing's server time (benches/RESULTS.md).
+
+use std::fmt::Write as _;
+
+use quick_xml::escape::escape;
+
+use crate::xml::{Owner, NS};
+
+/// One listed object as it appears in `<Contents>`.
+pub(crate) struct ContentsEntry<'a> {
+    pub key: &'a str,
+    pub mtime: &'a str,
+    pub etag: &'a str,
+    pub checksum: Option<(&'a str, &'a str)>,
+    pub size: u64,
+    pub storage_class: &'a str,
+}
+
+/// A listing document under construction.
+pub(crate) struct ListingXml {
+    out: String,
+}
+
+impl ListingXml {
+    /// Starts a `<ListBucketResult>` document sized for `entries` entries.
+    pub fn new(entries: usize) -> ListingXml {
+        let mut out = String::with_capacity(512 + entries * 320);
+        out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"");
+        out.push_str(NS);
+        out.push_str("\">");
+        ListingXml { out }
+    }
+
+    /// `<tag>text</tag>` with the text escaped.
+    pub fn text(&mut self, tag: &str, text: &str) -> &mut Self {
+        self.open(tag);
+        self.out.push_str(&escape(text));
+        self.close(tag);
+        self
+    }
+
+    /// `<tag>text</tag>` when there is a text.
+    pub fn opt(&mut self, tag: &str, text: Option<&str>) -> &mut Self {
+        if let Some(t) = text {
+            self.text(tag, t);
+        }
+        self
+    }
+
+    /// `<tag>value</tag>` for a number or a flag.
+    pub fn value(&mut self, tag: &str, value: impl std::fmt::Display) -> &mut Self {
+        self.open(tag);
+        let _ = write!(self.out, "{value}");
+        self.close(tag);
+        self
+    }
+
+    /// One `<Contents>` element.
+    pub fn contents(&mut self, e: &ContentsEntry<'_>, owner: Option<&Owner>) -> &mut Self {
+        self.open("Contents");
+        self.text("Key", e.key).text("LastModified", e.mtime);
+        self.out.push_str("<ETag>&quot;");
+        self.out.push_str(&escape(e.etag));
+        self.out.push_str("&quot;</ETag>");
+        if let Some((algorithm, kind)) = e.checksum {
+            self.text("ChecksumAlgorithm", algorithm)
+                .text("ChecksumType", kind);
+        }
+        self.value("Size", e.size);
+        if let Some(o) = owner {
+            self.open("Owner");
+            self.text("ID", &o.id).text("DisplayName", &o.display_name);
+            self.close("Owner");
+        }
+        self.text("StorageClass", e.storage_class);
+        self.close("Contents");
+        self
+    }
+
+    /// One `<CommonPrefixes>` element.
+    pub fn common_prefix(&mut self, prefix: &str) -> &mut Self {
+        self.open("CommonPrefixes");
+        self.text("Prefix", prefix);
+        self.close("CommonPrefixes");
+        self
+    }
+
+    /// Closes the document.
+    pub fn finish(mut self) -> String {
+        self.close("ListBucketResult");
+        self.out
+    }
+
+    fn open(&mut self, tag: &str) {
+        self.out.push('<');
+        self.out.push_str(tag);
+        self.out.push('>');
+    }
+
+    fn close(&mut self, tag: &str) {
+        self.out.push_str("</");
+        self.out.push_str(tag);
+        self.out.push('>');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_text_and_quotes_the_etag() {
+        let mut x = ListingXml::new(1);
+        x.text("Name", "b").value("IsTruncated", false).contents(
+            &ContentsEntry {
+                key: "a<&>\"'.txt",
+                mtime: "2026-01-01T00:00:00.000Z",
+                etag: "abc",
+                checksum: Some(("CRC32", "FULL_OBJECT")),
+                size: 7,
+                storage_class: "STANDARD",
+            },
+            None,
+        );
+        x.common_prefix("p/");
+        let doc = x.finish();
+        assert!(doc.starts_with(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        ));
+        assert!(doc.ends_with(
+            "<Name>b</Name><IsTruncated>false</IsTruncated><Contents><Key>a&lt;&amp;&gt;&quot;&apos;.txt</Key>\
+             <LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>&quot;abc&quot;</ETag>\
+             <ChecksumAlgorithm>CRC32</ChecksumAlgorithm><ChecksumType>FULL_OBJECT</ChecksumType>\
+             <Size>7</Size><StorageClass>STANDARD</StorageClass></Contents>\
+             <CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes></ListBucketResult>"
+        ));
+        let parsed: Result<quick_xml::events::Event, _> =
+            quick_xml::Reader::from_str(&doc).read_event();
+        assert!(parsed.is_ok());
+    }
+}
