@@ -107,6 +107,15 @@ fn decode_envelope(v: &[u8]) -> Result<(Record, &[u8]), DiskError> {
     Ok((record, &data[43..]))
 }
 
+/// RocksDB's report of a file that does not exist (a pack file deleted
+/// behind its back).
+fn missing_file(e: &rocksdb::Error) -> bool {
+    matches!(
+        e.kind(),
+        rocksdb::ErrorKind::IOError | rocksdb::ErrorKind::NotFound
+    ) && e.as_ref().contains("No such file")
+}
+
 fn lock_stripe(k: &[u8]) -> usize {
     crc_fast::crc32_iscsi(k) as usize % KEY_LOCK_STRIPES
 }
@@ -592,9 +601,10 @@ impl MetaStore {
         match self.db.get_cf(self.cf(CF_PIECES), id.as_bytes()) {
             Ok(Some(v)) => decode_piece(&v),
             Ok(None) => Err(DiskError::NotFound),
-            // A damaged blob record is one bad piece, not a failed disk:
-            // the set rebuilds it from the others.
-            Err(e) if e.kind() == rocksdb::ErrorKind::Corruption => {
+            // A damaged blob record, or a pack (blob) file that is gone, is
+            // a bad piece, not a failed disk: the set rebuilds it from the
+            // others.
+            Err(e) if e.kind() == rocksdb::ErrorKind::Corruption || missing_file(&e) => {
                 Err(DiskError::corrupt("piece", e.into_string()))
             }
             Err(e) => Err(e.into()),

@@ -128,7 +128,22 @@ async fn many_small_objects_round_trip_and_deleted_space_is_collected() {
 
     // Delete every even object, 1,000 per request.
     let even: Vec<String> = (0..n).step_by(2).map(key_of).collect();
-    for batch in even.chunks(1000) {
+    delete_keys(&c, &even).await;
+    let out = admin(&s, &["gc"]).unwrap();
+    assert!(out.contains("4 disks"), "{out}");
+    let after = blob_bytes(&s);
+    // The even objects include every large one: well over half the bytes.
+    assert!(after * 10 <= before * 5, "pack bytes {before} -> {after}");
+
+    let missing = check_all(&c, objects()).await;
+    let mut expected = even.clone();
+    expected.sort();
+    assert_eq!(missing, expected, "exactly the deleted objects are gone");
+}
+
+/// Deletes `keys` with DeleteObjects, 1,000 per request.
+async fn delete_keys(c: &Client, keys: &[String]) {
+    for batch in keys.chunks(1000) {
         let ids: Vec<ObjectIdentifier> = batch
             .iter()
             .map(|k| ObjectIdentifier::builder().key(k).build().unwrap())
@@ -143,16 +158,49 @@ async fn many_small_objects_round_trip_and_deleted_space_is_collected() {
         assert_eq!(out.deleted().len(), batch.len());
         assert!(out.errors().is_empty());
     }
-    let out = admin(&s, &["gc"]).unwrap();
-    assert!(out.contains("4 disks"), "{out}");
-    let after = blob_bytes(&s);
-    // The even objects include every large one: well over half the bytes.
-    assert!(after * 10 <= before * 5, "pack bytes {before} -> {after}");
+}
 
-    let missing = check_all(&c, objects()).await;
-    let mut expected = even.clone();
-    expected.sort();
-    assert_eq!(missing, expected, "exactly the deleted objects are gone");
+#[tokio::test]
+async fn kill_9_during_a_compaction_loses_nothing() {
+    let mut s = Server::start_with(4, &["--read-cache-mib", "0"]);
+    let c = s.client();
+    c.create_bucket().bucket(BUCKET).send().await.unwrap();
+    let objects = || (0..2_000).map(|i| (key_of(i), 1_000 + (i * 7_919) % 40_000));
+    put_all(&c, objects()).await;
+    // Pieces into pack files, then half of them garbage.
+    s.restart();
+    let even: Vec<String> = (0..2_000).step_by(2).map(key_of).collect();
+    delete_keys(&s.client(), &even).await;
+    let survivors = || objects().filter(|(k, _)| !even.contains(k));
+    let mut interrupted = 0;
+    for delay_ms in [20, 80, 200, 500] {
+        // The collection flushes and compacts every disk's packs; the kill
+        // lands somewhere inside it (or after it, for the longer delays).
+        let endpoint = s.endpoint.clone();
+        let gc = std::thread::spawn(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_granary"))
+                .args(["admin", "--endpoint", &endpoint, "gc"])
+                .env("GRANARY_ROOT_USER", USER)
+                .env("GRANARY_ROOT_PASSWORD", SECRET)
+                .output()
+                .unwrap()
+                .status
+                .success()
+        });
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        s.kill();
+        if !gc.join().unwrap() {
+            interrupted += 1;
+        }
+        s.launch().unwrap();
+        let c = s.client();
+        assert!(check_all(&c, survivors()).await.is_empty(), "after {delay_ms} ms");
+        let back = check_all(&c, objects()).await;
+        assert_eq!(back.len(), even.len(), "a deleted object came back");
+    }
+    assert!(interrupted > 0, "no collection was interrupted");
+    admin(&s, &["gc"]).unwrap();
+    assert!(check_all(&s.client(), survivors()).await.is_empty());
 }
 
 #[tokio::test]
@@ -254,25 +302,74 @@ async fn flipped_bytes_inside_a_pack_are_survived_and_repaired() {
     s.launch().unwrap();
     let c = s.client();
     assert!(check_all(&c, objects()).await.is_empty());
+    let last = read_until_repaired(&s, &c, objects).await;
+    assert!(last >= 250, "only {last} pieces repaired");
+}
+
+/// Reads every object again and again until repairs stop; returns how many
+/// pieces or shards the server rewrote. Reads repair what they touch; pieces
+/// a read did not need (parity) are checked by sampled background checks, so
+/// it may take a few passes.
+async fn read_until_repaired<I>(s: &Server, c: &Client, objects: impl Fn() -> I) -> u64
+where
+    I: Iterator<Item = (String, usize)>,
+{
     let repaired = |s: &Server| -> u64 {
         let v: serde_json::Value =
             serde_json::from_str(&admin(s, &["stats", "--json"]).unwrap()).unwrap();
         v["repair"]["shardsRewritten"].as_u64().unwrap()
     };
-    // Reads repair what they touch; pieces a read did not need (parity) are
-    // checked by sampled background checks, so it may take a few passes.
     let mut last = u64::MAX;
     let mut passes = 0;
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let now = repaired(&s);
+        let now = repaired(s);
         if now == last {
-            break;
+            return last;
         }
         last = now;
         passes += 1;
         assert!(passes < 10, "still repairing after {passes} read passes");
-        assert!(check_all(&c, objects()).await.is_empty());
+        assert!(check_all(c, objects()).await.is_empty());
     }
-    assert!(last >= 250, "only {last} pieces repaired");
+}
+
+#[tokio::test]
+async fn deleted_packs_of_m_disks_are_survived_and_rebuilt() {
+    let mut s = Server::start_with(4, &["--read-cache-mib", "0"]);
+    let c = s.client();
+    c.create_bucket().bucket(BUCKET).send().await.unwrap();
+    let objects = || (0..300).map(|i| (key_of(i), 2_000 + 7 * i));
+    put_all(&c, objects()).await;
+    s.stop();
+    // Every pack of two disks (m = 2 at 2+2) disappears.
+    let remove_packs = |dirs: &[PathBuf]| {
+        for d in dirs {
+            let packs = blob_files(d);
+            assert!(!packs.is_empty());
+            for p in packs {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+    };
+    remove_packs(&s.dirs[..2]);
+    s.launch().unwrap();
+    let c = s.client();
+    assert!(check_all(&c, objects()).await.is_empty());
+    let rebuilt = read_until_repaired(&s, &c, objects).await;
+    assert!(rebuilt >= 600, "only {rebuilt} pieces rebuilt");
+    // The rebuilt pieces alone now carry the data: lose the packs of the
+    // other two disks and read everything again.
+    s.stop();
+    remove_packs(&s.dirs[2..]);
+    s.launch().unwrap();
+    let c = s.client();
+    assert!(check_all(&c, objects()).await.is_empty());
+    read_until_repaired(&s, &c, objects).await;
+    // Collecting garbage over packs that went missing still works.
+    admin(&s, &["gc"]).unwrap();
+    assert!(check_all(&c, objects()).await.is_empty());
+    s.stop();
+    s.launch().unwrap();
+    assert!(check_all(&s.client(), objects()).await.is_empty());
 }
