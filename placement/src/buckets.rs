@@ -97,27 +97,12 @@ impl Store {
     /// multipart uploads in it are aborted.
     pub async fn delete_bucket(&self, name: &str) -> Result<(), Error> {
         let key = bucket_key(name);
-        let _guard = self.set.locks.lock(SYSTEM_NS, &key).await;
         self.bucket(name).await?;
-        let page = self
-            .set
-            .list_resolved::<ObjectSummary>(name, b"", ListStart::Beginning, 1)
-            .await?;
-        let mut page = page;
-        loop {
-            if !page.keys.is_empty() {
-                return Err(Error::BucketNotEmpty);
-            }
-            match page.next.take() {
-                Some(k) => {
-                    page = self
-                        .set
-                        .list_resolved::<ObjectSummary>(name, b"", ListStart::After(k), 1000)
-                        .await?
-                }
-                None => break,
-            }
-        }
+        self.ensure_empty(name).await?;
+        // Uploads are aborted before the bucket's lock is taken: aborting
+        // takes each upload's key lock, and no code path holds two locks
+        // while waiting (which keeps DeleteObjects' many-key locking free
+        // of deadlocks).
         loop {
             let (uploads, _) = self
                 .list_uploads(name, "", UploadListStart::Beginning, 1000)
@@ -132,8 +117,33 @@ impl Store {
                 }
             }
         }
+        let _guard = self.set.locks.lock(SYSTEM_NS, &key).await;
+        self.bucket(name).await?;
+        self.ensure_empty(name).await?;
         self.remove_system_doc(&key).await?;
         self.bucket_cache.lock().remove(name);
         Ok(())
+    }
+
+    /// `BucketNotEmpty` when any key of the bucket has a visible version.
+    async fn ensure_empty(&self, name: &str) -> Result<(), Error> {
+        let mut page = self
+            .set
+            .list_resolved::<ObjectSummary>(name, b"", ListStart::Beginning, 1)
+            .await?;
+        loop {
+            if !page.keys.is_empty() {
+                return Err(Error::BucketNotEmpty);
+            }
+            match page.next.take() {
+                Some(k) => {
+                    page = self
+                        .set
+                        .list_resolved::<ObjectSummary>(name, b"", ListStart::After(k), 1000)
+                        .await?
+                }
+                None => return Ok(()),
+            }
+        }
     }
 }

@@ -30,10 +30,10 @@ impl KeyLocks {
         self.stripes[stripe(ns, key)].lock().await
     }
 
-    /// Waits for and takes the locks of every `ns/key` in `keys`. Never
-    /// waits while holding some of them (it takes all it can, and on a busy
-    /// one lets go of everything, waits for that one and starts over), so it
-    /// cannot deadlock with writers that nest two single locks.
+    /// Waits for and takes the locks of every `ns/key` in `keys`, in
+    /// ascending stripe order. Deadlock-free because every other caller
+    /// holds at most one lock at a time (no code path waits for a second
+    /// lock while holding one).
     pub async fn lock_all<'a>(
         &self,
         ns: &str,
@@ -42,20 +42,11 @@ impl KeyLocks {
         let mut wanted: Vec<usize> = keys.map(|k| stripe(ns, k)).collect();
         wanted.sort_unstable();
         wanted.dedup();
-        'again: loop {
-            let mut held = Vec::with_capacity(wanted.len());
-            for &i in &wanted {
-                match self.stripes[i].try_lock() {
-                    Ok(g) => held.push(g),
-                    Err(_) => {
-                        drop(held);
-                        drop(self.stripes[i].lock().await);
-                        continue 'again;
-                    }
-                }
-            }
-            return held;
+        let mut held = Vec::with_capacity(wanted.len());
+        for i in wanted {
+            held.push(self.stripes[i].lock().await);
         }
+        held
     }
 }
 

@@ -250,8 +250,8 @@ impl ErasureSet {
         bad
     }
 
-    /// After a read that went well, checks in the background that the shard
-    /// files the read did not need (parity) are present and whole, and
+    /// After a read that went well, checks in the background that the shards
+    /// the read did not need (parity) are present and whole, and
     /// queues a repair when one is not. At most [`PRESENCE_CHECKS`] run at
     /// once; further ones are skipped, which samples them under load.
     pub(crate) fn check_unread_shards(
@@ -265,6 +265,12 @@ impl ErasureSet {
         };
         let set = self.clone();
         let (ns, key) = (ns.to_string(), key.to_string());
+        // A read that went well read the data shards: only the parity
+        // shards' disks are left to check.
+        let layout = object.layout;
+        let parity: Vec<bool> = (0..self.width())
+            .map(|slot| layout.shard_of_disk(slot) >= layout.data as usize)
+            .collect();
         let parts: Vec<(Uuid, PartGeometry)> = object
             .parts
             .iter()
@@ -276,9 +282,12 @@ impl ErasureSet {
             for (id, geo) in parts {
                 let expect = geo.shard_len();
                 let lens = set
-                    .each_disk(|_, d| async move { packed::data_len(&d, id, geo.packed).await })
+                    .some_disks(&parity, |_, d| async move {
+                        packed::data_len(&d, id, geo.packed).await
+                    })
                     .await;
                 for (slot, r) in lens.into_iter().enumerate() {
+                    let Some(r) = r else { continue };
                     let whole = match r {
                         Ok(l) => l == expect,
                         Err(e) => e.is_disk_failure(),

@@ -8,7 +8,8 @@
 //! `list` (ListObjectsV2 pages through the SDK), `list-raw` (the same pages
 //! signed here and only scanned for the key count and continuation token,
 //! so the client's own XML decoding does not bound the rate measured),
-//! `multipart` (uploads in `--part-size`
+//! `delete` (DeleteObjects requests of 1,000 keys, every `--delete-every`-th
+//! object; `--count` requests), `multipart` (uploads in `--part-size`
 //! parts), and `pull` (every object downloaded with parallel ranged GETs,
 //! the way model loaders fetch weights; `--pullers` independent clients do
 //! it at once). Objects the run reads are uploaded first unless already
@@ -35,6 +36,7 @@ enum Op {
     Mixed,
     List,
     ListRaw,
+    Delete,
     Multipart,
     Pull,
 }
@@ -98,6 +100,9 @@ struct Args {
     /// DIR = i / fanout (0 = flat keys `PREFIX-SIZE-I`).
     #[arg(long, default_value_t = 0)]
     fanout: usize,
+    /// `delete` removes objects whose index is a multiple of this.
+    #[arg(long, default_value_t = 1)]
+    delete_every: usize,
     /// Delimiter for `list` and `list-raw` (e.g. `/` with `--fanout`).
     #[arg(long)]
     delimiter: Option<String>,
@@ -356,6 +361,40 @@ impl Ctx {
         })
     }
 
+    /// Request `n` of a `delete` run: the `--delete-every`-th objects among
+    /// objects `n * 1000 * every ..` as one DeleteObjects request.
+    async fn delete_batch(&self, n: usize) -> Result<Sample, String> {
+        use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+        let t = Instant::now();
+        let every = self.args.delete_every.max(1);
+        let ids: Vec<ObjectIdentifier> = (n * 1000..(n + 1) * 1000)
+            .map(|j| self.key(j * every))
+            .map(|k| ObjectIdentifier::builder().key(k).build().unwrap())
+            .collect();
+        let out = self
+            .c
+            .delete_objects()
+            .bucket(&self.args.bucket)
+            .delete(
+                Delete::builder()
+                    .set_objects(Some(ids))
+                    .quiet(true)
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        if !out.errors().is_empty() {
+            return Err(format!("{} keys not deleted", out.errors().len()));
+        }
+        Ok(Sample {
+            latency: t.elapsed(),
+            items: 1000,
+            ..Default::default()
+        })
+    }
+
     /// Lists like [`Self::list_pages`] with requests signed here and
     /// responses only scanned for what paging needs.
     async fn list_pages_raw(&self) -> Result<Sample, String> {
@@ -500,6 +539,7 @@ impl Ctx {
             Op::Mixed => self.put(&key).await,
             Op::List => self.list_pages().await,
             Op::ListRaw => self.list_pages_raw().await,
+            Op::Delete => self.delete_batch(i).await,
             Op::Multipart => self.multipart(&key).await,
             Op::Pull => unreachable!("pull runs on its own"),
         }
