@@ -8,7 +8,8 @@
 //! `list` (ListObjectsV2 pages through the SDK), `list-raw` (the same pages
 //! signed here and only scanned for the key count and continuation token,
 //! so the client's own XML decoding does not bound the rate measured),
-//! `delete` (DeleteObjects requests of 1,000 keys, every `--delete-every`-th
+//! `get-raw` (GETs signed here, body drained, no SDK: the server's rate
+//! when the client costs little), `delete` (DeleteObjects requests of 1,000 keys, every `--delete-every`-th
 //! object; `--count` requests), `multipart` (uploads in `--part-size`
 //! parts), and `pull` (every object downloaded with parallel ranged GETs,
 //! the way model loaders fetch weights; `--pullers` independent clients do
@@ -33,6 +34,7 @@ use futures::{stream, StreamExt};
 enum Op {
     Put,
     Get,
+    GetRaw,
     Mixed,
     List,
     ListRaw,
@@ -221,7 +223,7 @@ impl RawClient {
     }
 
     /// GETs `url` and returns the body; a non-2xx status is an error.
-    async fn get(&self, url: &str) -> Result<String, String> {
+    async fn get(&self, url: &str) -> Result<Bytes, String> {
         use aws_sigv4::http_request::{
             sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
         };
@@ -262,11 +264,11 @@ impl RawClient {
         let req = reqwest::Request::try_from(req).map_err(|e| e.to_string())?;
         let resp = self.http.execute(req).await.map_err(|e| e.to_string())?;
         let status = resp.status();
-        let text = resp.text().await.map_err(|e| e.to_string())?;
+        let body = resp.bytes().await.map_err(|e| e.to_string())?;
         if !status.is_success() {
-            return Err(format!("{status}: {text}"));
+            return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
         }
-        Ok(text)
+        Ok(body)
     }
 }
 
@@ -361,6 +363,23 @@ impl Ctx {
         })
     }
 
+    async fn get_raw(&self, key: &str) -> Result<Sample, String> {
+        let t = Instant::now();
+        let url = format!(
+            "{}/{}/{}",
+            self.args.endpoint.trim_end_matches('/'),
+            self.args.bucket,
+            key
+        );
+        let body = self.raw.get(&url).await?;
+        Ok(Sample {
+            latency: t.elapsed(),
+            ttfb: None,
+            bytes: body.len() as u64,
+            items: 1,
+        })
+    }
+
     /// Request `n` of a `delete` run: the `--delete-every`-th objects among
     /// objects `n * 1000 * every ..` as one DeleteObjects request.
     async fn delete_batch(&self, n: usize) -> Result<Sample, String> {
@@ -415,6 +434,7 @@ impl Ctx {
                 url.push_str(&format!("&continuation-token={}", query_escape(t)));
             }
             let body = self.raw.get(&url).await?;
+            let body = String::from_utf8_lossy(&body);
             keys += element(&body, "KeyCount")
                 .and_then(|n| n.parse::<u64>().ok())
                 .ok_or("no KeyCount in the listing")?;
@@ -535,6 +555,7 @@ impl Ctx {
         match self.args.op {
             Op::Put => self.put(&key).await,
             Op::Get => self.get(&key, None).await,
+            Op::GetRaw => self.get_raw(&key).await,
             Op::Mixed if i * 7919 % 100 < self.args.read_percent => self.get(&key, None).await,
             Op::Mixed => self.put(&key).await,
             Op::List => self.list_pages().await,
@@ -653,7 +674,7 @@ async fn main() {
     if !ctx.args.no_prepare
         && matches!(
             ctx.args.op,
-            Op::Get | Op::Mixed | Op::List | Op::ListRaw | Op::Pull
+            Op::Get | Op::GetRaw | Op::Mixed | Op::List | Op::ListRaw | Op::Pull
         )
     {
         ctx.prepare().await;
