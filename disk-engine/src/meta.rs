@@ -180,6 +180,9 @@ impl MetaStore {
         // part tables.
         let mut tables = rocksdb::BlockBasedOptions::default();
         tables.set_block_size(RECORD_BLOCK_BYTES);
+        // Point lookups of one version (every record write reads the one it
+        // replaces) skip tables that do not hold the key.
+        tables.set_bloom_filter(10.0, false);
         tables.set_block_cache(&rocksdb::Cache::new_hyper_clock_cache(META_CACHE_BYTES, 0));
         let cf = |name: &str| {
             let mut o = Options::default();
@@ -236,8 +239,15 @@ impl MetaStore {
     pub fn get_records(&self, ns: &[u8], key: &[u8]) -> Result<Vec<Record>, DiskError> {
         let prefix = ns_key(ns, key);
         let mut out = Vec::new();
-        for item in self.db.iterator_cf(
+        // Bounded to the key's versions, so the scan never steps into the
+        // next key (or its tables) to find out it is done.
+        let mut ro = ReadOptions::default();
+        if let Some(end) = prefix_end(&prefix) {
+            ro.set_iterate_upper_bound(end);
+        }
+        for item in self.db.iterator_cf_opt(
             self.cf(CF_RECORDS),
+            ro,
             IteratorMode::From(&prefix, Direction::Forward),
         ) {
             let (k, v) = item?;

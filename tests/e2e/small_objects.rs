@@ -194,7 +194,10 @@ async fn kill_9_during_a_compaction_loses_nothing() {
         }
         s.launch().unwrap();
         let c = s.client();
-        assert!(check_all(&c, survivors()).await.is_empty(), "after {delay_ms} ms");
+        assert!(
+            check_all(&c, survivors()).await.is_empty(),
+            "after {delay_ms} ms"
+        );
         let back = check_all(&c, objects()).await;
         assert_eq!(back.len(), even.len(), "a deleted object came back");
     }
