@@ -7,7 +7,9 @@ use disk_engine::{Disk, DiskError, Fault, ShardIoMode};
 use crate::error::Error;
 use crate::objects::VersionRef;
 use crate::record::Versioning;
-use crate::store_tests::{count_shards, data, get, put, rig_packing, wait_for_repairs, Rig, BLOCK};
+use crate::store_tests::{
+    count_shards, data, get, put, rig_packing, set_versioning, wait_for_repairs, Rig, BLOCK,
+};
 
 /// Packs everything up to one 2+2 stripe of the test block size.
 const THRESHOLD: u64 = 2 * BLOCK as u64;
@@ -171,13 +173,7 @@ async fn multi_delete_removes_a_batch_and_answers_in_order() {
 
     // Versioned: no version id makes delete markers, a version id removes
     // that version; both in one request.
-    r.store
-        .update_bucket("b", |b| {
-            b.versioning = Versioning::Enabled;
-            Ok(())
-        })
-        .await
-        .unwrap();
+    set_versioning(&r, Versioning::Enabled).await;
     put(&r, "v", b"one").await.unwrap();
     let v1 = r.store.head_object("b", "v").await.unwrap();
     put(&r, "v", b"two").await.unwrap();

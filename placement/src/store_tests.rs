@@ -87,6 +87,17 @@ fn body(bytes: &[u8], piece: usize) -> BodyStream {
     Box::pin(futures::stream::iter(chunks))
 }
 
+/// Sets bucket "b"'s versioning state.
+pub(crate) async fn set_versioning(r: &Rig, state: Versioning) {
+    r.store
+        .update_bucket("b", |b| {
+            b.versioning = state;
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
 pub(crate) async fn put(r: &Rig, key: &str, bytes: &[u8]) -> Result<(), Error> {
     let staged = r
         .store
@@ -446,13 +457,7 @@ async fn versions_and_delete_markers() {
     r.store.create_bucket("b", "us-east-1").await.unwrap();
     let none = WriteOptions::default();
     put_with(&r, "k", b"null-era", "e0", &none).await.unwrap();
-    r.store
-        .update_bucket("b", |b| {
-            b.versioning = Versioning::Enabled;
-            Ok(())
-        })
-        .await
-        .unwrap();
+    set_versioning(&r, Versioning::Enabled).await;
     let v1 = put_with(&r, "k", b"one", "e1", &none).await.unwrap();
     let v2 = put_with(&r, "k", b"two", "e2", &none).await.unwrap();
     assert!(v1.version_id.is_some() && v1.version_id != v2.version_id);
@@ -533,13 +538,7 @@ async fn versions_and_delete_markers() {
     }
 
     // Suspended: writes replace the null version, older versions stay.
-    r.store
-        .update_bucket("b", |b| {
-            b.versioning = Versioning::Suspended;
-            Ok(())
-        })
-        .await
-        .unwrap();
+    set_versioning(&r, Versioning::Suspended).await;
     let n1 = put_with(&r, "k", b"null-1", "n1", &none).await.unwrap();
     assert!(n1.version_id.is_none());
     put_with(&r, "k", b"null-2", "n2", &none).await.unwrap();

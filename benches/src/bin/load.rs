@@ -152,6 +152,17 @@ struct Sample {
     items: u64,
 }
 
+impl Sample {
+    /// A full listing started at `t` that returned `keys` entries.
+    fn listing(t: Instant, keys: u64) -> Sample {
+        Sample {
+            latency: t.elapsed(),
+            items: keys,
+            ..Default::default()
+        }
+    }
+}
+
 /// Everything the workers measured.
 #[derive(Default)]
 struct Tally {
@@ -353,14 +364,9 @@ impl Ctx {
             keys += (r.contents().len() + r.common_prefixes().len()) as u64;
             token = r.next_continuation_token().map(str::to_string);
             if token.is_none() {
-                break;
+                return Ok(Sample::listing(t, keys));
             }
         }
-        Ok(Sample {
-            latency: t.elapsed(),
-            items: keys,
-            ..Default::default()
-        })
     }
 
     async fn get_raw(&self, key: &str) -> Result<Sample, String> {
@@ -440,14 +446,9 @@ impl Ctx {
                 .ok_or("no KeyCount in the listing")?;
             token = element(&body, "NextContinuationToken").map(str::to_string);
             if token.is_none() {
-                break;
+                return Ok(Sample::listing(t, keys));
             }
         }
-        Ok(Sample {
-            latency: t.elapsed(),
-            items: keys,
-            ..Default::default()
-        })
     }
 
     async fn multipart(&self, key: &str) -> Result<Sample, String> {
