@@ -49,6 +49,12 @@ const RECORD_OVERHEAD: usize = 2 + 1 + 16 + 8 + 16 + 4;
 /// Number of stripes in the per-key lock table that makes read-modify-write
 /// of one key atomic on this disk.
 const KEY_LOCK_STRIPES: usize = 64;
+/// WAL size at which RocksDB forces flushes of the tables holding its oldest
+/// part. Pieces go through the WAL, so at 64 MiB a stream of 64 KiB PUTs
+/// forced a flush of the (nearly empty) record table every few seconds and
+/// PUT p99 rose to ~860 ms; at 256 MiB it is ~140 ms (benches/RESULTS.md).
+/// It bounds what a restart replays.
+const MAX_WAL_BYTES: u64 = 256 << 20;
 /// Block size of the record, upload and part tables.
 const RECORD_BLOCK_BYTES: usize = 32 << 10;
 /// Block cache of one disk's record, upload and part tables.
@@ -170,7 +176,7 @@ impl MetaStore {
         opts.create_missing_column_families(true);
         opts.set_keep_log_file_num(4);
         opts.set_max_open_files(512);
-        opts.set_max_total_wal_size(64 << 20);
+        opts.set_max_total_wal_size(MAX_WAL_BYTES);
         // The default 4 MiB MANIFEST preallocation is wasted on a store of
         // small records.
         opts.set_manifest_preallocation_size(1 << 20);
