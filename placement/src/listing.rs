@@ -19,6 +19,15 @@ pub(crate) struct ResolvedPage<T> {
     pub next: Option<Vec<u8>>,
 }
 
+/// A key with every disk's records of it (or the disk's failure).
+type MergedKey = (
+    Vec<u8>,
+    Vec<Result<Vec<disk_engine::Record>, disk_engine::DiskError>>,
+);
+
+/// Pages with at least this many keys are resolved on two threads.
+const PARALLEL_RESOLVE_KEYS: usize = 256;
+
 impl ErasureSet {
     /// Lists up to `max_keys` keys of `ns` under `prefix` from `start`.
     pub(crate) async fn list_resolved<T: VersionBody>(
@@ -54,15 +63,16 @@ impl ErasureSet {
             .filter(|p| p.truncated)
             .filter_map(|p| p.keys.last().map(|k| k.key.clone()))
             .min();
-        let n = self.width();
         // Merge the sorted per-disk pages by key, moving (not copying) each
         // disk's records into the key's per-disk list.
         let mut cursors: Vec<Option<std::iter::Peekable<std::vec::IntoIter<KeyRecords>>>> = pages
             .into_iter()
             .map(|p| p.ok().map(|p| p.keys.into_iter().peekable()))
             .collect();
-        let mut keys = Vec::new();
-        let mut last = None;
+        // Gather each key's per-disk records first (cheap), then resolve
+        // them: the decoding is most of a page's work, so a large page is
+        // resolved in two halves on two threads.
+        let mut merged: Vec<MergedKey> = Vec::new();
         while let Some(key) = cursors
             .iter_mut()
             .filter_map(|c| c.as_mut()?.peek().map(|k| &k.key))
@@ -72,7 +82,7 @@ impl ErasureSet {
             if horizon.as_ref().is_some_and(|h| &key > h) {
                 break;
             }
-            let per_disk: Vec<Result<Vec<disk_engine::Record>, disk_engine::DiskError>> = cursors
+            let per_disk = cursors
                 .iter_mut()
                 .map(|c| match c {
                     None => Err(disk_engine::DiskError::Offline("no answer".into())),
@@ -82,10 +92,34 @@ impl ErasureSet {
                         .unwrap_or_default()),
                 })
                 .collect();
-            debug_assert_eq!(per_disk.len(), n);
+            merged.push((key, per_disk));
+        }
+        let last = merged.last().map(|(k, _)| k.clone());
+        let keys = if merged.len() >= PARALLEL_RESOLVE_KEYS {
+            let second = merged.split_off(merged.len() / 2);
+            std::thread::scope(|s| {
+                let other = s.spawn(|| self.resolve_listed::<T>(second));
+                let mut keys = self.resolve_listed::<T>(merged);
+                keys.extend(other.join().expect("listing resolution"));
+                keys
+            })
+        } else {
+            self.resolve_listed::<T>(merged)
+        };
+        let next = horizon.map(|h| last.unwrap_or(h));
+        Ok(ResolvedPage { keys, next })
+    }
+
+    /// Resolves merged keys; keys with no visible version are left out.
+    fn resolve_listed<T: VersionBody>(
+        &self,
+        merged: Vec<MergedKey>,
+    ) -> Vec<(String, Vec<Resolved<T>>)> {
+        let mut keys = Vec::with_capacity(merged.len());
+        for (key, per_disk) in merged {
             match self.resolve_records(per_disk) {
                 Ok(state) if !state.versions.is_empty() => {
-                    let name = String::from_utf8(key.clone())
+                    let name = String::from_utf8(key)
                         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
                     keys.push((name, state.versions))
                 }
@@ -94,9 +128,7 @@ impl ErasureSet {
                     tracing::debug!(key = %String::from_utf8_lossy(&key), error = %e, "key left out of listing")
                 }
             }
-            last = Some(key);
         }
-        let next = horizon.map(|h| last.unwrap_or(h));
-        Ok(ResolvedPage { keys, next })
+        keys
     }
 }

@@ -65,7 +65,7 @@ pub(crate) struct KeyState<T = ObjectRecord> {
 }
 
 /// A decoding of a version record that resolution can order.
-pub(crate) trait VersionBody: serde::de::DeserializeOwned {
+pub(crate) trait VersionBody: serde::de::DeserializeOwned + Send {
     /// Creation time, ns since the epoch.
     fn mtime_ns(&self) -> u64;
 }
