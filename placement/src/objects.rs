@@ -269,28 +269,22 @@ impl Store {
         key: &str,
         version: Option<VersionRef>,
     ) -> Result<DeleteOutcome, Error> {
-        let versioning = self.bucket(bucket).await?.versioning;
+        let item = [(key.to_string(), version)];
+        self.delete_objects(bucket, &item)
+            .await?
+            .pop()
+            .expect("one outcome per item")
+    }
+
+    /// Makes a delete marker the current version of `key`: a new version
+    /// with versioning enabled, the null version when suspended.
+    async fn add_delete_marker(
+        &self,
+        bucket: &str,
+        key: &str,
+        versioning: Versioning,
+    ) -> Result<DeleteOutcome, Error> {
         let _guard = self.set.locks.lock(bucket, key).await;
-        if let Some(v) = version {
-            let state = self.set.resolve_key(bucket, key).await?;
-            let delete_marker = find(&state, v).is_some_and(|r| r.object.delete_marker);
-            self.set
-                .delete_version(bucket, key, version_key(v.id()))
-                .await?;
-            return Ok(DeleteOutcome {
-                version: Some(v),
-                delete_marker,
-            });
-        }
-        if versioning == Versioning::Unversioned {
-            self.set
-                .delete_version(bucket, key, version_key(None))
-                .await?;
-            return Ok(DeleteOutcome {
-                version: None,
-                delete_marker: false,
-            });
-        }
         let marker = ObjectRecord {
             version_id: None,
             mtime_ns: 0,
@@ -322,10 +316,11 @@ impl Store {
     }
 
     /// Deletes many objects (S3's DeleteObjects), each as
-    /// [`Self::delete_object`] would, with the record removals of the whole
-    /// request written as one batch per disk. Delete markers (versioned
-    /// buckets without a version id) are committed one by one, together.
-    /// Outcomes come back in the order of `items`.
+    /// [`Self::delete_object`] describes: the record removals of the whole
+    /// request (named versions, and every key of an unversioned bucket) are
+    /// written as one batch per disk under all their keys' locks; delete
+    /// markers (versioned buckets without a version id) are committed one by
+    /// one, together. Outcomes come back in the order of `items`.
     pub async fn delete_objects(
         &self,
         bucket: &str,
@@ -382,11 +377,15 @@ impl Store {
                 }
             }
         }
-        let markers = join_all(
-            (0..items.len())
-                .filter(|&i| out[i].is_none())
-                .map(|i| async move { (i, self.delete_object(bucket, &items[i].0, None).await) }),
-        )
+        let markers = join_all((0..items.len()).filter(|&i| out[i].is_none()).map(
+            |i| async move {
+                (
+                    i,
+                    self.add_delete_marker(bucket, &items[i].0, versioning)
+                        .await,
+                )
+            },
+        ))
         .await;
         for (i, outcome) in markers {
             out[i] = Some(outcome);
