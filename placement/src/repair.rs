@@ -304,20 +304,21 @@ impl ErasureSet {
         });
     }
 
-    /// Reads `run` of part `data_id` from the `sources` slots and returns
-    /// every shard of it (read or rebuilt from parity), with the block spans
-    /// of the run inside each shard.
+    /// Reads `run` of part `data_id` from every slot but the `targets` and
+    /// returns every shard of it (read or rebuilt from parity), with the
+    /// block spans of the run inside each shard.
     async fn rebuild_run(
         &self,
         data_id: Uuid,
         geo: &PartGeometry,
         run: &StripeRun,
-        sources: &[usize],
+        targets: &[bool],
     ) -> Result<(Vec<Bytes>, Vec<(u64, u64)>), Error> {
         let layout = geo.layout;
         let n = layout.width();
         let (off, len) = (run.offset, run.len);
-        let reads = join_all(sources.iter().map(|&slot| {
+        let sources = (0..n).filter(|s| !targets[*s]);
+        let reads = join_all(sources.map(|slot| {
             let d = self.disks[slot].clone();
             async move {
                 (
@@ -352,12 +353,11 @@ impl ErasureSet {
         targets: &[bool],
     ) -> Result<(), Error> {
         let layout = geo.layout;
-        let sources: Vec<usize> = (0..layout.width()).filter(|s| !targets[*s]).collect();
         let run = geo
             .runs(0..geo.stripes(), 1)
             .pop()
             .expect("a packed object is one stripe");
-        let (shards, _) = self.rebuild_run(id, geo, &run, &sources).await?;
+        let (shards, _) = self.rebuild_run(id, geo, &run, targets).await?;
         let pieces = Pieces { id, shards };
         let written = self
             .some_disks(targets, |slot, d| {
@@ -392,16 +392,14 @@ impl ErasureSet {
         targets: &[bool],
     ) -> Result<(), Error> {
         let layout = geo.layout;
-        let n = layout.width();
         let mut writers: Vec<Option<Box<dyn ShardWriter>>> = self
             .create_shards(data_id, layout, targets)
             .await
             .into_iter()
             .map(|r| r.and_then(|r| r.ok()))
             .collect();
-        let sources: Vec<usize> = (0..n).filter(|s| !targets[*s]).collect();
         for run in geo.runs(0..geo.stripes(), REPAIR_BATCH_STRIPES) {
-            let (full, spans) = self.rebuild_run(data_id, geo, &run, &sources).await?;
+            let (full, spans) = self.rebuild_run(data_id, geo, &run, targets).await?;
             for (slot, w) in writers.iter_mut().enumerate() {
                 let Some(writer) = w else { continue };
                 let shard = &full[layout.shard_of_disk(slot)];
