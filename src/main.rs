@@ -11,6 +11,11 @@ mod server;
 
 use clap::{Parser, Subcommand};
 
+/// The process allocator. glibc malloc spent about a quarter of a
+/// listing's CPU in allocation and its arena locks (benches/RESULTS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Granary: an S3-compatible object store for AI platforms.
 #[derive(Parser)]
 #[command(name = "granary", version, about)]
