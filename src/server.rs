@@ -16,9 +16,23 @@ use crate::credentials::{master_key, root_key, Origin, CREDENTIALS_FILE};
 /// Options of `granary server`.
 #[derive(Args, Debug)]
 pub struct ServerArgs {
-    /// Data directories (1 to 16); created if missing on first start.
-    #[arg(default_value = "./data")]
+    /// Data directories of the hot pool (1 to 16); created if missing on
+    /// first start.
+    #[arg(default_value = "./data", conflicts_with = "hot")]
     pub dirs: Vec<PathBuf>,
+    /// The hot pool's directories (NVMe), instead of the plain list: where
+    /// new objects and every version record go.
+    #[arg(long, num_args = 1.., value_name = "DIR")]
+    pub hot: Vec<PathBuf>,
+    /// The cold pool's directories (QLC): where objects of the cold storage
+    /// classes (STANDARD_IA, ONEZONE_IA, GLACIER_IR, GLACIER, DEEP_ARCHIVE,
+    /// COLD) keep their bytes. Without it the server is hot-only.
+    #[arg(long, num_args = 1.., value_name = "DIR")]
+    pub cold: Vec<PathBuf>,
+    /// Parity shards of the cold pool (default 2, fewer for fewer than four
+    /// directories).
+    #[arg(long, requires = "cold")]
+    pub cold_parity: Option<usize>,
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:9000")]
     pub address: SocketAddr,
@@ -114,40 +128,66 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     if args.unsafe_no_fsync {
         tracing::warn!("--unsafe-no-fsync: acknowledged writes may be lost on power failure");
     }
+    let hot_dirs = if args.hot.is_empty() {
+        args.dirs.clone()
+    } else {
+        args.hot.clone()
+    };
+    let disk = LocalDiskOptions {
+        fsync: !args.unsafe_no_fsync,
+        io: args.shard_io.into(),
+    };
     let cfg = LocalSetConfig {
-        dirs: args.dirs.clone(),
+        dirs: hot_dirs.clone(),
         parity: args.parity,
         tier: Tier::Hot,
-        disk: LocalDiskOptions {
-            fsync: !args.unsafe_no_fsync,
-            io: args.shard_io.into(),
-        },
+        pool: 0,
+        deployment: None,
+        disk: disk.clone(),
     };
     let set = tokio::task::spawn_blocking(move || open_local_set(&cfg))
         .await?
         .context("cannot open the data directories")?;
     let n = set.disks.len();
     let parity = set.parity;
-    let local = set.local.clone();
+    let mut local = set.local.clone();
+    let opts = StoreOptions {
+        block_size: DEFAULT_BLOCK_SIZE,
+        read_cache_bytes: args.read_cache_mib << 20,
+        pack_threshold: args.pack_threshold_kib << 10,
+    };
+    let store = Store::new(set.disks, set.parity, opts)?;
+    let mut cold_layout = None;
+    let cold = if args.cold.is_empty() {
+        None
+    } else {
+        let cfg = LocalSetConfig {
+            dirs: args.cold.clone(),
+            parity: args.cold_parity,
+            tier: Tier::Cold,
+            pool: 1,
+            deployment: Some(set.deployment_id),
+            disk,
+        };
+        let cold = tokio::task::spawn_blocking(move || open_local_set(&cfg))
+            .await?
+            .context("cannot open the cold pool's directories")?;
+        cold_layout = Some(describe_layout(cold.disks.len(), cold.parity));
+        local.extend(cold.local.iter().cloned());
+        let cold = Store::new(cold.disks, cold.parity, opts)?;
+        store.attach_cold_pool(cold.clone())?;
+        Some(cold)
+    };
     for d in local.iter().flatten() {
-        tracing::info!(disk = %d.root().display(), io = d.io_path(), "shard I/O");
+        tracing::info!(disk = %d.root().display(), tier = %d.format().tier, io = d.io_path(), "shard I/O");
     }
-    let store = Store::new(
-        set.disks,
-        set.parity,
-        StoreOptions {
-            block_size: DEFAULT_BLOCK_SIZE,
-            read_cache_bytes: args.read_cache_mib << 20,
-            pack_threshold: args.pack_threshold_kib << 10,
-        },
-    )?;
 
-    let (user, password, origin) = root_key(&args.dirs[0])?;
+    let (user, password, origin) = root_key(&hot_dirs[0])?;
     let root = AccessKey {
         access_key_id: user.clone(),
         secret_key: password.clone(),
     };
-    let master = master_key(&args.dirs[0])?;
+    let master = master_key(&hot_dirs[0])?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(
             gateway::load_tls(cert, key)
@@ -169,11 +209,10 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     // Signal handlers are in place before anyone learns the address.
     let shutdown = shutdown_signal()?;
 
-    let layout = match (n, parity) {
-        (1, _) => "a single disk, no parity".to_string(),
-        (_, p) if p == n - 1 => format!("{n} mirrored disks"),
-        (_, p) => format!("{n} disks, {}+{p} erasure coding", n - p),
-    };
+    let mut layout = describe_layout(n, parity);
+    if let Some(cold) = cold_layout {
+        layout = format!("hot: {layout}; cold: {cold}");
+    }
     let scheme = if tls.is_some() { "https" } else { "http" };
     println!(
         "Granary listening on {scheme}://{addr} ({layout}, region {})",
@@ -183,7 +222,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         Origin::Generated => {
             println!(
                 "Root credentials were generated and stored in {} (mode 0600):",
-                args.dirs[0].join(CREDENTIALS_FILE).display()
+                hot_dirs[0].join(CREDENTIALS_FILE).display()
             );
             println!("  AWS_ACCESS_KEY_ID={user}");
             println!("  AWS_SECRET_ACCESS_KEY={password}");
@@ -191,13 +230,17 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         }
         Origin::Stored => println!(
             "Using the root credentials stored in {}",
-            args.dirs[0].join(CREDENTIALS_FILE).display()
+            hot_dirs[0].join(CREDENTIALS_FILE).display()
         ),
         Origin::Environment => {
             println!("Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD")
         }
     }
-    for s in store.disk_status().await {
+    let cold_status = match &cold {
+        Some(c) => c.disk_status().await,
+        None => Vec::new(),
+    };
+    for s in store.disk_status().await.into_iter().chain(cold_status) {
         if let disk_engine::DiskHealth::Offline { reason } = &s.health {
             tracing::error!(disk = %s.label, slot = s.slot + 1, %reason, "disk offline");
         }
@@ -214,6 +257,9 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     )
     .await;
     store.shutdown().await;
+    if let Some(cold) = &cold {
+        cold.shutdown().await;
+    }
     for d in local.into_iter().flatten() {
         if let Err(e) = d.flush().await {
             tracing::warn!(disk = %d.root().display(), error = %e, "flush at shutdown failed");
@@ -221,6 +267,15 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How a pool's disks are used, for the start-up line.
+fn describe_layout(n: usize, parity: usize) -> String {
+    match (n, parity) {
+        (1, _) => "a single disk, no parity".to_string(),
+        (_, p) if p == n - 1 => format!("{n} mirrored disks"),
+        (_, p) => format!("{n} disks, {}+{p} erasure coding", n - p),
+    }
 }
 
 /// Installs SIGINT/SIGTERM handlers now; the returned future resolves on

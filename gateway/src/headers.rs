@@ -2,7 +2,7 @@
 //! read returns, and the write options Granary refuses rather than ignores.
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use placement::{ObjectMeta, ObjectRecord};
+use placement::{ObjectMeta, ObjectRecord, Tier};
 use time::macros::format_description;
 use time::OffsetDateTime;
 
@@ -81,9 +81,41 @@ pub fn reject_unsupported(h: &HeaderMap) -> S3Result<()> {
     Ok(())
 }
 
-/// The storage class a write asks for. Only STANDARD is stored today;
-/// every other class is refused with InvalidStorageClass until the cold
-/// tier serves them.
+/// Storage classes whose objects live in the cold pool. GLACIER and
+/// DEEP_ARCHIVE objects are read directly, without a RestoreObject step.
+pub const COLD_CLASSES: &[&str] = &[
+    "STANDARD_IA",
+    "ONEZONE_IA",
+    "GLACIER_IR",
+    "GLACIER",
+    "DEEP_ARCHIVE",
+    "COLD",
+];
+
+/// The tier a storage class maps to; `None` for a class Granary does not
+/// store.
+pub fn class_tier(class: &str) -> Option<Tier> {
+    match class {
+        STANDARD => Some(Tier::Hot),
+        c if COLD_CLASSES.contains(&c) => Some(Tier::Cold),
+        _ => None,
+    }
+}
+
+/// The storage class a write asks for (`x-amz-storage-class`, STANDARD when
+/// absent) and its tier. A class Granary does not store, or a cold class on
+/// a server without a cold pool, is InvalidStorageClass.
+pub fn requested_class(h: &HeaderMap, has_cold_pool: bool) -> S3Result<(String, Tier)> {
+    let class = text(h, "x-amz-storage-class").unwrap_or(STANDARD);
+    match class_tier(class) {
+        Some(Tier::Cold) if !has_cold_pool => Err(S3Error::InvalidStorageClass),
+        Some(tier) => Ok((class.to_string(), tier)),
+        None => Err(S3Error::InvalidStorageClass),
+    }
+}
+
+/// The storage class of a write that is always stored hot (multipart
+/// uploads and browser POSTs, for now): anything but STANDARD is refused.
 pub fn storage_class(h: &HeaderMap) -> S3Result<()> {
     match text(h, "x-amz-storage-class") {
         None | Some(STANDARD) => Ok(()),

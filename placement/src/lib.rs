@@ -29,6 +29,7 @@ mod repair;
 mod set;
 mod store;
 mod system;
+mod tier;
 mod write;
 
 #[cfg(test)]
@@ -43,7 +44,9 @@ pub use codec::Codec;
 pub use disk_engine::{at_bulk_priority, become_bulk_thread, ListStart, Tier, UploadListStart};
 pub use error::{BodyError, Error};
 pub use layout::{ErasureLayout, PartGeometry, Quorum};
-pub use local_set::{default_parity, open_local_set, LocalSet, LocalSetConfig, MAX_SET_DISKS};
+pub use local_set::{
+    default_parity, open_local_set, LocalSet, LocalSetConfig, DEFAULT_COLD_PARITY, MAX_SET_DISKS,
+};
 pub use multipart::UploadInfo;
 pub use objects::{
     DeleteOutcome, ObjectListing, VersionListing, VersionRef, WriteCondition, WriteOptions,
@@ -52,9 +55,10 @@ pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use read::ObjectStream;
 pub use record::{
     BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRecord, PartRef,
-    UploadRecord, Versioning,
+    TierRef, UploadRecord, Versioning,
 };
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
 pub use store::{DiskStatus, Store, StoreOptions};
+pub use tier::COLD_TIER;
 pub use write::{BodyStream, StagedData};

@@ -13,6 +13,10 @@ use uuid::Uuid;
 
 use crate::error::Error;
 
+/// Parity of a new cold pool unless `--cold-parity` says otherwise (or
+/// the pool has too few directories for it).
+pub const DEFAULT_COLD_PARITY: usize = 2;
+
 /// Most directories one erasure set takes.
 pub const MAX_SET_DISKS: usize = 16;
 
@@ -25,6 +29,12 @@ pub struct LocalSetConfig {
     pub parity: Option<usize>,
     /// Tier of the pool the directories form.
     pub tier: Tier,
+    /// Index of the pool in the deployment (0: the hot pool holding every
+    /// version record; 1: the cold pool).
+    pub pool: u32,
+    /// The deployment a pool after the first joins; `None` for the first
+    /// pool, which formats a new deployment.
+    pub deployment: Option<Uuid>,
     /// Disk options (durability).
     pub disk: LocalDiskOptions,
 }
@@ -123,7 +133,10 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
                 slot + 1
             )));
         }
-        if f.parity_shards != reference.parity_shards || f.tier != reference.tier {
+        if f.parity_shards != reference.parity_shards
+            || f.tier != reference.tier
+            || f.pool != reference.pool
+        {
             return Err(setup(format!(
                 "{dir} disagrees with the other disks' format"
             )));
@@ -141,6 +154,21 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
         return Err(setup(format!(
             "these disks were formatted as the {} tier; started as {}",
             reference.tier, cfg.tier
+        )));
+    }
+    if let Some(dep) = cfg.deployment.filter(|d| *d != reference.deployment_id) {
+        return Err(setup(format!(
+            "{} belongs to deployment {} but the hot pool belongs to {dep}; refusing to mix disks of two deployments",
+            show(&cfg.dirs[first_slot]),
+            reference.deployment_id
+        )));
+    }
+    if cfg.pool != reference.pool {
+        return Err(setup(format!(
+            "{} was formatted as pool {} but given as pool {}",
+            show(&cfg.dirs[first_slot]),
+            reference.pool,
+            cfg.pool
         )));
     }
 
@@ -180,13 +208,22 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
 
 fn format_new(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
     let n = cfg.dirs.len();
-    let parity = cfg.parity.unwrap_or_else(|| default_parity(n));
-    let formats = FormatRecord::new_set(cfg.tier, (n - parity) as u32, parity as u32);
+    // Cold pools trade fault tolerance for space by default: parity 2
+    // (wider, cheaper stripes than the hot pool's on as many disks).
+    let parity = cfg.parity.unwrap_or_else(|| match cfg.tier {
+        Tier::Hot => default_parity(n),
+        Tier::Cold => default_parity(n).min(DEFAULT_COLD_PARITY),
+    });
+    let mut formats = FormatRecord::new_set(cfg.tier, (n - parity) as u32, parity as u32);
+    for f in &mut formats {
+        f.pool = cfg.pool;
+        f.deployment_id = cfg.deployment.unwrap_or(f.deployment_id);
+    }
     let deployment_id = formats[0].deployment_id;
     for (f, dir) in formats.iter().zip(&cfg.dirs) {
         f.write_to(dir)?;
     }
-    tracing::info!(disks = n, data = n - parity, parity, %deployment_id, "formatted a new deployment");
+    tracing::info!(disks = n, data = n - parity, parity, tier = %cfg.tier, %deployment_id, "formatted a new pool");
     open_all(cfg, parity, deployment_id)
 }
 
@@ -227,6 +264,8 @@ mod tests {
             dirs: (0..n).map(|i| root.join(format!("d{i}"))).collect(),
             parity,
             tier: Tier::Hot,
+            pool: 0,
+            deployment: None,
             disk: LocalDiskOptions::default(),
         }
     }

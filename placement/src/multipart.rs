@@ -270,6 +270,7 @@ impl Store {
             meta,
             inline: None,
             tags: upload.tags.clone(),
+            tiered: None,
         };
         let all = vec![true; self.set.width()];
         let stored = self

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use disk_engine::ListStart;
+use disk_engine::{ListStart, Tier};
 use futures::future::join_all;
 use uuid::Uuid;
 
@@ -129,9 +129,28 @@ impl Store {
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
+        self.write_data_in(Tier::Hot, bucket, key, body, size_hint)
+            .await
+    }
+
+    /// [`Store::write_data`] into the pool of `tier`: the cold pool keeps
+    /// the data as a tier object (see `tier.rs`).
+    pub async fn write_data_in(
+        &self,
+        tier: Tier,
+        bucket: &str,
+        key: &str,
+        body: BodyStream,
+        size_hint: Option<u64>,
+    ) -> Result<StagedData, Error> {
         self.bucket(bucket).await?;
-        let layout = self.set.layout_for(bucket, key);
-        self.set.write_data(layout, body, size_hint, true).await
+        match tier {
+            Tier::Hot => {
+                let layout = self.set.layout_for(bucket, key);
+                self.set.write_data(layout, body, size_hint, true).await
+            }
+            Tier::Cold => self.write_tier_data(body, size_hint).await,
+        }
     }
 
     /// Makes staged data the current version of `bucket/key`: a new version
@@ -146,6 +165,11 @@ impl Store {
         tags: Vec<(String, String)>,
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
+        if staged.tier.is_some() {
+            return self
+                .put_tiered_object(bucket, key, staged, meta, tags, opts)
+                .await;
+        }
         let record = ObjectRecord {
             version_id: None,
             mtime_ns: 0,
@@ -164,6 +188,7 @@ impl Store {
             meta,
             inline: None,
             tags,
+            tiered: None,
         };
         let disks = staged.disks.clone();
         let stored = self
@@ -171,6 +196,43 @@ impl Store {
             .await?;
         staged.keep();
         Ok(stored)
+    }
+
+    /// [`Store::put_object`] of data written to a tier: the tier object is
+    /// committed first, then the version referring to it; if the version
+    /// cannot be committed, the tier object is released again.
+    async fn put_tiered_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        staged: StagedData,
+        meta: ObjectMeta,
+        tags: Vec<(String, String)>,
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let size = staged.size;
+        let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
+        let record = ObjectRecord {
+            version_id: None,
+            mtime_ns: 0,
+            delete_marker: false,
+            size,
+            layout: self.set.layout_for(bucket, key),
+            parts: Vec::new(),
+            multipart: false,
+            meta,
+            inline: None,
+            tags,
+            tiered: Some(tier.clone()),
+        };
+        let all = vec![true; self.set.width()];
+        let committed = self
+            .commit_version(bucket, key, record, &all, opts, None)
+            .await;
+        if committed.is_err() {
+            self.set.release_tiered(vec![tier]);
+        }
+        committed
     }
 
     /// Commits a new version under the key lock, honouring the bucket's
@@ -256,7 +318,10 @@ impl Store {
         object: ObjectRecord,
         range: Range<u64>,
     ) -> ObjectStream {
-        self.set.read_object(bucket, key, object, range)
+        match object.tiered.clone() {
+            Some(tier) => self.read_tiered(tier, range),
+            None => self.set.read_object(bucket, key, object, range),
+        }
     }
 
     /// Deletes `bucket/key`. With a version, removes that version for good
@@ -296,6 +361,7 @@ impl Store {
             meta: ObjectMeta::default(),
             inline: None,
             tags: Vec::new(),
+            tiered: None,
         };
         let all = vec![true; self.set.width()];
         let stored = self

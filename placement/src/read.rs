@@ -39,6 +39,35 @@ pub struct ObjectStream {
     pending: VecDeque<Bytes>,
 }
 
+impl ObjectStream {
+    /// A stream whose source is found first (e.g. a tier object's record
+    /// is resolved): an error finding it is the stream's only item.
+    pub(crate) fn deferred<F>(source: F) -> ObjectStream
+    where
+        F: std::future::Future<Output = Result<ObjectStream, Error>> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel(READ_AHEAD_BATCHES);
+        tokio::spawn(async move {
+            match source.await {
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                }
+                Ok(mut inner) => {
+                    while let Some(item) = inner.rx.recv().await {
+                        if tx.send(item).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        ObjectStream {
+            rx,
+            pending: VecDeque::new(),
+        }
+    }
+}
+
 impl Stream for ObjectStream {
     type Item = Result<Bytes, Error>;
 

@@ -116,6 +116,19 @@ pub struct ObjectRecord {
     /// Object tags (key, value), in the order given.
     #[serde(default)]
     pub tags: Vec<(String, String)>,
+    /// Where the bytes are when they are not in this set's shards (then
+    /// `parts` is empty): a tier object holding the whole version.
+    #[serde(default)]
+    pub tiered: Option<TierRef>,
+}
+
+/// A version's bytes kept in a tier (the cold pool), as one tier object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TierRef {
+    /// The tier's name (`cold`).
+    pub tier: String,
+    /// The tier object's id.
+    pub id: Uuid,
 }
 
 impl ObjectRecord {

@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::layout::{ErasureLayout, Quorum};
 use crate::locks::KeyLocks;
 use crate::packed::{self, Pieces};
-use crate::record::{self, ObjectRecord, ObjectSummary};
+use crate::record::{self, ObjectRecord, ObjectSummary, TierRef};
 use crate::repair::RepairQueue;
 
 /// Default bytes per shard block. Reed–Solomon runs fastest on 64–256 KiB
@@ -43,6 +43,9 @@ pub struct ErasureSet {
     pub(crate) cache: ReadCache,
     /// Permits for background checks of shards reads did not touch.
     pub(crate) presence_checks: Arc<tokio::sync::Semaphore>,
+    /// Where tier objects go once no version refers to them any more (the
+    /// store's tier worker deletes them); unset without a tier.
+    pub(crate) tier_release: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<TierRef>>,
     last_mtime: AtomicU64,
 }
 
@@ -162,6 +165,7 @@ impl ErasureSet {
             cache: ReadCache::new(read_cache_bytes),
             repair,
             presence_checks: Arc::new(tokio::sync::Semaphore::new(crate::repair::PRESENCE_CHECKS)),
+            tier_release: std::sync::OnceLock::new(),
             last_mtime: AtomicU64::new(0),
         })
     }
@@ -483,14 +487,17 @@ impl ErasureSet {
             });
         }
         let keep: Vec<Uuid> = object.data_ids().collect();
+        let mut released = Vec::new();
         for (slot, r) in results.into_iter().enumerate() {
             if let Some(Ok(PutRecordOutcome::Stored {
                 replaced: Some(old),
             })) = r
             {
-                self.free_record_data(slot, &old, &keep).await;
+                released.extend(self.free_record_data(slot, &old, &keep).await);
             }
         }
+        released.retain(|t| object.tiered.as_ref() != Some(t));
+        self.release_tiered(released);
         Ok(object)
     }
 
@@ -521,14 +528,20 @@ impl ErasureSet {
     }
 
     /// Deletes, on one disk, the shard files a replaced or deleted record
-    /// referenced, except those in `keep`.
-    pub(crate) async fn free_record_data(&self, slot: usize, old: &Record, keep: &[Uuid]) {
+    /// referenced, except those in `keep`. Returns the record's tier
+    /// object, which the caller releases once for all disks.
+    pub(crate) async fn free_record_data(
+        &self,
+        slot: usize,
+        old: &Record,
+        keep: &[Uuid],
+    ) -> Option<TierRef> {
         let Ok(obj) = record::decode::<ObjectRecord>(&old.body) else {
             tracing::warn!(
                 disk = self.disks[slot].label(),
                 "undecodable replaced record"
             );
-            return;
+            return None;
         };
         for part in obj.parts.iter() {
             let Some(id) = part.data_id.filter(|id| !keep.contains(id)) else {
@@ -536,6 +549,20 @@ impl ErasureSet {
             };
             if let Err(e) = packed::delete_data(&self.disks[slot], id, part.packed).await {
                 tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free object data");
+            }
+        }
+        obj.tiered
+    }
+
+    /// Hands tier objects no version refers to any more to the tier worker
+    /// (each once, however many disks reported it). One that is lost here
+    /// (a crash first) is found by the tier sweep.
+    pub(crate) fn release_tiered(&self, mut refs: Vec<TierRef>) {
+        refs.sort_by_key(|t| t.id);
+        refs.dedup();
+        if let Some(tx) = self.tier_release.get() {
+            for t in refs {
+                let _ = tx.send(t);
             }
         }
     }
@@ -566,18 +593,22 @@ impl ErasureSet {
             })
             .await;
         let ok = results.iter().filter(|r| r.is_ok()).count();
-        join_all(results.into_iter().enumerate().map(|(slot, r)| async move {
+        let released = join_all(results.into_iter().enumerate().map(|(slot, r)| async move {
+            let mut released = Vec::new();
             for old in r.into_iter().flatten().flatten() {
-                self.free_record_data(slot, &old, &[]).await;
+                released.extend(self.free_record_data(slot, &old, &[]).await);
             }
+            released
         }))
         .await;
         if ok < self.quorum.write {
+            // The versions may still be visible: their tier objects stay.
             return Err(Error::WriteQuorum {
                 needed: self.quorum.write,
                 got: ok,
             });
         }
+        self.release_tiered(released.into_iter().flatten().collect());
         Ok(())
     }
 }

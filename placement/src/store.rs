@@ -1,6 +1,7 @@
 //! The placement layer's front door: one object store over the cluster map.
-//! Today the map is one pool of one erasure set; pools and sets slot in
-//! behind this type without the gateway noticing.
+//! Today the map is a hot pool of one erasure set, holding every version
+//! record, and optionally a cold pool (`tier.rs`); more sets slot in behind
+//! this type without the gateway noticing.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,8 +28,11 @@ pub(crate) const BUCKET_CACHE_TTL: Duration = Duration::from_secs(2);
 pub struct Store {
     pub(crate) set: Arc<ErasureSet>,
     pub(crate) bucket_cache: Mutex<std::collections::HashMap<String, (BucketRecord, Instant)>>,
-    shutdown: CancellationToken,
-    workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The cold pool, where versions of cold storage classes keep their
+    /// bytes (see `tier.rs`).
+    pub(crate) cold: std::sync::OnceLock<Arc<Store>>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// Tunables of a store.
@@ -88,6 +92,7 @@ impl Store {
         Ok(Arc::new(Store {
             set,
             bucket_cache: Mutex::default(),
+            cold: std::sync::OnceLock::new(),
             shutdown,
             workers: Mutex::new(vec![worker]),
         }))

@@ -50,6 +50,8 @@ pub(crate) fn rig_packing(
         dirs: (0..n).map(|i| dir.path().join(format!("d{i}"))).collect(),
         parity,
         tier: Tier::Hot,
+        pool: 0,
+        deployment: None,
         disk: LocalDiskOptions { fsync: false, io },
     })
     .unwrap();

@@ -85,6 +85,7 @@ impl Store {
             meta: ObjectMeta::default(),
             inline: Some(value),
             tags: Vec::new(),
+            tiered: None,
         };
         let all = vec![true; self.set.width()];
         self.set

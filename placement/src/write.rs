@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::error::{BodyError, Error};
 use crate::layout::ErasureLayout;
 use crate::packed::Pieces;
+use crate::record::TierRef;
 use crate::set::ErasureSet;
 
 /// Encoded stripes queued between the encoder and the disk writers.
@@ -42,6 +43,9 @@ pub struct StagedData {
     pub disks: Vec<bool>,
     /// A packed object's pieces, stored with the record at commit.
     pub pieces: Option<Pieces>,
+    /// Set when the data was written into a tier (the cold pool) as this
+    /// tier object, to be referenced from the version record.
+    pub tier: Option<TierRef>,
     owner: Option<Arc<ErasureSet>>,
 }
 
@@ -225,6 +229,7 @@ impl ErasureSet {
             layout,
             disks,
             pieces: None,
+            tier: None,
             owner: Some(self.clone()),
         };
         let alive = staged.disks.iter().filter(|d| **d).count();
@@ -241,6 +246,7 @@ impl ErasureSet {
             layout,
             disks: vec![true; self.width()],
             pieces: None,
+            tier: None,
             owner: None,
         }
     }
@@ -277,6 +283,7 @@ impl ErasureSet {
             layout,
             disks: vec![true; self.width()],
             pieces: Some(Pieces { id, shards }),
+            tier: None,
             owner: None,
         })
     }

@@ -23,6 +23,7 @@ mod post_object;
 mod server;
 mod small_objects;
 mod tagging;
+mod tiers;
 mod tls;
 mod unsupported;
 mod versioning;

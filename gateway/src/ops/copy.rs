@@ -19,7 +19,7 @@ use crate::checksum::{self, ChecksumAlgorithm};
 use crate::conditions::{check_copy_source, write_condition};
 use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
-use crate::headers::{iso8601, now_ns, object_meta, quoted, reject_unsupported, storage_class};
+use crate::headers::{iso8601, now_ns, object_meta, quoted, reject_unsupported, requested_class};
 use crate::names::validate_key;
 use crate::request::S3Request;
 use crate::xml::{to_xml, CopyObjectResult};
@@ -66,8 +66,8 @@ pub fn copy_source(v: &str) -> S3Result<CopySource> {
 
 /// Where copied data goes.
 pub enum CopyTarget<'a> {
-    /// A new version of the request's object.
-    Object,
+    /// A new version of the request's object, in this tier's pool.
+    Object(placement::Tier),
     /// A part of this upload.
     Part(&'a UploadRecord),
 }
@@ -146,9 +146,9 @@ pub async fn stream_copy(
         }
     }));
     let staged = match target {
-        CopyTarget::Object => {
+        CopyTarget::Object(tier) => {
             gw.store
-                .write_data(req.bucket(), req.key(), body, Some(size))
+                .write_data_in(tier, req.bucket(), req.key(), body, Some(size))
                 .await
         }
         CopyTarget::Part(upload) => gw.store.write_part_data(upload, body, Some(size)).await,
@@ -176,7 +176,8 @@ pub async fn stream_copy(
 pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let since_ns = now_ns();
     reject_unsupported(&req.parts.headers)?;
-    storage_class(&req.parts.headers)?;
+    let class_given = req.header("x-amz-storage-class").is_some();
+    let (class, tier) = requested_class(&req.parts.headers, gw.store.cold_pool().is_some())?;
     let condition = write_condition(&req.parts.headers)?;
     let directive = req.header("x-amz-metadata-directive").unwrap_or("COPY");
     if directive != "COPY" && directive != "REPLACE" {
@@ -202,6 +203,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         && source.key == req.key()
         && source.version.is_none()
         && directive == "COPY"
+        && !class_given
     {
         return Err(S3Error::InvalidRequest("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.".into()));
     }
@@ -210,6 +212,8 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     } else {
         src.meta.clone()
     };
+    // The copy has the class the request names, STANDARD otherwise.
+    meta.storage_class = Some(class);
     let tags = if tagging == "REPLACE" {
         req.header("x-amz-tagging")
             .map(tags::parse_header)
@@ -233,7 +237,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         req,
         (&source, src),
         0..size,
-        CopyTarget::Object,
+        CopyTarget::Object(tier),
         algorithm,
     )
     .await?;

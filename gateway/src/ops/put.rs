@@ -9,7 +9,7 @@ use super::write_error;
 use crate::checksum::ChecksumAlgorithm;
 use crate::conditions::write_condition;
 use crate::error::S3Result;
-use crate::headers::{now_ns, object_meta, quoted, reject_unsupported, storage_class};
+use crate::headers::{now_ns, object_meta, quoted, reject_unsupported, requested_class};
 use crate::request::S3Request;
 use crate::{tags, versions, Gateway};
 
@@ -20,7 +20,7 @@ use crate::{tags, versions, Gateway};
 pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let since_ns = now_ns();
     reject_unsupported(&req.parts.headers)?;
-    storage_class(&req.parts.headers)?;
+    let (class, tier) = requested_class(&req.parts.headers, gw.store.cold_pool().is_some())?;
     let condition = write_condition(&req.parts.headers)?;
     let tags = req
         .header("x-amz-tagging")
@@ -28,7 +28,8 @@ pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
         .transpose()?
         .unwrap_or_default();
     let mut meta = object_meta(&req.parts.headers)?;
-    let received = receive(gw, req, body, Target::Object).await?;
+    meta.storage_class = Some(class);
+    let received = receive(gw, req, body, Target::Object(tier)).await?;
     meta.etag = hex::encode(received.md5);
     meta.checksum = Some(received.checksum.clone());
     let opts = WriteOptions {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use placement::{ChecksumValue, StagedData, UploadRecord};
+use placement::{ChecksumValue, StagedData, Tier, UploadRecord};
 
 use super::named;
 use crate::body::{request_body, BodyOptions};
@@ -139,8 +139,8 @@ impl Integrity {
 
 /// Where received data goes.
 pub enum Target<'a> {
-    /// A new version of the request's object.
-    Object,
+    /// A new version of the request's object, in this tier's pool.
+    Object(Tier),
     /// A part of this upload.
     Part(&'a UploadRecord),
 }
@@ -175,7 +175,7 @@ pub async fn receive(
             .checksum_algorithm
             .as_deref()
             .and_then(ChecksumAlgorithm::from_name),
-        Target::Object => None,
+        Target::Object(_) => None,
     };
     let integ = integrity_with(req, required)?;
     let tap = Arc::new(HashTap::start(true, Some(integ.algorithm)));
@@ -190,10 +190,12 @@ pub async fn receive(
     );
     let store = gw.store.clone();
     let staged = match target {
-        Target::Object => {
+        Target::Object(tier) => {
             let (bucket, key) = (req.bucket().to_string(), req.key().to_string());
             gw.in_bulk(length, async move {
-                store.write_data(&bucket, &key, stream, Some(length)).await
+                store
+                    .write_data_in(tier, &bucket, &key, stream, Some(length))
+                    .await
             })
             .await?
         }

@@ -1,0 +1,187 @@
+//! The cold pool as a tier. A version whose bytes live in the cold pool
+//! keeps its version record in the hot pool (so listings, versioning and
+//! key locks stay in one place) and refers by id ([`TierRef`]) to one tier
+//! object: an ordinary object of the cold pool's own erasure set, under an
+//! internal namespace, with its own record, shards or pieces, repair and
+//! packing, and its owner's bucket and key in its metadata.
+//!
+//! A tier object is committed before the version that refers to it and
+//! released (deleted by the tier worker) after the last version referring
+//! to it is replaced or deleted, so a reader never finds a version without
+//! its bytes; a crash between the two steps leaves only an unreferenced
+//! tier object.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use disk_engine::VersionId;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::read::ObjectStream;
+use crate::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
+use crate::store::Store;
+use crate::write::{BodyStream, StagedData};
+
+/// Name of the cold pool's tier in version records.
+pub const COLD_TIER: &str = "cold";
+/// Namespace of tier objects in the cold pool. Not a valid bucket name.
+pub(crate) const TIER_NS: &str = ".granary.tier";
+/// Metadata names of a tier object's owner.
+const OWNER_BUCKET: &str = "owner-bucket";
+const OWNER_KEY: &str = "owner-key";
+
+impl Store {
+    /// Makes `cold` this store's cold pool and starts the worker that
+    /// deletes tier objects no version refers to any more.
+    pub fn attach_cold_pool(&self, cold: Arc<Store>) -> Result<(), Error> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if self.cold.set(cold.clone()).is_err() || self.set.tier_release.set(tx).is_err() {
+            return Err(Error::InvalidArgument(
+                "a cold pool is already attached".into(),
+            ));
+        }
+        let worker = spawn_tier_worker(cold, rx, self.shutdown.clone());
+        self.workers.lock().push(worker);
+        Ok(())
+    }
+
+    /// The cold pool, if the store has one.
+    pub fn cold_pool(&self) -> Option<&Arc<Store>> {
+        self.cold.get()
+    }
+
+    fn require_cold(&self) -> Result<&Arc<Store>, Error> {
+        self.cold
+            .get()
+            .ok_or_else(|| Error::InvalidArgument("this server has no cold pool".into()))
+    }
+
+    /// Streams `body` into a new tier object of the cold pool; nothing
+    /// refers to it until it is committed with a version.
+    pub(crate) async fn write_tier_data(
+        &self,
+        body: BodyStream,
+        size_hint: Option<u64>,
+    ) -> Result<StagedData, Error> {
+        let cold = self.require_cold()?;
+        let id = Uuid::now_v7();
+        let layout = cold.set.layout_for(TIER_NS, &id.to_string());
+        let mut staged = cold.set.write_data(layout, body, size_hint, true).await?;
+        staged.tier = Some(TierRef {
+            tier: COLD_TIER.into(),
+            id,
+        });
+        Ok(staged)
+    }
+
+    /// Commits staged tier data as its tier object, owned by
+    /// `bucket/key`. The version referring to it is committed next.
+    pub(crate) async fn commit_tier_object(
+        &self,
+        staged: StagedData,
+        bucket: &str,
+        key: &str,
+        meta: &ObjectMeta,
+    ) -> Result<TierRef, Error> {
+        let cold = self.require_cold()?;
+        let tier = staged
+            .tier
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument("data was not written to a tier".into()))?;
+        let name = tier.id.to_string();
+        let record = ObjectRecord {
+            version_id: None,
+            mtime_ns: 0,
+            delete_marker: false,
+            size: staged.size,
+            layout: staged.layout,
+            parts: vec![PartRef {
+                number: 1,
+                size: staged.size,
+                data_id: staged.data_id,
+                packed: staged.pieces.is_some(),
+                etag: meta.etag.clone(),
+                checksum: meta.checksum.clone(),
+            }],
+            multipart: false,
+            meta: ObjectMeta {
+                etag: meta.etag.clone(),
+                user: vec![
+                    (OWNER_BUCKET.into(), bucket.into()),
+                    (OWNER_KEY.into(), key.into()),
+                ],
+                ..ObjectMeta::default()
+            },
+            inline: None,
+            tags: Vec::new(),
+            tiered: None,
+        };
+        let _guard = cold.set.locks.lock(TIER_NS, &name).await;
+        cold.set
+            .commit_record(
+                TIER_NS,
+                &name,
+                record,
+                &staged.disks,
+                false,
+                staged.pieces.as_ref(),
+            )
+            .await?;
+        staged.keep();
+        Ok(tier)
+    }
+
+    /// Streams bytes `range` of a version kept in a tier.
+    pub(crate) fn read_tiered(&self, tier: TierRef, range: Range<u64>) -> ObjectStream {
+        let cold = self.require_cold().cloned();
+        ObjectStream::deferred(async move {
+            let cold = cold?;
+            if tier.tier != COLD_TIER {
+                return Err(Error::Corrupt(format!("unknown tier {:?}", tier.tier)));
+            }
+            let name = tier.id.to_string();
+            let state = cold.set.resolve_key(TIER_NS, &name).await?;
+            let object = state
+                .latest()
+                .ok_or_else(|| Error::Corrupt(format!("tier object {name} is missing")))?
+                .object
+                .clone();
+            Ok(cold.set.read_object(TIER_NS, &name, object, range))
+        })
+    }
+}
+
+/// Deletes one tier object from the cold pool (and frees its data).
+async fn delete_tier_object(cold: &Store, id: Uuid) -> Result<(), Error> {
+    let name = id.to_string();
+    let _guard = cold.set.locks.lock(TIER_NS, &name).await;
+    cold.set
+        .delete_version(TIER_NS, &name, VersionId::NULL)
+        .await
+}
+
+fn spawn_tier_worker(
+    cold: Arc<Store>,
+    mut rx: mpsc::UnboundedReceiver<TierRef>,
+    shutdown: CancellationToken,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let tier = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                t = rx.recv() => match t { Some(t) => t, None => return },
+            };
+            if tier.tier != COLD_TIER {
+                tracing::warn!(tier = %tier.tier, id = %tier.id, "released object of an unknown tier");
+                continue;
+            }
+            if let Err(e) = delete_tier_object(&cold, tier.id).await {
+                tracing::warn!(id = %tier.id, error = %e, "could not delete a released tier object");
+            }
+        }
+    })
+}

@@ -1,0 +1,258 @@
+//! Hot and cold pools: objects of the cold storage classes keep their bytes
+//! in the cold pool and are read from it directly; replacing or deleting
+//! them frees the cold pool's space.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::StorageClass;
+
+use crate::harness::{code, files_under, get_bytes, Pattern, Server};
+
+/// A server with four hot and four cold directories.
+fn start_tiered(extra: &[&str]) -> (Server, Vec<PathBuf>) {
+    let root = tempfile::tempdir().unwrap();
+    let hot: Vec<PathBuf> = (1..=4)
+        .map(|i| root.path().join(format!("hot{i}")))
+        .collect();
+    let cold: Vec<PathBuf> = (1..=4)
+        .map(|i| root.path().join(format!("cold{i}")))
+        .collect();
+    let mut args: Vec<String> = vec!["--cold".into()];
+    args.extend(cold.iter().map(|d| d.display().to_string()));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    (Server::start_in(root, hot, &args), cold)
+}
+
+fn shard_files(dirs: &[PathBuf]) -> usize {
+    dirs.iter()
+        .map(|d| files_under(&d.join("shards")).len())
+        .sum()
+}
+
+/// Waits until `f` holds (the tier worker frees space after the reply).
+async fn eventually(what: &str, f: impl Fn() -> bool) {
+    for _ in 0..100 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not happen");
+}
+
+#[tokio::test]
+async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
+    let (mut s, cold) = start_tiered(&[]);
+    let c = s.client();
+    c.create_bucket().bucket("tiers").send().await.unwrap();
+    let big = Pattern::bytes(1, 3 << 20);
+    let small = Pattern::bytes(2, 1000);
+
+    let hot_before = shard_files(&s.dirs);
+    c.put_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .storage_class(StorageClass::Glacier)
+        .body(ByteStream::from(big.clone()))
+        .send()
+        .await
+        .unwrap();
+    c.put_object()
+        .bucket("tiers")
+        .key("ckpt/small")
+        .storage_class(StorageClass::from("COLD"))
+        .body(ByteStream::from(small.clone()))
+        .send()
+        .await
+        .unwrap();
+    c.put_object()
+        .bucket("tiers")
+        .key("hot")
+        .body(ByteStream::from(small.clone()))
+        .send()
+        .await
+        .unwrap();
+    // The large cold object's shards are in the cold pool only; the small
+    // ones are packed (no files of their own anywhere).
+    assert_eq!(shard_files(&s.dirs), hot_before);
+    assert_eq!(shard_files(&cold), 4);
+
+    // Read directly, whole and in ranges, with the class shown everywhere.
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, big);
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/small").await, small);
+    let part = c
+        .get_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .range("bytes=1000000-2000000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.storage_class(), Some(&StorageClass::Glacier));
+    let part = part.body.collect().await.unwrap().into_bytes();
+    assert_eq!(&part[..], &big[1_000_000..=2_000_000]);
+    let head = c
+        .head_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.storage_class(), Some(&StorageClass::Glacier));
+    assert_eq!(head.content_length(), Some(3 << 20));
+    let head = c
+        .head_object()
+        .bucket("tiers")
+        .key("hot")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.storage_class(), None);
+    let listed = c.list_objects_v2().bucket("tiers").send().await.unwrap();
+    let classes: Vec<(String, String)> = listed
+        .contents()
+        .iter()
+        .map(|o| {
+            (
+                o.key().unwrap().to_string(),
+                o.storage_class().unwrap().as_str().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            ("ckpt/big".to_string(), "GLACIER".to_string()),
+            ("ckpt/small".into(), "COLD".into()),
+            ("hot".into(), "STANDARD".into())
+        ]
+    );
+
+    // Everything survives a restart.
+    s.restart();
+    let c = s.client();
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, big);
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/small").await, small);
+
+    // Copying to itself with another class moves the bytes: back to hot,
+    // and the cold pool's copy is freed.
+    c.copy_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .copy_source("tiers/ckpt/big")
+        .storage_class(StorageClass::Standard)
+        .send()
+        .await
+        .unwrap();
+    let head = c
+        .head_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.storage_class(), None);
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, big);
+    assert!(shard_files(&s.dirs) > hot_before);
+    eventually("cold shards freed after the copy", || {
+        shard_files(&cold) == 0
+    })
+    .await;
+
+    // And back to cold; then an overwrite and a delete free it again.
+    c.copy_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .copy_source("tiers/ckpt/big")
+        .storage_class(StorageClass::StandardIa)
+        .send()
+        .await
+        .unwrap();
+    eventually("hot shards freed after the copy", || {
+        shard_files(&s.dirs) == hot_before
+    })
+    .await;
+    assert_eq!(shard_files(&cold), 4);
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, big);
+    c.put_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .storage_class(StorageClass::DeepArchive)
+        .body(ByteStream::from(big[..2 << 20].to_vec()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, &big[..2 << 20]);
+    eventually("the overwritten cold object freed", || {
+        shard_files(&cold) == 4
+    })
+    .await;
+    c.delete_object()
+        .bucket("tiers")
+        .key("ckpt/big")
+        .send()
+        .await
+        .unwrap();
+    eventually("the deleted cold object freed", || shard_files(&cold) == 0).await;
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/small").await, small);
+
+    // Classes Granary does not store are refused, and nothing changes.
+    for class in ["REDUCED_REDUNDANCY", "INTELLIGENT_TIERING", "FANCY"] {
+        let e = c
+            .put_object()
+            .bucket("tiers")
+            .key("hot")
+            .storage_class(StorageClass::from(class))
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(code(&e), "InvalidStorageClass", "{class}");
+    }
+    assert_eq!(get_bytes(&c, "tiers", "hot").await, small);
+}
+
+#[tokio::test]
+async fn cold_classes_need_a_cold_pool() {
+    let s = Server::start(4);
+    let c = s.client();
+    c.create_bucket().bucket("tiers").send().await.unwrap();
+    let e = c
+        .put_object()
+        .bucket("tiers")
+        .key("k")
+        .storage_class(StorageClass::Glacier)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidStorageClass");
+}
+
+#[tokio::test]
+async fn pools_of_two_deployments_or_swapped_tiers_are_refused() {
+    let (mut a, cold_a) = start_tiered(&[]);
+    a.stop();
+    // The same deployment's pools given the other way round.
+    let root = tempfile::tempdir().unwrap();
+    let mut args = vec!["--cold".to_string()];
+    args.extend(a.dirs.iter().map(|d| d.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let err = Server::try_start_in(root, cold_a.clone(), &args)
+        .err()
+        .expect("swapped pools are refused");
+    assert!(err.contains("tier"), "{err}");
+    // Another deployment's hot pool with this cold pool.
+    let root = tempfile::tempdir().unwrap();
+    let hot_b: Vec<PathBuf> = (1..=4).map(|i| root.path().join(format!("b{i}"))).collect();
+    let mut args = vec!["--cold".to_string()];
+    args.extend(cold_a.iter().map(|d| d.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let err = Server::try_start_in(root, hot_b, &args)
+        .err()
+        .expect("a cold pool of another deployment is refused");
+    assert!(err.contains("deployment"), "{err}");
+}
