@@ -1,12 +1,13 @@
 //! Buckets: small records in the system namespace, read with the same
 //! quorum rules as objects, and cached briefly.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use disk_engine::{ListStart, UploadListStart};
 
 use crate::error::Error;
 use crate::record::{self, BucketRecord, ObjectSummary};
+use crate::set::now_ns;
 use crate::store::{Store, SYSTEM_NS};
 
 const BUCKET_PREFIX: &str = "buckets/";
@@ -15,13 +16,6 @@ const BUCKET_CACHE_ENTRIES: usize = 4096;
 
 fn bucket_key(name: &str) -> String {
     format!("{BUCKET_PREFIX}{name}")
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }
 
 impl Store {

@@ -30,6 +30,7 @@ mod set;
 mod store;
 mod system;
 mod tier;
+mod transition;
 mod write;
 
 #[cfg(test)]
@@ -61,4 +62,5 @@ pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
 pub use store::{DiskStatus, Store, StoreOptions};
 pub use tier::COLD_TIER;
+pub use transition::Transitioned;
 pub use write::{BodyStream, StagedData};

@@ -3,7 +3,6 @@
 //! the chosen parts in order.
 
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use disk_engine::{DiskError, PartEntry, ShardId, UploadEntry, UploadListStart};
 use uuid::Uuid;
@@ -13,6 +12,7 @@ use crate::objects::WriteOptions;
 use crate::record::{
     self, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
 };
+use crate::set::now_ns;
 use crate::store::Store;
 use crate::write::{BodyStream, StagedData};
 
@@ -25,13 +25,6 @@ pub struct UploadInfo {
     pub upload_id: Uuid,
     /// Its stored state.
     pub record: UploadRecord,
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }
 
 impl Store {

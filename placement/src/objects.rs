@@ -350,6 +350,55 @@ impl Store {
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
         let _guard = self.set.locks.lock(bucket, key).await;
+        self.add_delete_marker_locked(bucket, key, versioning).await
+    }
+
+    /// Deletes a version a lifecycle rule expired, only if it is still what
+    /// the scanner saw: the version `seen` (by id) with modification time
+    /// `seen_mtime_ns`, and, unless `permanent`, still the current one. A
+    /// current version expires as a DELETE without version id would (a
+    /// delete marker in a versioned bucket); `permanent` removes the version
+    /// for good. Returns whether anything was deleted.
+    pub async fn expire_if_unchanged(
+        &self,
+        bucket: &str,
+        key: &str,
+        seen: VersionRef,
+        seen_mtime_ns: u64,
+        permanent: bool,
+    ) -> Result<bool, Error> {
+        let versioning = self.bucket(bucket).await?.versioning;
+        let _guard = self.set.locks.lock(bucket, key).await;
+        let state = self.set.resolve_key(bucket, key).await?;
+        let Some(found) = find(&state, seen).filter(|r| r.object.mtime_ns == seen_mtime_ns) else {
+            return Ok(false);
+        };
+        let current = state
+            .latest()
+            .is_some_and(|l| l.record.version == found.record.version);
+        if !permanent && !current {
+            return Ok(false);
+        }
+        if permanent || versioning == Versioning::Unversioned {
+            self.set
+                .delete_versions(
+                    bucket,
+                    vec![(key.as_bytes().to_vec(), found.record.version)],
+                )
+                .await?;
+        } else {
+            self.add_delete_marker_locked(bucket, key, versioning)
+                .await?;
+        }
+        Ok(true)
+    }
+
+    async fn add_delete_marker_locked(
+        &self,
+        bucket: &str,
+        key: &str,
+        versioning: Versioning,
+    ) -> Result<DeleteOutcome, Error> {
         let marker = ObjectRecord {
             version_id: None,
             mtime_ns: 0,

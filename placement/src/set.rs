@@ -128,7 +128,8 @@ pub(crate) fn version_key(id: Option<Uuid>) -> VersionId {
     id.map_or(VersionId::NULL, |u| VersionId(*u.as_bytes()))
 }
 
-fn now_ns() -> u64 {
+/// Now, in nanoseconds since the epoch.
+pub(crate) fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

@@ -31,8 +31,8 @@ pub const COLD_TIER: &str = "cold";
 /// Namespace of tier objects in the cold pool. Not a valid bucket name.
 pub(crate) const TIER_NS: &str = ".granary.tier";
 /// Metadata names of a tier object's owner.
-const OWNER_BUCKET: &str = "owner-bucket";
-const OWNER_KEY: &str = "owner-key";
+pub(crate) const OWNER_BUCKET: &str = "owner-bucket";
+pub(crate) const OWNER_KEY: &str = "owner-key";
 
 impl Store {
     /// Makes `cold` this store's cold pool and starts the worker that

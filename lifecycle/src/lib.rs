@@ -1,0 +1,21 @@
+//! lifecycle: the room of Granary's architecture that moves and expires
+//! data over time — S3 lifecycle configurations (parsed and validated as
+//! S3 does), their evaluation (S3's day arithmetic, filters, precedence),
+//! and the background scanner that applies them: expirations, noncurrent
+//! version clean-up, aborts of stale multipart uploads, and transitions
+//! from the hot pool to the cold pool (the data movement itself is the
+//! placement layer's `Store::transition_version`).
+//!
+//! The gateway uses [`config`] for the bucket API and [`eval`] for the
+//! `x-amz-expiration` header; the server runs a [`Scanner`].
+
+pub mod config;
+pub mod eval;
+mod scanner;
+
+pub use config::{parse, ConfigError, LifecycleConfig};
+pub use eval::Clock;
+pub use scanner::{
+    bucket_config, BucketStatus, Plan, PlanEntry, RuleStats, Scanner, ScannerOptions, CONFIG_KEY,
+    MIN_SIZE_KEY,
+};

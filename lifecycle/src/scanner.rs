@@ -1,0 +1,525 @@
+//! The lifecycle scanner: a background task that walks every bucket with a
+//! lifecycle configuration, version by version, and applies the rules that
+//! are due (expirations, transitions, stale multipart uploads), paced so
+//! foreground requests keep their latency. It keeps per-bucket, per-rule
+//! counters for `granary admin lifecycle status`, and answers dry runs
+//! (`plan`) from the same evaluation without changing anything.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use placement::{
+    BucketRecord, Error, ListStart, Store, Tier, Transitioned, UploadListStart, VersionRef,
+};
+use serde::Serialize;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{parse, LifecycleConfig};
+use crate::eval::{candidates, pick, Action, Clock, Version};
+
+/// Key of the lifecycle configuration among a bucket's documents.
+pub const CONFIG_KEY: &str = "lifecycle";
+/// Key of its `x-amz-transition-default-minimum-object-size`.
+pub const MIN_SIZE_KEY: &str = "lifecycle-min-size";
+/// Keys per listing page of a pass.
+const PAGE_KEYS: usize = 1000;
+/// Example keys a plan shows per rule and action.
+const PLAN_EXAMPLES: usize = 5;
+/// Tier objects younger than this are never swept (a write or transition
+/// may still be about to refer to them).
+const SWEEP_GRACE: Duration = Duration::from_secs(600);
+
+/// Now, in nanoseconds since the epoch.
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// A bucket's lifecycle configuration, if it has one.
+pub fn bucket_config(bucket: &BucketRecord) -> Option<LifecycleConfig> {
+    let doc = bucket.config.get(CONFIG_KEY)?;
+    let min = bucket.config.get(MIN_SIZE_KEY).map(String::as_str);
+    match parse(doc.as_bytes(), min) {
+        Ok(cfg) => Some(cfg),
+        Err(e) => {
+            tracing::error!(bucket = %bucket.name, error = %e, "stored lifecycle configuration does not parse");
+            None
+        }
+    }
+}
+
+/// Tunables of the scanner.
+#[derive(Clone, Copy, Debug)]
+pub struct ScannerOptions {
+    /// The length of a lifecycle day.
+    pub clock: Clock,
+    /// Time between the starts of two passes.
+    pub interval: Duration,
+    /// Most actions per second.
+    pub ops_per_sec: u32,
+    /// Most bytes moved per second by transitions.
+    pub bytes_per_sec: u64,
+}
+
+impl ScannerOptions {
+    /// Production defaults for a day of `clock`: a pass every hour (or
+    /// every eighth of a shortened day), 1,000 actions and 256 MiB per
+    /// second at most.
+    pub fn for_clock(clock: Clock) -> ScannerOptions {
+        ScannerOptions {
+            clock,
+            interval: (clock.day / 8).clamp(Duration::from_millis(500), Duration::from_secs(3600)),
+            ops_per_sec: 1000,
+            bytes_per_sec: 256 << 20,
+        }
+    }
+}
+
+/// Counters of one rule.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RuleStats {
+    /// Versions moved to a colder class.
+    pub transitioned_objects: u64,
+    /// Their bytes.
+    pub transitioned_bytes: u64,
+    /// Versions expired (delete markers added, versions or markers removed).
+    pub expired_objects: u64,
+    /// Their bytes.
+    pub expired_bytes: u64,
+    /// Multipart uploads aborted.
+    pub aborted_uploads: u64,
+    /// Actions due at the end of the last pass but not done (failed, or
+    /// skipped because the version changed).
+    pub pending_objects: u64,
+    /// Their bytes.
+    pub pending_bytes: u64,
+    /// Actions that failed.
+    pub failed: u64,
+    /// The last failure.
+    pub last_error: Option<String>,
+}
+
+/// Lifecycle state of one bucket.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BucketStatus {
+    /// A pass is running now.
+    pub running: bool,
+    /// Passes finished.
+    pub passes: u64,
+    /// When the last pass started and finished (ns since the epoch).
+    pub last_started_ns: u64,
+    /// See `last_started_ns`; 0 before the first pass finished.
+    pub last_finished_ns: u64,
+    /// Versions and bytes the last finished pass looked at.
+    pub last_scanned_objects: u64,
+    /// See `last_scanned_objects`.
+    pub last_scanned_bytes: u64,
+    /// Versions the running pass has looked at so far.
+    pub scanned_objects: u64,
+    /// Per rule, since the server started.
+    pub rules: BTreeMap<String, RuleStats>,
+}
+
+/// What the rules will do over a period (a dry run).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Plan {
+    /// Until when (ns since the epoch).
+    pub until_ns: u64,
+    /// Per rule, per action ("expire", "transition to GLACIER", ...).
+    pub actions: BTreeMap<String, BTreeMap<String, PlanEntry>>,
+}
+
+/// One kind of planned action.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PlanEntry {
+    /// Versions (or uploads).
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// A few of their keys.
+    pub examples: Vec<String>,
+}
+
+/// Spaces actions out to the configured rates.
+struct Pacer {
+    next: Instant,
+}
+
+/// The lifecycle scanner of one store.
+pub struct Scanner {
+    store: Arc<Store>,
+    opts: ScannerOptions,
+    status: Mutex<BTreeMap<String, BucketStatus>>,
+    wake: Notify,
+    pacer: tokio::sync::Mutex<Pacer>,
+}
+
+/// What one version is, for evaluation.
+struct Seen {
+    version: VersionRef,
+    mtime_ns: u64,
+    size: u64,
+    delete_marker: bool,
+    class: String,
+    tags: Option<Vec<(String, String)>>,
+}
+
+impl Seen {
+    fn view(&self) -> Version<'_> {
+        Version {
+            mtime_ns: self.mtime_ns,
+            size: self.size,
+            delete_marker: self.delete_marker,
+            class: &self.class,
+            tags: self.tags.as_deref(),
+        }
+    }
+}
+
+fn action_name(a: &Action) -> String {
+    match a {
+        Action::Expire => "expire".into(),
+        Action::RemoveMarker => "remove expired delete marker".into(),
+        Action::DeleteVersion => "delete noncurrent version".into(),
+        Action::Transition(c) => format!("transition to {c}"),
+    }
+}
+
+impl Scanner {
+    /// A scanner over `store`; start it with [`Scanner::spawn`].
+    pub fn new(store: Arc<Store>, opts: ScannerOptions) -> Arc<Scanner> {
+        Arc::new(Scanner {
+            store,
+            opts,
+            status: Mutex::default(),
+            wake: Notify::new(),
+            pacer: tokio::sync::Mutex::new(Pacer {
+                next: Instant::now(),
+            }),
+        })
+    }
+
+    /// The length of a lifecycle day.
+    pub fn clock(&self) -> Clock {
+        self.opts.clock
+    }
+
+    /// Runs passes until `shutdown`: one at start (after sweeping tier
+    /// objects an interrupted transition left), then every interval or
+    /// when [`Scanner::trigger`] is called.
+    pub fn spawn(self: &Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = me.store.sweep_tier_objects(SWEEP_GRACE).await {
+                    tracing::warn!(error = %e, "tier sweep failed");
+                }
+                me.run_all().await;
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(me.opts.interval) => {}
+                    _ = me.wake.notified() => {}
+                }
+            }
+        })
+    }
+
+    /// Starts a pass over every bucket now.
+    pub fn trigger(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Status of every bucket with a lifecycle configuration.
+    pub fn status(&self) -> BTreeMap<String, BucketStatus> {
+        self.status.lock().clone()
+    }
+
+    async fn run_all(&self) {
+        let buckets = match self.store.list_buckets().await {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "lifecycle pass cannot list buckets");
+                return;
+            }
+        };
+        let names: Vec<String> = buckets.iter().map(|b| b.name.clone()).collect();
+        self.status.lock().retain(|name, _| names.contains(name));
+        for b in buckets {
+            if let Err(e) = self.run_bucket(&b.name).await {
+                tracing::warn!(bucket = %b.name, error = %e, "lifecycle pass failed");
+            }
+        }
+    }
+
+    /// One pass over `bucket` now: every due action is taken.
+    pub async fn run_bucket(&self, bucket: &str) -> Result<(), Error> {
+        let record = self.store.bucket(bucket).await?;
+        let Some(cfg) = bucket_config(&record) else {
+            self.status.lock().remove(bucket);
+            return Ok(());
+        };
+        let started = now_ns();
+        {
+            let mut all = self.status.lock();
+            let st = all.entry(bucket.to_string()).or_default();
+            if st.running {
+                return Ok(());
+            }
+            st.running = true;
+            st.last_started_ns = started;
+            st.scanned_objects = 0;
+            for r in st.rules.values_mut() {
+                r.pending_objects = 0;
+                r.pending_bytes = 0;
+            }
+        }
+        let result = self
+            .walk(bucket, &cfg, started, true, &mut Plan::default())
+            .await;
+        let mut all = self.status.lock();
+        let st = all.entry(bucket.to_string()).or_default();
+        st.running = false;
+        if result.is_ok() {
+            st.passes += 1;
+            st.last_finished_ns = now_ns();
+            st.last_scanned_objects = st.scanned_objects;
+        }
+        result.map(|(_, bytes)| st.last_scanned_bytes = bytes)
+    }
+
+    /// What the rules of `bucket` will do over the next `days` lifecycle
+    /// days, without doing any of it.
+    pub async fn plan(&self, bucket: &str, days: u32) -> Result<Plan, Error> {
+        let record = self.store.bucket(bucket).await?;
+        let mut plan = Plan {
+            until_ns: now_ns() + days as u64 * self.opts.clock.day.as_nanos() as u64,
+            ..Plan::default()
+        };
+        if let Some(cfg) = bucket_config(&record) {
+            let until = plan.until_ns;
+            self.walk(bucket, &cfg, until, false, &mut plan).await?;
+        }
+        Ok(plan)
+    }
+
+    /// Walks every version of `bucket` and, for those with an action due
+    /// at `at_ns`, takes it (`act`) or records it in `plan`. Returns the
+    /// versions and bytes looked at.
+    async fn walk(
+        &self,
+        bucket: &str,
+        cfg: &LifecycleConfig,
+        at_ns: u64,
+        act: bool,
+        plan: &mut Plan,
+    ) -> Result<(u64, u64), Error> {
+        let needs_tags = cfg
+            .rules
+            .iter()
+            .any(|r| r.enabled && !r.filter.tags.is_empty());
+        let (mut scanned, mut bytes) = (0u64, 0u64);
+        let mut start = ListStart::Beginning;
+        loop {
+            let page = self
+                .store
+                .list_versions(bucket, "", start, PAGE_KEYS)
+                .await?;
+            for (key, versions) in &page.entries {
+                let mut seen = Vec::with_capacity(versions.len());
+                for v in versions {
+                    let version = VersionRef::of_id(v.version_id);
+                    let tags = if needs_tags && !v.delete_marker {
+                        match self.store.get_version(bucket, key, Some(version)).await {
+                            Ok(r) => Some(r.tags),
+                            Err(_) => None,
+                        }
+                    } else {
+                        Some(Vec::new())
+                    };
+                    seen.push(Seen {
+                        version,
+                        mtime_ns: v.mtime_ns,
+                        size: v.size,
+                        delete_marker: v.delete_marker,
+                        class: v
+                            .meta
+                            .storage_class
+                            .clone()
+                            .unwrap_or_else(|| "STANDARD".into()),
+                        tags,
+                    });
+                }
+                let views: Vec<Version<'_>> = seen.iter().map(Seen::view).collect();
+                for (i, s) in seen.iter().enumerate() {
+                    scanned += 1;
+                    bytes += s.size;
+                    let cands = candidates(cfg, &self.opts.clock, key, &views, i);
+                    let Some(d) = pick(&cands, at_ns) else {
+                        continue;
+                    };
+                    if act {
+                        self.take(bucket, key, s, &d.rule, &d.action).await;
+                    } else {
+                        let e = plan
+                            .actions
+                            .entry(d.rule.clone())
+                            .or_default()
+                            .entry(action_name(&d.action))
+                            .or_default();
+                        e.objects += 1;
+                        e.bytes += s.size;
+                        if e.examples.len() < PLAN_EXAMPLES {
+                            e.examples.push(key.clone());
+                        }
+                    }
+                }
+                if act {
+                    if let Some(st) = self.status.lock().get_mut(bucket) {
+                        st.scanned_objects = scanned;
+                    }
+                }
+            }
+            match page.next {
+                Some(next) => start = ListStart::After(next.into_bytes()),
+                None => break,
+            }
+        }
+        self.stale_uploads(bucket, cfg, at_ns, act, plan).await?;
+        Ok((scanned, bytes))
+    }
+
+    /// Aborts (or plans to abort) uploads older than a rule allows.
+    async fn stale_uploads(
+        &self,
+        bucket: &str,
+        cfg: &LifecycleConfig,
+        at_ns: u64,
+        act: bool,
+        plan: &mut Plan,
+    ) -> Result<(), Error> {
+        for rule in cfg.rules.iter().filter(|r| r.enabled) {
+            let Some(days) = rule.abort_multipart_days else {
+                continue;
+            };
+            let mut start = UploadListStart::Beginning;
+            loop {
+                let (uploads, more) = self
+                    .store
+                    .list_uploads(bucket, &rule.filter.prefix, start.clone(), PAGE_KEYS)
+                    .await?;
+                for u in &uploads {
+                    if self.opts.clock.due_ns(u.record.initiated_ns, days) > at_ns {
+                        continue;
+                    }
+                    if !act {
+                        let e = plan
+                            .actions
+                            .entry(rule.id.clone())
+                            .or_default()
+                            .entry("abort incomplete multipart upload".into())
+                            .or_default();
+                        e.objects += 1;
+                        if e.examples.len() < PLAN_EXAMPLES {
+                            e.examples.push(u.key.clone());
+                        }
+                        continue;
+                    }
+                    self.pace(0).await;
+                    let done = self.store.abort_upload(bucket, &u.key, u.upload_id).await;
+                    self.count(bucket, &rule.id, |r| match &done {
+                        Ok(()) | Err(Error::NoSuchUpload) => r.aborted_uploads += 1,
+                        Err(e) => {
+                            r.failed += 1;
+                            r.last_error = Some(format!("abort upload of {}: {e}", u.key));
+                        }
+                    });
+                }
+                match (more, uploads.last()) {
+                    (true, Some(last)) => {
+                        start = UploadListStart::AfterUpload(
+                            last.key.clone().into_bytes(),
+                            last.upload_id,
+                        )
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn count(&self, bucket: &str, rule: &str, f: impl FnOnce(&mut RuleStats)) {
+        let mut all = self.status.lock();
+        let st = all.entry(bucket.to_string()).or_default();
+        f(st.rules.entry(rule.to_string()).or_default());
+    }
+
+    /// Takes one due action, counting the outcome under its rule.
+    async fn take(&self, bucket: &str, key: &str, s: &Seen, rule: &str, action: &Action) {
+        let moved = matches!(action, Action::Transition(_)).then_some(s.size);
+        self.pace(moved.unwrap_or(0)).await;
+        let result = match action {
+            Action::Expire => self
+                .store
+                .expire_if_unchanged(bucket, key, s.version, s.mtime_ns, false)
+                .await
+                .map(|done| done.then_some(Transitioned::Unchanged)),
+            Action::RemoveMarker | Action::DeleteVersion => self
+                .store
+                .expire_if_unchanged(bucket, key, s.version, s.mtime_ns, true)
+                .await
+                .map(|done| done.then_some(Transitioned::Unchanged)),
+            Action::Transition(class) => self
+                .store
+                .transition_version(bucket, key, Some(s.version), class, Tier::Cold)
+                .await
+                .map(|t| (t != Transitioned::Unchanged).then_some(t)),
+        };
+        self.count(bucket, rule, |r| match (&result, action) {
+            (Ok(Some(_)), Action::Transition(_)) => {
+                r.transitioned_objects += 1;
+                r.transitioned_bytes += s.size;
+            }
+            (Ok(Some(_)), _) => {
+                r.expired_objects += 1;
+                r.expired_bytes += s.size;
+            }
+            (Ok(None), _) => {
+                r.pending_objects += 1;
+                r.pending_bytes += s.size;
+            }
+            (Err(e), _) => {
+                r.failed += 1;
+                r.pending_objects += 1;
+                r.pending_bytes += s.size;
+                r.last_error = Some(format!("{} {key}: {e}", action_name(action)));
+                tracing::warn!(%bucket, %key, %rule, error = %e, "lifecycle action failed");
+            }
+        });
+    }
+
+    /// Waits for this action's turn: at most `ops_per_sec` actions and
+    /// `bytes_per_sec` moved bytes per second.
+    async fn pace(&self, bytes: u64) {
+        let cost = Duration::from_secs_f64(
+            (1.0 / self.opts.ops_per_sec.max(1) as f64)
+                .max(bytes as f64 / self.opts.bytes_per_sec.max(1) as f64),
+        );
+        let wait = {
+            let mut p = self.pacer.lock().await;
+            let now = Instant::now();
+            let at = p.next.max(now);
+            p.next = at + cost;
+            at - now
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}

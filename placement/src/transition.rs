@@ -1,0 +1,241 @@
+//! Moving a version's bytes between pools (lifecycle transitions), and the
+//! sweep that finishes what a crash interrupted.
+//!
+//! A transition to the cold pool is three steps: (1) the bytes are read
+//! from the hot pool and written as a tier object, which is committed and
+//! then read back and compared (CRC32C) with what was read; (2) under the
+//! key's lock, if the version is still exactly the one that was read, its
+//! record is rewritten to refer to the tier object instead of its shards
+//! (same version id and modification time, the new storage class); (3) the
+//! rewrite frees the hot shards. Before (2) completes the version still
+//! reads from the hot pool and the tier object is unreferenced; after it,
+//! the version reads from the cold pool. A crash between the steps leaves
+//! one readable copy; the unreferenced tier object is deleted by
+//! [`Store::sweep_tier_objects`] (the scanner runs it at start and every
+//! pass).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use parking_lot::Mutex;
+
+use crate::error::{BodyError, Error};
+use crate::objects::VersionRef;
+use crate::record::{ObjectRecord, TierRef};
+use crate::set::version_key;
+use crate::store::Store;
+use crate::tier::TIER_NS;
+use crate::write::BodyStream;
+use disk_engine::{ListStart, Tier};
+
+fn new_crc() -> crc_fast::Digest {
+    crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi)
+}
+
+/// Tier objects listed per page by the sweep.
+const SWEEP_PAGE: usize = 1000;
+
+/// What a transition did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transitioned {
+    /// The bytes moved to the cold pool (this many).
+    Moved(u64),
+    /// Only the storage class changed (the bytes were already there).
+    Relabelled,
+    /// Nothing: the version changed or vanished meanwhile, or already has
+    /// the class.
+    Unchanged,
+}
+
+impl Store {
+    /// Moves version `version` of `bucket/key` (the current one if `None`)
+    /// to storage class `class` in the pool of `tier`. Only moves towards
+    /// the cold pool are supported (lifecycle never moves objects back;
+    /// a client can, with CopyObject).
+    pub async fn transition_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionRef>,
+        class: &str,
+        tier: Tier,
+    ) -> Result<Transitioned, Error> {
+        let before = self.get_version(bucket, key, version).await?;
+        if before.delete_marker || before.meta.storage_class.as_deref() == Some(class) {
+            return Ok(Transitioned::Unchanged);
+        }
+        let in_cold = before.tiered.is_some();
+        match (tier, in_cold) {
+            (Tier::Hot, true) => {
+                return Err(Error::InvalidArgument(
+                    "lifecycle transitions do not move objects back to the hot pool".into(),
+                ))
+            }
+            (Tier::Hot, false) | (Tier::Cold, true) => {
+                let mut after = before.clone();
+                after.meta.storage_class = Some(class.to_string());
+                return Ok(match self.flip(bucket, key, &before, after).await? {
+                    true => Transitioned::Relabelled,
+                    false => Transitioned::Unchanged,
+                });
+            }
+            (Tier::Cold, false) => {}
+        }
+        let size = before.size;
+        let read_crc = Arc::new(Mutex::new(new_crc()));
+        let crc = read_crc.clone();
+        let source = self
+            .read_object(bucket, key, before.clone(), 0..size)
+            .map(move |chunk| {
+                let chunk = chunk.map_err(|e| Box::new(e) as BodyError)?;
+                crc.lock().update(&chunk);
+                Ok(chunk)
+            });
+        let body: BodyStream = Box::pin(source);
+        let staged = self.write_tier_data(body, Some(size)).await?;
+        if staged.size != size {
+            return Err(Error::Corrupt(format!(
+                "transition read {} of {size} bytes",
+                staged.size
+            )));
+        }
+        let tier_ref = self
+            .commit_tier_object(staged, bucket, key, &before.meta)
+            .await?;
+        let read = read_crc.lock().finalize();
+        match self.tier_crc(&tier_ref, size).await {
+            Ok(written) if written == read => {}
+            Ok(_) => {
+                self.set.release_tiered(vec![tier_ref]);
+                return Err(Error::Corrupt(
+                    "the cold copy differs from the hot one".into(),
+                ));
+            }
+            Err(e) => {
+                self.set.release_tiered(vec![tier_ref]);
+                return Err(e);
+            }
+        }
+        let mut after = before.clone();
+        after.parts = Vec::new();
+        after.tiered = Some(tier_ref.clone());
+        after.meta.storage_class = Some(class.to_string());
+        match self.flip(bucket, key, &before, after).await {
+            Ok(true) => Ok(Transitioned::Moved(size)),
+            Ok(false) => {
+                self.set.release_tiered(vec![tier_ref]);
+                Ok(Transitioned::Unchanged)
+            }
+            // The rewrite may have reached some disks: the sweep decides
+            // from what becomes visible.
+            Err(e) => Err(e),
+        }
+    }
+
+    /// CRC32C of a tier object's bytes, read back from its pool.
+    async fn tier_crc(&self, tier: &TierRef, size: u64) -> Result<u64, Error> {
+        let mut stream = self.read_tiered(tier.clone(), 0..size);
+        let mut crc = new_crc();
+        let mut read = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk?;
+            read += chunk.len() as u64;
+            crc.update(&chunk);
+        }
+        if read != size {
+            return Err(Error::Corrupt(format!(
+                "the cold copy has {read} of {size} bytes"
+            )));
+        }
+        Ok(crc.finalize())
+    }
+
+    /// Rewrites version `before` as `after` under the key's lock, if it is
+    /// still exactly `before`. The rewrite frees what `before` referenced
+    /// and `after` does not.
+    async fn flip(
+        &self,
+        bucket: &str,
+        key: &str,
+        before: &ObjectRecord,
+        after: ObjectRecord,
+    ) -> Result<bool, Error> {
+        let _guard = self.set.locks.lock(bucket, key).await;
+        let state = self.set.resolve_key(bucket, key).await?;
+        let wanted = version_key(before.version_id);
+        let unchanged = state
+            .versions
+            .iter()
+            .any(|v| v.record.version == wanted && v.object == *before);
+        if !unchanged {
+            return Ok(false);
+        }
+        let all = vec![true; self.set.width()];
+        self.set.rewrite_record(bucket, key, after, &all).await?;
+        Ok(true)
+    }
+
+    /// Deletes tier objects no version refers to that are older than
+    /// `grace` (younger ones may belong to a write or transition still in
+    /// progress). Returns how many were deleted.
+    pub async fn sweep_tier_objects(&self, grace: Duration) -> Result<usize, Error> {
+        let Some(cold) = self.cold_pool() else {
+            return Ok(0);
+        };
+        let cutoff = crate::set::now_ns().saturating_sub(grace.as_nanos() as u64);
+        let mut start = ListStart::Beginning;
+        let mut deleted = 0;
+        loop {
+            let page = cold
+                .set
+                .list_resolved::<ObjectRecord>(TIER_NS, b"", start, SWEEP_PAGE)
+                .await?;
+            for (name, versions) in &page.keys {
+                let Some(tier_object) = versions.first().map(|v| &v.object) else {
+                    continue;
+                };
+                if tier_object.mtime_ns > cutoff {
+                    continue;
+                }
+                let Ok(id) = name.parse::<uuid::Uuid>() else {
+                    continue;
+                };
+                let owner = |n: &str| {
+                    tier_object
+                        .meta
+                        .user
+                        .iter()
+                        .find(|(k, _)| k == n)
+                        .map(|(_, v)| v.clone())
+                };
+                let (Some(bucket), Some(key)) = (
+                    owner(crate::tier::OWNER_BUCKET),
+                    owner(crate::tier::OWNER_KEY),
+                ) else {
+                    continue;
+                };
+                let referenced = match self.set.resolve_key(&bucket, &key).await {
+                    Ok(state) => state
+                        .versions
+                        .iter()
+                        .any(|v| v.object.tiered.as_ref().is_some_and(|t| t.id == id)),
+                    // Unsure (disks missing): keep it.
+                    Err(_) => true,
+                };
+                if !referenced {
+                    tracing::info!(%id, %bucket, %key, "deleting an unreferenced tier object");
+                    self.set.release_tiered(vec![TierRef {
+                        tier: crate::tier::COLD_TIER.into(),
+                        id,
+                    }]);
+                    deleted += 1;
+                }
+            }
+            match page.next {
+                Some(next) => start = ListStart::After(next),
+                None => return Ok(deleted),
+            }
+        }
+    }
+}
