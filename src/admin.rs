@@ -47,8 +47,43 @@ pub enum AdminCommand {
     /// Reclaim the space of deleted and overwritten small (packed) objects
     /// now, on every disk, while the server keeps serving.
     Gc,
+    /// Lifecycle: what the scanner did, run a pass now, or dry-run the rules.
+    #[command(subcommand)]
+    Lifecycle(LifecycleCommand),
     /// Counters of the running server: hot-object cache (hit rate) and repair.
     Stats {
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Lifecycle administration.
+#[derive(Subcommand, Debug)]
+pub enum LifecycleCommand {
+    /// Per bucket and rule: objects and bytes transitioned, expired,
+    /// pending and failed, the last pass and its lag, and a progress bar
+    /// for a running pass.
+    Status {
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a lifecycle pass over a bucket now.
+    Run {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+    },
+    /// Dry run: what the bucket's rules will transition or expire over the
+    /// next days (counts, bytes, example keys). Changes nothing.
+    Plan {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+        /// How many lifecycle days ahead (0: what is due now).
+        #[arg(long, default_value_t = 0)]
+        days: u32,
         /// Print the raw JSON.
         #[arg(long)]
         json: bool,
@@ -123,6 +158,7 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
             );
             println!("The secret is shown only this once.");
         }
+        AdminCommand::Lifecycle(cmd) => crate::lifecycle_admin::execute(&client, cmd).await?,
         AdminCommand::Gc => {
             let v = client.call("POST", "gc", None).await?;
             println!("collected packed garbage on {} disks", v["disksCollected"]);
@@ -217,7 +253,7 @@ fn root_key(data_dir: &std::path::Path) -> anyhow::Result<(String, String)> {
     }
 }
 
-struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
     region: String,
@@ -242,7 +278,12 @@ impl Client {
     }
 
     /// Sends a signed request; returns the JSON answer or the server's error.
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.base);
         let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let host = reqwest::Url::parse(&url)?

@@ -7,6 +7,7 @@
 
 mod admin;
 mod credentials;
+mod lifecycle_admin;
 mod server;
 
 use clap::{Parser, Subcommand};

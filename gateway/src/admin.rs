@@ -10,6 +10,9 @@
 //! | DELETE | `/granary/admin/v1/users/{accessKey}/policy` | remove the user's policy |
 //! | GET | `/granary/admin/v1/stats` | hot-object cache and repair counters |
 //! | POST | `/granary/admin/v1/gc` | reclaim the space of deleted packed objects now |
+//! | GET | `/granary/admin/v1/lifecycle/status` | per bucket and rule: passes, progress, counters, failures |
+//! | POST | `/granary/admin/v1/lifecycle/run/{bucket}` | start a lifecycle pass over the bucket now |
+//! | GET | `/granary/admin/v1/lifecycle/plan/{bucket}/{days}` | what the rules will do over the next days (dry run) |
 
 use std::sync::Arc;
 
@@ -69,6 +72,14 @@ struct NewUser {
 }
 
 /// A policy given as a JSON document or as a string holding one.
+fn lifecycle_off() -> Response<Body> {
+    error(
+        StatusCode::NOT_FOUND,
+        "NoSuchAdminOperation",
+        "this server runs no lifecycle scanner",
+    )
+}
+
 fn policy_text(v: Option<Value>) -> Option<String> {
     match v {
         None | Some(Value::Null) => None,
@@ -214,6 +225,34 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
             }
         }
         (&Method::GET, ["stats"]) => reply(StatusCode::OK, stats(&gw.store)),
+        (&Method::GET, ["lifecycle", "status"]) => match &gw.lifecycle {
+            Some(scanner) => reply(StatusCode::OK, json!({ "buckets": scanner.status() })),
+            None => lifecycle_off(),
+        },
+        (&Method::POST, ["lifecycle", "run", bucket]) => match &gw.lifecycle {
+            Some(scanner) => {
+                if let Err(e) = gw.store.bucket(bucket).await {
+                    return s3_error(crate::ops::named(e, bucket, None));
+                }
+                let (scanner, name) = (scanner.clone(), bucket.to_string());
+                tokio::spawn(async move {
+                    if let Err(e) = scanner.run_bucket(&name).await {
+                        tracing::warn!(bucket = %name, error = %e, "lifecycle pass failed");
+                    }
+                });
+                reply(StatusCode::ACCEPTED, json!({ "started": bucket }))
+            }
+            None => lifecycle_off(),
+        },
+        (&Method::GET, ["lifecycle", "plan", bucket, days]) => {
+            let (Some(scanner), Ok(days)) = (&gw.lifecycle, days.parse::<u32>()) else {
+                return lifecycle_off();
+            };
+            match scanner.plan(bucket, days).await {
+                Ok(plan) => reply(StatusCode::OK, json!(plan)),
+                Err(e) => s3_error(crate::ops::named(e, bucket, None)),
+            }
+        }
         (&Method::POST, ["gc"]) => {
             let disks = gw.store.collect_packed_garbage().await;
             reply(StatusCode::OK, json!({ "disksCollected": disks }))

@@ -88,6 +88,8 @@ pub enum S3Error {
     NoSuchBucketPolicy,
     /// 404 NoSuchCORSConfiguration.
     NoSuchCorsConfiguration,
+    /// 404 NoSuchLifecycleConfiguration.
+    NoSuchLifecycleConfiguration,
     /// 409 ConditionalRequestConflict.
     ConditionalRequestConflict,
     /// 400 InvalidTag.
@@ -169,6 +171,7 @@ impl S3Error {
             NoSuchTagSet => "NoSuchTagSet",
             NoSuchBucketPolicy => "NoSuchBucketPolicy",
             NoSuchCorsConfiguration => "NoSuchCORSConfiguration",
+            NoSuchLifecycleConfiguration => "NoSuchLifecycleConfiguration",
             ConditionalRequestConflict => "ConditionalRequestConflict",
             InvalidTag(_) => "InvalidTag",
             BadRequest(_) => "BadRequest",
@@ -203,7 +206,8 @@ impl S3Error {
             | NoSuchVersion
             | NoSuchTagSet
             | NoSuchBucketPolicy
-            | NoSuchCorsConfiguration => StatusCode::NOT_FOUND,
+            | NoSuchCorsConfiguration
+            | NoSuchLifecycleConfiguration => StatusCode::NOT_FOUND,
             ConditionalRequestConflict => StatusCode::CONFLICT,
             AccessForbidden(_) => StatusCode::FORBIDDEN,
             InvalidTag(_)
@@ -289,6 +293,7 @@ impl S3Error {
             NoSuchTagSet => "The TagSet does not exist".into(),
             NoSuchBucketPolicy => "The bucket policy does not exist".into(),
             NoSuchCorsConfiguration => "The CORS configuration does not exist".into(),
+            NoSuchLifecycleConfiguration => "The lifecycle configuration does not exist".into(),
             ConditionalRequestConflict => "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.".into(),
             InvalidTag(m) | BadRequest(m) | MalformedPolicy(m) | AccessForbidden(m) => m.clone(),
             IncorrectNumberOfFiles => "POST requires exactly one file upload per request.".into(),

@@ -76,6 +76,9 @@ pub struct Gateway {
     pub identities: iam::Identities,
     /// Answering options.
     pub config: GatewayConfig,
+    /// The lifecycle scanner, when the server runs one (admin status and
+    /// runs, and the length of a lifecycle day for `x-amz-expiration`).
+    pub lifecycle: Option<Arc<lifecycle::Scanner>>,
     /// Owner shown in listings.
     pub owner: xml::Owner,
 }
@@ -99,6 +102,7 @@ impl Gateway {
             identities: iam::Identities::new(root, store.clone(), master),
             store,
             config,
+            lifecycle: None,
             owner,
         }
     }

@@ -330,7 +330,7 @@ mod tests {
         };
         let eodm = cfg("<Rule><ID>m</ID><Filter/><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>");
         assert_eq!(
-            candidates(&eodm, &c, "k", &[marker.clone()], 0)[0].action,
+            candidates(&eodm, &c, "k", std::slice::from_ref(&marker), 0)[0].action,
             Action::RemoveMarker
         );
         assert!(candidates(&eodm, &c, "k", &[marker, obj(0, 1)], 0).is_empty());

@@ -83,6 +83,7 @@ impl ScannerOptions {
 
 /// Counters of one rule.
 #[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RuleStats {
     /// Versions moved to a colder class.
     pub transitioned_objects: u64,
@@ -107,6 +108,7 @@ pub struct RuleStats {
 
 /// Lifecycle state of one bucket.
 #[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BucketStatus {
     /// A pass is running now.
     pub running: bool,
@@ -128,6 +130,7 @@ pub struct BucketStatus {
 
 /// What the rules will do over a period (a dry run).
 #[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Plan {
     /// Until when (ns since the epoch).
     pub until_ns: u64,
@@ -137,6 +140,7 @@ pub struct Plan {
 
 /// One kind of planned action.
 #[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanEntry {
     /// Versions (or uploads).
     pub objects: u64,
@@ -158,6 +162,7 @@ pub struct Scanner {
     status: Mutex<BTreeMap<String, BucketStatus>>,
     wake: Notify,
     pacer: tokio::sync::Mutex<Pacer>,
+    shutdown: CancellationToken,
 }
 
 /// What one version is, for evaluation.
@@ -202,6 +207,7 @@ impl Scanner {
             pacer: tokio::sync::Mutex::new(Pacer {
                 next: Instant::now(),
             }),
+            shutdown: CancellationToken::new(),
         })
     }
 
@@ -210,11 +216,12 @@ impl Scanner {
         self.opts.clock
     }
 
-    /// Runs passes until `shutdown`: one at start (after sweeping tier
-    /// objects an interrupted transition left), then every interval or
-    /// when [`Scanner::trigger`] is called.
-    pub fn spawn(self: &Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()> {
+    /// Runs passes until [`Scanner::stop`]: one at start (after sweeping
+    /// tier objects an interrupted transition left), then every interval
+    /// or when [`Scanner::trigger`] is called.
+    pub fn spawn(self: &Arc<Self>) -> JoinHandle<()> {
         let me = self.clone();
+        let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
             loop {
                 if let Err(e) = me.store.sweep_tier_objects(SWEEP_GRACE).await {
@@ -228,6 +235,11 @@ impl Scanner {
                 }
             }
         })
+    }
+
+    /// Stops the task [`Scanner::spawn`] started (after its current pass).
+    pub fn stop(&self) {
+        self.shutdown.cancel();
     }
 
     /// Starts a pass over every bucket now.
@@ -386,6 +398,9 @@ impl Scanner {
                 }
             }
             match page.next {
+                // A stopping server ends the pass early; the next one
+                // starts over.
+                Some(_) if self.shutdown.is_cancelled() => break,
                 Some(next) => start = ListStart::After(next.into_bytes()),
                 None => break,
             }

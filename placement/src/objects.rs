@@ -212,13 +212,21 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
+        let part = PartRef {
+            number: 1,
+            size,
+            data_id: None,
+            packed: false,
+            etag: meta.etag.clone(),
+            checksum: meta.checksum.clone(),
+        };
         let record = ObjectRecord {
             version_id: None,
             mtime_ns: 0,
             delete_marker: false,
             size,
             layout: self.set.layout_for(bucket, key),
-            parts: Vec::new(),
+            parts: vec![part],
             multipart: false,
             meta,
             inline: None,

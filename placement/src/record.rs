@@ -116,8 +116,8 @@ pub struct ObjectRecord {
     /// Object tags (key, value), in the order given.
     #[serde(default)]
     pub tags: Vec<(String, String)>,
-    /// Where the bytes are when they are not in this set's shards (then
-    /// `parts` is empty): a tier object holding the whole version.
+    /// Where the bytes are when they are not in this set's shards (then no
+    /// part has a data id): a tier object holding the whole version.
     #[serde(default)]
     pub tiered: Option<TierRef>,
 }

@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 
 use crate::error::{BodyError, Error};
 use crate::objects::VersionRef;
-use crate::record::{ObjectRecord, TierRef};
+use crate::record::{ObjectRecord, PartRef, TierRef};
 use crate::set::version_key;
 use crate::store::Store;
 use crate::tier::TIER_NS;
@@ -46,6 +46,20 @@ pub enum Transitioned {
     /// Nothing: the version changed or vanished meanwhile, or already has
     /// the class.
     Unchanged,
+}
+
+/// The parts of a version whose bytes are in a tier: sizes, entity tags
+/// and checksums as before (part-number reads and attributes still
+/// work), no data of their own.
+pub(crate) fn tiered_parts(parts: &[PartRef]) -> Vec<PartRef> {
+    parts
+        .iter()
+        .map(|p| PartRef {
+            data_id: None,
+            packed: false,
+            ..p.clone()
+        })
+        .collect()
 }
 
 impl Store {
@@ -118,7 +132,7 @@ impl Store {
             }
         }
         let mut after = before.clone();
-        after.parts = Vec::new();
+        after.parts = tiered_parts(&before.parts);
         after.tiered = Some(tier_ref.clone());
         after.meta.storage_class = Some(class.to_string());
         match self.flip(bucket, key, &before, after).await {

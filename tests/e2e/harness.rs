@@ -187,6 +187,22 @@ impl Drop for Server {
     }
 }
 
+/// A server with four hot and four cold directories.
+pub fn start_tiered(extra: &[&str]) -> (Server, Vec<PathBuf>) {
+    let root = tempfile::tempdir().unwrap();
+    let hot: Vec<PathBuf> = (1..=4)
+        .map(|i| root.path().join(format!("hot{i}")))
+        .collect();
+    let cold: Vec<PathBuf> = (1..=4)
+        .map(|i| root.path().join(format!("cold{i}")))
+        .collect();
+    let mut args: Vec<String> = vec!["--cold".into()];
+    args.extend(cold.iter().map(|d| d.display().to_string()));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    (Server::start_in(root, hot, &args), cold)
+}
+
 /// Sends a signal with the `kill` command.
 pub fn unsafe_kill(pid: u32, signal: &str) {
     let _ = Command::new("kill")

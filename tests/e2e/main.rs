@@ -16,6 +16,7 @@ mod data_path;
 mod durability;
 mod full_disk;
 mod large;
+mod lifecycle;
 mod listing;
 mod multipart;
 mod objects;

@@ -8,23 +8,7 @@ use std::time::Duration;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::StorageClass;
 
-use crate::harness::{code, files_under, get_bytes, Pattern, Server};
-
-/// A server with four hot and four cold directories.
-fn start_tiered(extra: &[&str]) -> (Server, Vec<PathBuf>) {
-    let root = tempfile::tempdir().unwrap();
-    let hot: Vec<PathBuf> = (1..=4)
-        .map(|i| root.path().join(format!("hot{i}")))
-        .collect();
-    let cold: Vec<PathBuf> = (1..=4)
-        .map(|i| root.path().join(format!("cold{i}")))
-        .collect();
-    let mut args: Vec<String> = vec!["--cold".into()];
-    args.extend(cold.iter().map(|d| d.display().to_string()));
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    (Server::start_in(root, hot, &args), cold)
-}
+use crate::harness::{code, files_under, get_bytes, start_tiered, Pattern, Server};
 
 fn shard_files(dirs: &[PathBuf]) -> usize {
     dirs.iter()

@@ -129,6 +129,7 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
         .is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"));
     let whole = range.start == 0 && range.end == obj.size && !(part.is_some() && obj.multipart);
     object_headers(headers, &obj, checksum_mode && whole);
+    super::lifecycle::add_expiration(gw, bucket, key, &obj, headers).await;
     if let (true, Some(n), true) = (checksum_mode, part, obj.multipart) {
         // A part of a multipart object: that part's own checksum.
         if let Some(c) = obj

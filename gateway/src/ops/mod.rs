@@ -8,6 +8,7 @@ mod copy;
 pub(crate) mod cors;
 mod delete;
 mod get;
+pub(crate) mod lifecycle;
 mod list;
 mod list_xml;
 mod multipart;
@@ -31,7 +32,6 @@ use crate::Gateway;
 /// Bucket subresources S3 defines that Granary does not serve yet.
 const UNSUPPORTED_BUCKET: &[&str] = &[
     "policyStatus",
-    "lifecycle",
     "website",
     "logging",
     "notification",
@@ -157,6 +157,9 @@ pub(crate) enum Op {
     GetBucketCors,
     PutBucketCors,
     DeleteBucketCors,
+    GetBucketLifecycle,
+    PutBucketLifecycle,
+    DeleteBucketLifecycle,
     ListMultipartUploads,
     ListObjectsV2,
     ListObjects,
@@ -205,6 +208,7 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
                 Method::GET if req.has("tagging") => Op::GetBucketTagging,
                 Method::GET if req.has("policy") => Op::GetBucketPolicy,
                 Method::GET if req.has("cors") => Op::GetBucketCors,
+                Method::GET if req.has("lifecycle") => Op::GetBucketLifecycle,
                 Method::GET if req.has("uploads") => Op::ListMultipartUploads,
                 Method::GET if req.q("list-type") == Some("2") => Op::ListObjectsV2,
                 Method::GET => Op::ListObjects,
@@ -214,10 +218,12 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
                 Method::PUT if req.has("tagging") => Op::PutBucketTagging,
                 Method::PUT if req.has("policy") => Op::PutBucketPolicy,
                 Method::PUT if req.has("cors") => Op::PutBucketCors,
+                Method::PUT if req.has("lifecycle") => Op::PutBucketLifecycle,
                 Method::PUT => Op::CreateBucket,
                 Method::DELETE if req.has("tagging") => Op::DeleteBucketTagging,
                 Method::DELETE if req.has("policy") => Op::DeleteBucketPolicy,
                 Method::DELETE if req.has("cors") => Op::DeleteBucketCors,
+                Method::DELETE if req.has("lifecycle") => Op::DeleteBucketLifecycle,
                 Method::DELETE => Op::DeleteBucket,
                 Method::POST if req.has("delete") => Op::DeleteObjects,
                 Method::POST => Op::PostObject,
@@ -277,6 +283,8 @@ impl Op {
             DeleteBucketPolicy => "s3:DeleteBucketPolicy",
             GetBucketCors => "s3:GetBucketCORS",
             PutBucketCors | DeleteBucketCors => "s3:PutBucketCORS",
+            GetBucketLifecycle => "s3:GetLifecycleConfiguration",
+            PutBucketLifecycle | DeleteBucketLifecycle => "s3:PutLifecycleConfiguration",
             ListMultipartUploads => "s3:ListBucketMultipartUploads",
             ListObjectsV2 | ListObjects | HeadBucket => "s3:ListBucket",
             CreateBucket => "s3:CreateBucket",
@@ -406,6 +414,9 @@ async fn execute(op: Op, gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
         GetBucketCors => cors::get(gw, req).await,
         PutBucketCors => cors::put(gw, req, body).await,
         DeleteBucketCors => cors::delete(gw, req).await,
+        GetBucketLifecycle => lifecycle::get(gw, req).await,
+        PutBucketLifecycle => lifecycle::put(gw, req, body).await,
+        DeleteBucketLifecycle => lifecycle::delete(gw, req).await,
         ListMultipartUploads => multipart::list_uploads(gw, req).await,
         ListObjectsV2 => list::list_v2(gw, req).await,
         ListObjects => list::list_v1(gw, req).await,

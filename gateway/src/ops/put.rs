@@ -47,6 +47,9 @@ pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
     if stored.version_id.is_some() {
         resp = resp.header("x-amz-version-id", versions::of(&stored));
     }
+    if let Some(headers) = resp.headers_mut() {
+        super::lifecycle::add_expiration(gw, req.bucket(), req.key(), &stored, headers).await;
+    }
     if let Some(alg) = ChecksumAlgorithm::from_name(&received.checksum.algorithm) {
         resp = resp
             .header(alg.header(), &received.checksum.value)
