@@ -86,6 +86,31 @@ check "s3 presign + plain HTTP GET" bash -c "curl -sf ${AWS_CA_BUNDLE:+--cacert 
 expect_error "wrong secret" SignatureDoesNotMatch env AWS_SECRET_ACCESS_KEY=wrong-secret-0000 aws --endpoint-url "$GRANARY_ENDPOINT" s3 ls s3://compat-cli
 
 # Removal.
+# Storage classes and lifecycle: rule JSON through the CLI, then the rules
+# at work (the server's lifecycle day is 2 s).
+check "s3 cp --storage-class GLACIER" aws_ s3 cp --no-progress --storage-class GLACIER "$w/small.txt" s3://compat-cli/cold/small.txt
+check "head-object shows GLACIER" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3api head-object --bucket compat-cli --key cold/small.txt | grep -q '\"StorageClass\": \"GLACIER\"'"
+check "cold object reads back" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3 cp --no-progress s3://compat-cli/cold/small.txt - | cmp - $w/small.txt"
+expect_error "unknown storage class" InvalidStorageClass aws_ s3api put-object --bucket compat-cli --key x --body "$w/small.txt" --storage-class REDUCED_REDUNDANCY
+cat > "$w/lifecycle.json" <<'JSON'
+{"Rules": [
+  {"ID": "expire-tmp", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled", "Expiration": {"Days": 1}},
+  {"ID": "ckpt-cold", "Filter": {"And": {"Prefix": "ckpt/", "ObjectSizeGreaterThan": 0}}, "Status": "Enabled",
+   "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]},
+  {"ID": "uploads", "Filter": {"Prefix": ""}, "Status": "Enabled", "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 7}}
+]}
+JSON
+cat > "$w/lifecycle-bad.json" <<'JSON'
+{"Rules": [{"ID": "ia", "Filter": {}, "Status": "Enabled", "Transitions": [{"Days": 5, "StorageClass": "STANDARD_IA"}]}]}
+JSON
+check "s3api put-bucket-lifecycle-configuration" aws_ s3api put-bucket-lifecycle-configuration --bucket compat-cli --lifecycle-configuration "file://$w/lifecycle.json"
+check "s3api get-bucket-lifecycle-configuration" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3api get-bucket-lifecycle-configuration --bucket compat-cli | grep -q '\"ID\": \"ckpt-cold\"'"
+expect_error "lifecycle: IA before 30 days" InvalidArgument aws_ s3api put-bucket-lifecycle-configuration --bucket compat-cli --lifecycle-configuration "file://$w/lifecycle-bad.json"
+check "put-object tmp/ and ckpt/" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3api put-object --bucket compat-cli --key tmp/a --body $w/small.txt >/dev/null && aws --endpoint-url $GRANARY_ENDPOINT s3api put-object --bucket compat-cli --key ckpt/a --body $w/small.txt >/dev/null"
+check "lifecycle expires tmp/a" bash -c "for i in \$(seq 80); do aws --endpoint-url $GRANARY_ENDPOINT s3api head-object --bucket compat-cli --key tmp/a >/dev/null 2>&1 || exit 0; sleep 0.5; done; exit 1"
+check "lifecycle moves ckpt/a to GLACIER" bash -c "for i in \$(seq 80); do aws --endpoint-url $GRANARY_ENDPOINT s3api head-object --bucket compat-cli --key ckpt/a | grep -q GLACIER && exit 0; sleep 0.5; done; exit 1"
+check "s3api delete-bucket-lifecycle" aws_ s3api delete-bucket-lifecycle --bucket compat-cli
+expect_error "no lifecycle after delete" NoSuchLifecycleConfiguration aws_ s3api get-bucket-lifecycle-configuration --bucket compat-cli
 check "s3 rm one" aws_ s3 rm s3://compat-cli/big.bin
 expect_error "s3 rb non-empty" BucketNotEmpty aws_ s3 rb s3://compat-cli
 check "s3 rm --recursive" aws_ s3 rm --recursive --quiet s3://compat-cli

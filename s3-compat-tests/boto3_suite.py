@@ -406,7 +406,15 @@ def storage_classes():
     s3.put_object(Bucket=BUCKET, Key="sc", Body=b"x", StorageClass="STANDARD")
     listed = s3.list_objects_v2(Bucket=BUCKET, Prefix="sc")["Contents"][0]
     assert listed["StorageClass"] == "STANDARD"
-    assert error_code(lambda: s3.put_object(Bucket=BUCKET, Key="sc2", Body=b"x", StorageClass="GLACIER")) == "InvalidStorageClass"
+    # Cold classes are stored in the cold pool and read directly.
+    s3.put_object(Bucket=BUCKET, Key="sc-cold", Body=b"cold bytes", StorageClass="DEEP_ARCHIVE")
+    assert s3.head_object(Bucket=BUCKET, Key="sc-cold")["StorageClass"] == "DEEP_ARCHIVE"
+    assert s3.get_object(Bucket=BUCKET, Key="sc-cold")["Body"].read() == b"cold bytes"
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix="sc-cold")["Contents"][0]
+    assert listed["StorageClass"] == "DEEP_ARCHIVE"
+    s3.copy_object(Bucket=BUCKET, Key="sc-cold", CopySource={"Bucket": BUCKET, "Key": "sc-cold"}, StorageClass="STANDARD")
+    assert "StorageClass" not in s3.head_object(Bucket=BUCKET, Key="sc-cold")
+    assert error_code(lambda: s3.put_object(Bucket=BUCKET, Key="sc2", Body=b"x", StorageClass="REDUCED_REDUNDANCY")) == "InvalidStorageClass"
 
 
 @test

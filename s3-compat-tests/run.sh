@@ -44,12 +44,14 @@ export AWS_ACCESS_KEY_ID="$GRANARY_ROOT_USER" AWS_SECRET_ACCESS_KEY="$GRANARY_RO
 export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
 export GRANARY_BIN="$bin" PATH="$venv/bin:$PATH"
 
-# Starts a server over fresh directories under $1 (extra flags after it)
-# and sets $endpoint.
+# Starts a server over fresh directories under $1 (extra flags after it):
+# a hot pool of four, a cold pool of four, lifecycle days of 2 s. Sets
+# $endpoint.
 start_server() {
     local dir="$1"; shift
     mkdir -p "$dir"
-    "$bin" server "$dir"/disk{1,2,3,4} --address 127.0.0.1:0 "$@" >"$dir/server.out" 2>"$dir/server.log" &
+    "$bin" server "$dir"/disk{1,2,3,4} --cold "$dir"/cold{1,2,3,4} --lifecycle-day-secs 2 \
+        --address 127.0.0.1:0 "$@" >"$dir/server.out" 2>"$dir/server.log" &
     server_pid=$!
     endpoint=""
     for _ in $(seq 1 100); do

@@ -11,7 +11,6 @@ async fn unsupported_operations_answer_not_implemented() {
     put_bytes(&c, "bkt", "k", b"kept".to_vec()).await;
     let bucket_subresources = [
         "policyStatus",
-        "lifecycle",
         "website",
         "logging",
         "notification",

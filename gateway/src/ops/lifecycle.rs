@@ -58,6 +58,16 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let doc = read_document(gw, req, body, MAX_LIFECYCLE_BYTES).await?;
     let cfg = lifecycle::parse(&doc, req.header(MIN_SIZE_HEADER))?;
+    let transitions = cfg
+        .rules
+        .iter()
+        .any(|r| !r.transitions.is_empty() || !r.noncurrent_transitions.is_empty());
+    if transitions && gw.store.cold_pool().is_none() {
+        // A rule that could never fire is refused rather than kept.
+        return Err(S3Error::InvalidRequest(
+            "Transition actions need a cold pool, and this server has none (start it with --cold DIR...)".into(),
+        ));
+    }
     let (text, min) = (cfg.to_xml(), cfg.min_size_header().to_string());
     gw.store
         .update_bucket(req.bucket(), |b| {
