@@ -214,6 +214,36 @@ async fn cold_classes_need_a_cold_pool() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "InvalidStorageClass");
+    // A transition rule could never fire here: refused, not stored.
+    use aws_sdk_s3::types::{
+        BucketLifecycleConfiguration, ExpirationStatus, LifecycleRule, LifecycleRuleFilter,
+        Transition, TransitionStorageClass,
+    };
+    let rule = LifecycleRule::builder()
+        .id("cold")
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix("").build())
+        .transitions(
+            Transition::builder()
+                .days(1)
+                .storage_class(TransitionStorageClass::Glacier)
+                .build(),
+        )
+        .build()
+        .unwrap();
+    let e = c
+        .put_bucket_lifecycle_configuration()
+        .bucket("tiers")
+        .lifecycle_configuration(
+            BucketLifecycleConfiguration::builder()
+                .rules(rule)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRequest");
 }
 
 #[tokio::test]
