@@ -4,11 +4,15 @@
 //! and the background scanner that applies them: expirations, noncurrent
 //! version clean-up, aborts of stale multipart uploads, and transitions
 //! from the hot pool to the cold pool (the data movement itself is the
-//! placement layer's `Store::transition_version`).
+//! placement layer's `Store::transition_version`). Beyond S3, checkpoint
+//! retention rules ([`checkpoints`]) keep the newest complete checkpoint
+//! directories under a prefix and move or expire the older ones whole.
 //!
 //! The gateway uses [`config`] for the bucket API and [`eval`] for the
 //! `x-amz-expiration` header; the server runs a [`Scanner`].
 
+pub mod checkpoints;
+mod checkpoint_pass;
 pub mod config;
 pub mod eval;
 mod scanner;
@@ -16,6 +20,6 @@ mod scanner;
 pub use config::{parse, ConfigError, LifecycleConfig};
 pub use eval::Clock;
 pub use scanner::{
-    bucket_config, BucketStatus, Plan, PlanEntry, RuleStats, Scanner, ScannerOptions, CONFIG_KEY,
+    bucket_checkpoints, bucket_config, BucketStatus, Plan, PlanEntry, RuleStats, Scanner, ScannerOptions, CONFIG_KEY,
     MIN_SIZE_KEY,
 };

@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoints::{CheckpointRules, CHECKPOINTS_KEY};
 use crate::config::{parse, LifecycleConfig};
 use crate::eval::{candidates, pick, Action, Clock, Version};
 
@@ -26,7 +27,7 @@ pub const CONFIG_KEY: &str = "lifecycle";
 /// Key of its `x-amz-transition-default-minimum-object-size`.
 pub const MIN_SIZE_KEY: &str = "lifecycle-min-size";
 /// Keys per listing page of a pass.
-const PAGE_KEYS: usize = 1000;
+pub(crate) const PAGE_KEYS: usize = 1000;
 /// Example keys a plan shows per rule and action.
 const PLAN_EXAMPLES: usize = 5;
 /// Tier objects younger than this are never swept (a write or transition
@@ -39,6 +40,19 @@ fn now_ns() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
+}
+
+/// A bucket's checkpoint retention rules, if it has any.
+pub fn bucket_checkpoints(bucket: &BucketRecord) -> Option<CheckpointRules> {
+    let doc = bucket.config.get(CHECKPOINTS_KEY)?;
+    match serde_json::from_str::<CheckpointRules>(doc) {
+        Ok(rules) if !rules.rules.is_empty() => Some(rules),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::error!(bucket = %bucket.name, error = %e, "stored checkpoint rules do not parse");
+            None
+        }
+    }
 }
 
 /// A bucket's lifecycle configuration, if it has one.
@@ -150,6 +164,23 @@ pub struct PlanEntry {
     pub examples: Vec<String>,
 }
 
+impl Plan {
+    /// Counts one planned action of `rule` on `key`.
+    pub(crate) fn note(&mut self, rule: &str, action: String, key: &str, bytes: u64) {
+        let e = self
+            .actions
+            .entry(rule.to_string())
+            .or_default()
+            .entry(action)
+            .or_default();
+        e.objects += 1;
+        e.bytes += bytes;
+        if e.examples.len() < PLAN_EXAMPLES {
+            e.examples.push(key.to_string());
+        }
+    }
+}
+
 /// Spaces actions out to the configured rates.
 struct Pacer {
     next: Instant,
@@ -166,13 +197,13 @@ pub struct Scanner {
 }
 
 /// What one version is, for evaluation.
-struct Seen {
-    version: VersionRef,
-    mtime_ns: u64,
-    size: u64,
-    delete_marker: bool,
-    class: String,
-    tags: Option<Vec<(String, String)>>,
+pub(crate) struct Seen {
+    pub(crate) version: VersionRef,
+    pub(crate) mtime_ns: u64,
+    pub(crate) size: u64,
+    pub(crate) delete_marker: bool,
+    pub(crate) class: String,
+    pub(crate) tags: Option<Vec<(String, String)>>,
 }
 
 impl Seen {
@@ -187,7 +218,7 @@ impl Seen {
     }
 }
 
-fn action_name(a: &Action) -> String {
+pub(crate) fn action_name(a: &Action) -> String {
     match a {
         Action::Expire => "expire".into(),
         Action::RemoveMarker => "remove expired delete marker".into(),
@@ -209,6 +240,11 @@ impl Scanner {
             }),
             shutdown: CancellationToken::new(),
         })
+    }
+
+    /// The store the scanner works on.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
     }
 
     /// The length of a lifecycle day.
@@ -272,10 +308,12 @@ impl Scanner {
     /// One pass over `bucket` now: every due action is taken.
     pub async fn run_bucket(&self, bucket: &str) -> Result<(), Error> {
         let record = self.store.bucket(bucket).await?;
-        let Some(cfg) = bucket_config(&record) else {
+        let cfg = bucket_config(&record);
+        let checkpoints = bucket_checkpoints(&record);
+        if cfg.is_none() && checkpoints.is_none() {
             self.status.lock().remove(bucket);
             return Ok(());
-        };
+        }
         let started = now_ns();
         {
             let mut all = self.status.lock();
@@ -291,9 +329,16 @@ impl Scanner {
                 r.pending_bytes = 0;
             }
         }
-        let result = self
-            .walk(bucket, &cfg, started, true, &mut Plan::default())
-            .await;
+        let mut plan = Plan::default();
+        let mut result = match &cfg {
+            Some(cfg) => self.walk(bucket, cfg, started, true, &mut plan).await,
+            None => Ok((0, 0)),
+        };
+        if let (Ok(_), Some(rules)) = (&result, &checkpoints) {
+            if let Err(e) = self.checkpoints(bucket, rules, true, &mut plan).await {
+                result = Err(e);
+            }
+        }
         let mut all = self.status.lock();
         let st = all.entry(bucket.to_string()).or_default();
         st.running = false;
@@ -316,6 +361,9 @@ impl Scanner {
         if let Some(cfg) = bucket_config(&record) {
             let until = plan.until_ns;
             self.walk(bucket, &cfg, until, false, &mut plan).await?;
+        }
+        if let Some(rules) = bucket_checkpoints(&record) {
+            self.checkpoints(bucket, &rules, false, &mut plan).await?;
         }
         Ok(plan)
     }
@@ -378,17 +426,7 @@ impl Scanner {
                     if act {
                         self.take(bucket, key, s, &d.rule, &d.action).await;
                     } else {
-                        let e = plan
-                            .actions
-                            .entry(d.rule.clone())
-                            .or_default()
-                            .entry(action_name(&d.action))
-                            .or_default();
-                        e.objects += 1;
-                        e.bytes += s.size;
-                        if e.examples.len() < PLAN_EXAMPLES {
-                            e.examples.push(key.clone());
-                        }
+                        plan.note(&d.rule, action_name(&d.action), key, s.size);
                     }
                 }
                 if act {
@@ -433,16 +471,7 @@ impl Scanner {
                         continue;
                     }
                     if !act {
-                        let e = plan
-                            .actions
-                            .entry(rule.id.clone())
-                            .or_default()
-                            .entry("abort incomplete multipart upload".into())
-                            .or_default();
-                        e.objects += 1;
-                        if e.examples.len() < PLAN_EXAMPLES {
-                            e.examples.push(u.key.clone());
-                        }
+                        plan.note(&rule.id, "abort incomplete multipart upload".into(), &u.key, 0);
                         continue;
                     }
                     self.pace(0).await;
@@ -476,7 +505,7 @@ impl Scanner {
     }
 
     /// Takes one due action, counting the outcome under its rule.
-    async fn take(&self, bucket: &str, key: &str, s: &Seen, rule: &str, action: &Action) {
+    pub(crate) async fn take(&self, bucket: &str, key: &str, s: &Seen, rule: &str, action: &Action) {
         let moved = matches!(action, Action::Transition(_)).then_some(s.size);
         self.pace(moved.unwrap_or(0)).await;
         let result = match action {
