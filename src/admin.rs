@@ -75,6 +75,10 @@ pub enum LifecycleCommand {
         #[arg(long)]
         bucket: String,
     },
+    /// Checkpoint retention rules: keep the newest complete checkpoint
+    /// directories under a prefix, move or expire the older ones whole.
+    #[command(subcommand)]
+    Checkpoints(CheckpointCommand),
     /// Dry run: what the bucket's rules will transition or expire over the
     /// next days (counts, bytes, example keys). Changes nothing.
     Plan {
@@ -87,6 +91,55 @@ pub enum LifecycleCommand {
         /// Print the raw JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+/// Checkpoint retention administration.
+#[derive(Subcommand, Debug)]
+pub enum CheckpointCommand {
+    /// The bucket's checkpoint rules.
+    Show {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+    },
+    /// Add a rule (or replace the one with the same id).
+    Set {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+        /// Rule id.
+        #[arg(long)]
+        id: String,
+        /// Where the checkpoint directories are (e.g. `ckpt/`): each
+        /// `<prefix><name>/` is one checkpoint.
+        #[arg(long)]
+        prefix: String,
+        /// The object whose presence in a directory makes the checkpoint
+        /// complete (its time orders the checkpoints).
+        #[arg(long, default_value = "COMPLETE")]
+        marker: String,
+        /// How many of the newest complete checkpoints stay as they are.
+        #[arg(long)]
+        keep: u32,
+        /// Also keep every K-th complete checkpoint (oldest first) forever.
+        #[arg(long, value_name = "K")]
+        keep_every: Option<u32>,
+        /// Move older checkpoints to this storage class...
+        #[arg(long, value_name = "CLASS", required_unless_present = "expire")]
+        transition: Option<String>,
+        /// ...or expire them.
+        #[arg(long, conflicts_with = "transition")]
+        expire: bool,
+    },
+    /// Remove one rule, or with no --id all of the bucket's rules.
+    Remove {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+        /// Rule id.
+        #[arg(long)]
+        id: Option<String>,
     },
 }
 

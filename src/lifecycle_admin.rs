@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::admin::{Client, LifecycleCommand};
+use crate::admin::{CheckpointCommand, Client, LifecycleCommand};
 
 /// Width of the progress bar in characters.
 const BAR: usize = 30;
@@ -112,6 +112,87 @@ fn plan(bucket: &str, days: u32, v: &Value) {
     }
 }
 
+fn show_rules(bucket: &str, v: &Value) {
+    let rules = v["rules"].as_array().cloned().unwrap_or_default();
+    if rules.is_empty() {
+        println!("{bucket} has no checkpoint rules");
+    }
+    for r in rules {
+        let action = match r["action"]["type"].as_str() {
+            Some("transition") => format!(
+                "transition to {}",
+                r["action"]["storageClass"].as_str().unwrap_or("?")
+            ),
+            _ => "expire".into(),
+        };
+        let every = r["keepEvery"]
+            .as_u64()
+            .map(|k| format!(" and every {k}-th"))
+            .unwrap_or_default();
+        println!(
+            "rule {}: under {}, checkpoints complete with {}: keep the newest {}{every}, {action} the rest",
+            r["id"].as_str().unwrap_or(""),
+            r["prefix"].as_str().unwrap_or(""),
+            r["marker"].as_str().unwrap_or(""),
+            r["keep"],
+        );
+    }
+}
+
+async fn checkpoints(client: &Client, cmd: &CheckpointCommand) -> anyhow::Result<()> {
+    let path = |bucket: &str| format!("lifecycle/checkpoints/{bucket}");
+    match cmd {
+        CheckpointCommand::Show { bucket } => {
+            show_rules(bucket, &client.call("GET", &path(bucket), None).await?);
+        }
+        CheckpointCommand::Set {
+            bucket,
+            id,
+            prefix,
+            marker,
+            keep,
+            keep_every,
+            transition,
+            expire: _,
+        } => {
+            let mut current = client.call("GET", &path(bucket), None).await?;
+            let mut rules: Vec<Value> = current["rules"].as_array().cloned().unwrap_or_default();
+            rules.retain(|r| r["id"].as_str() != Some(id));
+            let action = match transition {
+                Some(class) => serde_json::json!({"type": "transition", "storageClass": class}),
+                None => serde_json::json!({"type": "expire"}),
+            };
+            let mut rule = serde_json::json!({
+                "id": id, "prefix": prefix, "marker": marker, "keep": keep, "action": action,
+            });
+            if let Some(k) = keep_every {
+                rule["keepEvery"] = (*k).into();
+            }
+            rules.push(rule);
+            current["rules"] = rules.into();
+            show_rules(
+                bucket,
+                &client.call("PUT", &path(bucket), Some(current)).await?,
+            );
+        }
+        CheckpointCommand::Remove { bucket, id } => {
+            let v = match id {
+                Some(id) => {
+                    let mut current = client.call("GET", &path(bucket), None).await?;
+                    let mut rules: Vec<Value> =
+                        current["rules"].as_array().cloned().unwrap_or_default();
+                    rules.retain(|r| r["id"].as_str() != Some(id));
+                    current["rules"] = rules.into();
+                    client.call("PUT", &path(bucket), Some(current)).await?
+                }
+                None => client.call("DELETE", &path(bucket), None).await?,
+            };
+            show_rules(bucket, &v);
+        }
+    }
+    Ok(())
+}
+
 /// Runs one lifecycle admin command.
 pub async fn execute(client: &Client, cmd: &LifecycleCommand) -> anyhow::Result<()> {
     match cmd {
@@ -129,6 +210,7 @@ pub async fn execute(client: &Client, cmd: &LifecycleCommand) -> anyhow::Result<
                 .await?;
             println!("lifecycle pass over {bucket} started; follow it with `granary admin lifecycle status`");
         }
+        LifecycleCommand::Checkpoints(cmd) => checkpoints(client, cmd).await?,
         LifecycleCommand::Plan { bucket, days, json } => {
             let v = client
                 .call("GET", &format!("lifecycle/plan/{bucket}/{days}"), None)

@@ -13,6 +13,7 @@
 //! | GET | `/granary/admin/v1/lifecycle/status` | per bucket and rule: passes, progress, counters, failures |
 //! | POST | `/granary/admin/v1/lifecycle/run/{bucket}` | start a lifecycle pass over the bucket now |
 //! | GET | `/granary/admin/v1/lifecycle/plan/{bucket}/{days}` | what the rules will do over the next days (dry run) |
+//! | GET, PUT, DELETE | `/granary/admin/v1/lifecycle/checkpoints/{bucket}` | the bucket's checkpoint retention rules (JSON) |
 
 use std::sync::Arc;
 
@@ -72,6 +73,34 @@ struct NewUser {
 }
 
 /// A policy given as a JSON document or as a string holding one.
+/// Stores (or with `None` removes) a bucket's checkpoint rules and starts a
+/// lifecycle pass.
+async fn set_checkpoints(gw: &Gateway, bucket: &str, doc: Option<String>) -> Response<Body> {
+    let key = lifecycle::checkpoints::CHECKPOINTS_KEY;
+    let updated = gw
+        .store
+        .update_bucket(bucket, |b| {
+            match doc {
+                Some(d) => b.config.insert(key.into(), d),
+                None => b.config.remove(key),
+            };
+            Ok(())
+        })
+        .await;
+    match updated {
+        Ok(b) => {
+            if let Some(scanner) = &gw.lifecycle {
+                scanner.trigger();
+            }
+            reply(
+                StatusCode::OK,
+                json!(lifecycle::bucket_checkpoints(&b).unwrap_or_default()),
+            )
+        }
+        Err(e) => s3_error(crate::ops::named(e, bucket, None)),
+    }
+}
+
 fn lifecycle_off() -> Response<Body> {
     error(
         StatusCode::NOT_FOUND,
@@ -252,6 +281,46 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
                 Ok(plan) => reply(StatusCode::OK, json!(plan)),
                 Err(e) => s3_error(crate::ops::named(e, bucket, None)),
             }
+        }
+        (&Method::GET, ["lifecycle", "checkpoints", bucket]) => {
+            match gw.store.bucket(bucket).await {
+                Ok(b) => reply(
+                    StatusCode::OK,
+                    json!(lifecycle::bucket_checkpoints(&b).unwrap_or_default()),
+                ),
+                Err(e) => s3_error(crate::ops::named(e, bucket, None)),
+            }
+        }
+        (&Method::PUT, ["lifecycle", "checkpoints", bucket]) => {
+            let bytes = match read(body).await {
+                Ok(b) => b,
+                Err(e) => return s3_error(e),
+            };
+            let rules =
+                match serde_json::from_slice::<lifecycle::checkpoints::CheckpointRules>(&bytes) {
+                    Ok(r) => r,
+                    Err(e) => return error(StatusCode::BAD_REQUEST, "InvalidArgument", e),
+                };
+            if let Err(e) = rules.validate() {
+                return error(StatusCode::BAD_REQUEST, "InvalidArgument", e);
+            }
+            let transitions = rules.rules.iter().any(|r| {
+                matches!(
+                    r.action,
+                    lifecycle::checkpoints::CheckpointAction::Transition { .. }
+                )
+            });
+            if transitions && gw.store.cold_pool().is_none() {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "InvalidRequest",
+                    "transitions need a cold pool, and this server has none (start it with --cold DIR...)",
+                );
+            }
+            set_checkpoints(&gw, bucket, Some(json!(rules).to_string())).await
+        }
+        (&Method::DELETE, ["lifecycle", "checkpoints", bucket]) => {
+            set_checkpoints(&gw, bucket, None).await
         }
         (&Method::POST, ["gc"]) => {
             let disks = gw.store.collect_packed_garbage().await;

@@ -33,7 +33,9 @@ impl Scanner {
                     .await?;
                 for (key, summary) in page.entries {
                     if let Some(dir) = rule.directory_of(&key) {
-                        dirs.entry(dir.to_string()).or_default().push((key, summary));
+                        dirs.entry(dir.to_string())
+                            .or_default()
+                            .push((key, summary));
                     }
                 }
                 match page.next {

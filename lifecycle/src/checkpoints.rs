@@ -20,7 +20,11 @@ pub const CHECKPOINTS_KEY: &str = "granary-checkpoint-retention";
 
 /// What happens to a checkpoint that is no longer kept.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "type")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "type"
+)]
 pub enum CheckpointAction {
     /// Its objects move to this storage class.
     Transition {
@@ -68,7 +72,9 @@ impl CheckpointRule {
             return Err("give a prefix (e.g. ckpt/): checkpoints are its directories".into());
         }
         if self.marker.is_empty() || self.marker.contains('/') {
-            return Err("the marker is an object name inside a checkpoint directory (no '/')".into());
+            return Err(
+                "the marker is an object name inside a checkpoint directory (no '/')".into(),
+            );
         }
         if self.keep == 0 {
             return Err("keep at least one checkpoint".into());
@@ -137,14 +143,20 @@ mod tests {
     #[test]
     fn the_newest_and_every_kth_are_kept() {
         assert_eq!(rule(2, None).kept(5), [false, false, false, true, true]);
-        assert_eq!(rule(2, Some(2)).kept(6), [false, true, false, true, true, true]);
+        assert_eq!(
+            rule(2, Some(2)).kept(6),
+            [false, true, false, true, true, true]
+        );
         assert_eq!(rule(3, None).kept(2), [true, true]);
     }
 
     #[test]
     fn directories_are_the_prefix_s_first_level() {
         let r = rule(1, None);
-        assert_eq!(r.directory_of("ckpt/step-10/shard-0"), Some("ckpt/step-10/"));
+        assert_eq!(
+            r.directory_of("ckpt/step-10/shard-0"),
+            Some("ckpt/step-10/")
+        );
         assert_eq!(r.directory_of("ckpt/step-10/a/b"), Some("ckpt/step-10/"));
         assert_eq!(r.directory_of("ckpt/loose-file"), None);
         assert_eq!(r.directory_of("other/x/y"), None);
@@ -153,7 +165,12 @@ mod tests {
     #[test]
     fn bad_rules_are_refused_and_json_round_trips() {
         assert!(rule(0, None).validate().is_err());
-        assert!(CheckpointRule { marker: "a/b".into(), ..rule(1, None) }.validate().is_err());
+        assert!(CheckpointRule {
+            marker: "a/b".into(),
+            ..rule(1, None)
+        }
+        .validate()
+        .is_err());
         let t = CheckpointRule {
             action: CheckpointAction::Transition {
                 storage_class: "STANDARD".into(),
@@ -162,13 +179,27 @@ mod tests {
         };
         assert!(t.validate().is_err());
         let rules = CheckpointRules {
-            rules: vec![rule(2, Some(10)), CheckpointRule { id: "t".into(), action: CheckpointAction::Transition { storage_class: "COLD".into() }, ..rule(1, None) }],
+            rules: vec![
+                rule(2, Some(10)),
+                CheckpointRule {
+                    id: "t".into(),
+                    action: CheckpointAction::Transition {
+                        storage_class: "COLD".into(),
+                    },
+                    ..rule(1, None)
+                },
+            ],
         };
         rules.validate().unwrap();
         let json = serde_json::to_string(&rules).unwrap();
         assert!(json.contains("\"keepEvery\":10"), "{json}");
-        assert_eq!(serde_json::from_str::<CheckpointRules>(&json).unwrap(), rules);
-        let twice = CheckpointRules { rules: vec![rule(1, None), rule(2, None)] };
+        assert_eq!(
+            serde_json::from_str::<CheckpointRules>(&json).unwrap(),
+            rules
+        );
+        let twice = CheckpointRules {
+            rules: vec![rule(1, None), rule(2, None)],
+        };
         assert!(twice.validate().is_err());
     }
 }

@@ -11,8 +11,8 @@
 //! The gateway uses [`config`] for the bucket API and [`eval`] for the
 //! `x-amz-expiration` header; the server runs a [`Scanner`].
 
-pub mod checkpoints;
 mod checkpoint_pass;
+pub mod checkpoints;
 pub mod config;
 pub mod eval;
 mod scanner;
@@ -20,6 +20,6 @@ mod scanner;
 pub use config::{parse, ConfigError, LifecycleConfig};
 pub use eval::Clock;
 pub use scanner::{
-    bucket_checkpoints, bucket_config, BucketStatus, Plan, PlanEntry, RuleStats, Scanner, ScannerOptions, CONFIG_KEY,
-    MIN_SIZE_KEY,
+    bucket_checkpoints, bucket_config, BucketStatus, Plan, PlanEntry, RuleStats, Scanner,
+    ScannerOptions, CONFIG_KEY, MIN_SIZE_KEY,
 };

@@ -471,7 +471,12 @@ impl Scanner {
                         continue;
                     }
                     if !act {
-                        plan.note(&rule.id, "abort incomplete multipart upload".into(), &u.key, 0);
+                        plan.note(
+                            &rule.id,
+                            "abort incomplete multipart upload".into(),
+                            &u.key,
+                            0,
+                        );
                         continue;
                     }
                     self.pace(0).await;
@@ -505,7 +510,14 @@ impl Scanner {
     }
 
     /// Takes one due action, counting the outcome under its rule.
-    pub(crate) async fn take(&self, bucket: &str, key: &str, s: &Seen, rule: &str, action: &Action) {
+    pub(crate) async fn take(
+        &self,
+        bucket: &str,
+        key: &str,
+        s: &Seen,
+        rule: &str,
+        action: &Action,
+    ) {
         let moved = matches!(action, Action::Transition(_)).then_some(s.size);
         self.pace(moved.unwrap_or(0)).await;
         let result = match action {

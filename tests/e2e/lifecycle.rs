@@ -608,3 +608,191 @@ async fn kill_9_during_transitions_loses_nothing() {
         .unwrap();
     assert_eq!(listed.versions().len(), count);
 }
+
+#[tokio::test]
+async fn checkpoint_retention_keeps_exactly_the_newest_complete_directories() {
+    let (s, _cold) = start_tiered(&["--lifecycle-day-secs", &DAY.to_string()]);
+    let c = s.client();
+    c.create_bucket().bucket("train").send().await.unwrap();
+    let shard = |step: u32, i: u32| Pattern::bytes(step as u64 * 10 + i as u64, 150 << 10);
+    // Seven complete checkpoints (marker written last, in step order), one
+    // still being written (no marker), and a loose file beside them.
+    for step in 1..=8u32 {
+        for i in 0..2 {
+            put(
+                &c,
+                "train",
+                &format!("ckpt/step-{step}/shard-{i}"),
+                shard(step, i),
+            )
+            .await;
+        }
+        if step <= 7 {
+            put(
+                &c,
+                "train",
+                &format!("ckpt/step-{step}/COMPLETE"),
+                b"ok".to_vec(),
+            )
+            .await;
+        }
+    }
+    put(&c, "train", "ckpt/README", b"loose".to_vec()).await;
+    // An S3 lifecycle configuration of the bucket is independent of it.
+    set_rules(
+        &c,
+        "train",
+        vec![rule("logs")
+            .filter(prefix("logs/"))
+            .expiration(LifecycleExpiration::builder().days(30).build())
+            .build()
+            .unwrap()],
+    )
+    .await;
+    let shown = admin(
+        &s,
+        &[
+            "lifecycle",
+            "checkpoints",
+            "set",
+            "--bucket",
+            "train",
+            "--id",
+            "ckpt",
+            "--prefix",
+            "ckpt/",
+            "--keep",
+            "2",
+            "--keep-every",
+            "3",
+            "--transition",
+            "COLD",
+        ],
+    )
+    .unwrap();
+    assert!(
+        shown.contains("keep the newest 2 and every 3-th, transition to COLD"),
+        "{shown}"
+    );
+    let plan = admin(&s, &["lifecycle", "plan", "--bucket", "train"]).unwrap();
+    assert!(
+        plan.contains("rule checkpoint:ckpt: transition to COLD"),
+        "{plan}"
+    );
+    // Kept: the newest two complete (6, 7) and every third (3, 6); moved:
+    // 1, 2, 4, 5 as a whole; untouched: 8 (incomplete) and the loose file.
+    let moved = [1u32, 2, 4, 5];
+    until(60, "old checkpoints in COLD", async || {
+        for step in moved {
+            if class_of(&c, "train", &format!("ckpt/step-{step}/COMPLETE"))
+                .await
+                .as_deref()
+                != Some("COLD")
+            {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+    for step in 1..=8u32 {
+        let want = if moved.contains(&step) {
+            "COLD"
+        } else {
+            "STANDARD"
+        };
+        for i in 0..2 {
+            let key = format!("ckpt/step-{step}/shard-{i}");
+            assert_eq!(
+                class_of(&c, "train", &key).await.as_deref(),
+                Some(want),
+                "{key}"
+            );
+            assert_eq!(get_bytes(&c, "train", &key).await, shard(step, i), "{key}");
+        }
+    }
+    assert_eq!(
+        class_of(&c, "train", "ckpt/README").await.as_deref(),
+        Some("STANDARD")
+    );
+    // Rewriting the S3 lifecycle configuration does not drop the rule.
+    c.delete_bucket_lifecycle()
+        .bucket("train")
+        .send()
+        .await
+        .unwrap();
+    let shown = admin(
+        &s,
+        &["lifecycle", "checkpoints", "show", "--bucket", "train"],
+    )
+    .unwrap();
+    assert!(shown.contains("rule ckpt:"), "{shown}");
+    // A new complete checkpoint pushes step 6 out of the newest two; it
+    // is also every third, so it stays; step 7 is then the one to move.
+    put(&c, "train", "ckpt/step-8/COMPLETE", b"ok".to_vec()).await;
+    let step9 = async || {
+        put(&c, "train", "ckpt/step-9/shard-0", shard(9, 0)).await;
+        put(&c, "train", "ckpt/step-9/COMPLETE", b"ok".to_vec()).await;
+    };
+    step9().await;
+    until(60, "step 7 in COLD", async || {
+        class_of(&c, "train", "ckpt/step-7/shard-1")
+            .await
+            .as_deref()
+            == Some("COLD")
+    })
+    .await;
+    for step in [3u32, 6, 8, 9] {
+        let key = format!("ckpt/step-{step}/shard-0");
+        assert_eq!(
+            class_of(&c, "train", &key).await.as_deref(),
+            Some("STANDARD"),
+            "{key}"
+        );
+    }
+    let status = admin(&s, &["lifecycle", "status", "--json"]).unwrap();
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        status["buckets"]["train"]["rules"]["checkpoint:ckpt"]["transitionedObjects"], 15,
+        "{status}"
+    );
+    // Refused: nonsense rules.
+    let e = admin(
+        &s,
+        &[
+            "lifecycle",
+            "checkpoints",
+            "set",
+            "--bucket",
+            "train",
+            "--id",
+            "x",
+            "--prefix",
+            "ckpt/",
+            "--keep",
+            "0",
+            "--expire",
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("keep at least one"), "{e}");
+    admin(
+        &s,
+        &[
+            "lifecycle",
+            "checkpoints",
+            "remove",
+            "--bucket",
+            "train",
+            "--id",
+            "ckpt",
+        ],
+    )
+    .unwrap();
+    let shown = admin(
+        &s,
+        &["lifecycle", "checkpoints", "show", "--bucket", "train"],
+    )
+    .unwrap();
+    assert!(shown.contains("no checkpoint rules"), "{shown}");
+}
