@@ -47,6 +47,10 @@ pub enum AdminCommand {
     /// Reclaim the space of deleted and overwritten small (packed) objects
     /// now, on every disk, while the server keeps serving.
     Gc,
+    /// Remote tiers: other S3 endpoints lifecycle rules can move data to
+    /// (the tier's name is the storage class rules name).
+    #[command(subcommand)]
+    Tier(TierCommand),
     /// Lifecycle: what the scanner did, run a pass now, or dry-run the rules.
     #[command(subcommand)]
     Lifecycle(LifecycleCommand),
@@ -55,6 +59,42 @@ pub enum AdminCommand {
         /// Print the raw JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+/// Remote tier administration.
+#[derive(Subcommand, Debug)]
+pub enum TierCommand {
+    /// Add a remote tier, or change one.
+    Add {
+        /// Its name: A-Z, 0-9, '_' and '-' (it becomes a storage class).
+        name: String,
+        /// The endpoint's URL.
+        #[arg(long)]
+        endpoint: String,
+        /// The bucket there (it must exist).
+        #[arg(long)]
+        bucket: String,
+        /// Key prefix inside that bucket.
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Region to sign requests for.
+        #[arg(long, default_value = "us-east-1")]
+        region: String,
+        /// Access key id at the endpoint.
+        #[arg(long)]
+        access_key: String,
+        /// Secret key at the endpoint (stored encrypted).
+        #[arg(long, env = "GRANARY_TIER_SECRET_KEY")]
+        secret_key: String,
+    },
+    /// List the remote tiers.
+    List,
+    /// Remove a remote tier (versions already there become unreadable
+    /// until it is added again).
+    Remove {
+        /// Its name.
+        name: String,
     },
 }
 
@@ -210,6 +250,50 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
                 v["secretKey"].as_str().unwrap_or("")
             );
             println!("The secret is shown only this once.");
+        }
+        AdminCommand::Tier(TierCommand::Add {
+            name,
+            endpoint,
+            bucket,
+            prefix,
+            region,
+            access_key,
+            secret_key,
+        }) => {
+            let body = json!({
+                "endpoint": endpoint, "bucket": bucket, "prefix": prefix, "region": region,
+                "accessKey": access_key, "secretKey": secret_key,
+            });
+            let v = client
+                .call("PUT", &format!("tiers/{name}"), Some(body))
+                .await?;
+            println!(
+                "tier {} -> {}/{}/{}",
+                v["name"].as_str().unwrap_or(name),
+                v["endpoint"].as_str().unwrap_or(""),
+                v["bucket"].as_str().unwrap_or(""),
+                v["prefix"].as_str().unwrap_or("")
+            );
+        }
+        AdminCommand::Tier(TierCommand::List) => {
+            let v = client.call("GET", "tiers", None).await?;
+            for t in v["tiers"].as_array().into_iter().flatten() {
+                println!(
+                    "{:<16} {}/{}/{} (key {}, region {})",
+                    t["name"].as_str().unwrap_or(""),
+                    t["endpoint"].as_str().unwrap_or(""),
+                    t["bucket"].as_str().unwrap_or(""),
+                    t["prefix"].as_str().unwrap_or(""),
+                    t["accessKey"].as_str().unwrap_or(""),
+                    t["region"].as_str().unwrap_or(""),
+                );
+            }
+        }
+        AdminCommand::Tier(TierCommand::Remove { name }) => {
+            client
+                .call("DELETE", &format!("tiers/{name}"), None)
+                .await?;
+            println!("tier {name} removed");
         }
         AdminCommand::Lifecycle(cmd) => crate::lifecycle_admin::execute(&client, cmd).await?,
         AdminCommand::Gc => {

@@ -224,6 +224,11 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let mut gw = Gateway::new(store.clone(), root, master, config);
     gw.lifecycle = Some(scanner.clone());
     let gw = Arc::new(gw);
+    match gateway::tiers::load(&gw).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(tiers = n, "remote tiers registered"),
+        Err(e) => tracing::error!(error = %e, "remote tiers could not be loaded"),
+    }
     let listener = tokio::net::TcpListener::bind(args.address)
         .await
         .with_context(|| format!("cannot listen on {}", args.address))?;

@@ -14,6 +14,8 @@
 //! | POST | `/granary/admin/v1/lifecycle/run/{bucket}` | start a lifecycle pass over the bucket now |
 //! | GET | `/granary/admin/v1/lifecycle/plan/{bucket}/{days}` | what the rules will do over the next days (dry run) |
 //! | GET, PUT, DELETE | `/granary/admin/v1/lifecycle/checkpoints/{bucket}` | the bucket's checkpoint retention rules (JSON) |
+//! | GET | `/granary/admin/v1/tiers` | remote tiers (without secrets) |
+//! | PUT, DELETE | `/granary/admin/v1/tiers/{NAME}` | add or change, remove a remote tier (another S3 endpoint) |
 
 use std::sync::Arc;
 
@@ -301,13 +303,15 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
                     Ok(r) => r,
                     Err(e) => return error(StatusCode::BAD_REQUEST, "InvalidArgument", e),
                 };
-            if let Err(e) = rules.validate() {
+            let remote = gw.store.remote_tiers();
+            if let Err(e) = rules.validate(&remote) {
                 return error(StatusCode::BAD_REQUEST, "InvalidArgument", e);
             }
             let transitions = rules.rules.iter().any(|r| {
                 matches!(
-                    r.action,
-                    lifecycle::checkpoints::CheckpointAction::Transition { .. }
+                    &r.action,
+                    lifecycle::checkpoints::CheckpointAction::Transition { storage_class }
+                        if !remote.contains(storage_class)
                 )
             });
             if transitions && gw.store.cold_pool().is_none() {
@@ -322,6 +326,28 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
         (&Method::DELETE, ["lifecycle", "checkpoints", bucket]) => {
             set_checkpoints(&gw, bucket, None).await
         }
+        (&Method::GET, ["tiers"]) => match crate::tiers::list(&gw).await {
+            Ok(v) => reply(StatusCode::OK, v),
+            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", e),
+        },
+        (&Method::PUT, ["tiers", name]) => {
+            let bytes = match read(body).await {
+                Ok(b) => b,
+                Err(e) => return s3_error(e),
+            };
+            let cfg = match serde_json::from_slice::<lifecycle::RemoteTierConfig>(&bytes) {
+                Ok(c) => c,
+                Err(e) => return error(StatusCode::BAD_REQUEST, "InvalidArgument", e),
+            };
+            match crate::tiers::put(&gw, name, cfg).await {
+                Ok(v) => reply(StatusCode::OK, v),
+                Err(e) => error(StatusCode::BAD_REQUEST, "InvalidArgument", e),
+            }
+        }
+        (&Method::DELETE, ["tiers", name]) => match crate::tiers::remove(&gw, name).await {
+            Ok(()) => reply(StatusCode::OK, json!({ "removed": name })),
+            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", e),
+        },
         (&Method::POST, ["gc"]) => {
             let disks = gw.store.collect_packed_garbage().await;
             reply(StatusCode::OK, json!({ "disksCollected": disks }))

@@ -26,6 +26,7 @@ mod request;
 mod server;
 mod service;
 mod tags;
+pub mod tiers;
 mod versions;
 pub mod xml;
 

@@ -63,8 +63,9 @@ pub struct CheckpointRules {
 }
 
 impl CheckpointRule {
-    /// Checks the rule; the error says what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the rule (`remote`: the remote tiers, which are storage
+    /// classes too); the error says what is wrong.
+    pub fn validate(&self, remote: &[String]) -> Result<(), String> {
         if self.id.is_empty() || self.id.len() > 255 {
             return Err("the id must have 1 to 255 characters".into());
         }
@@ -83,7 +84,9 @@ impl CheckpointRule {
             return Err("keep-every must be at least 1".into());
         }
         if let CheckpointAction::Transition { storage_class } = &self.action {
-            if !TRANSITION_CLASSES.contains(&storage_class.as_str()) {
+            if !TRANSITION_CLASSES.contains(&storage_class.as_str())
+                && !remote.contains(storage_class)
+            {
                 return Err(format!(
                     "storage class {storage_class:?} is not one of {}",
                     TRANSITION_CLASSES.join(", ")
@@ -114,9 +117,10 @@ impl CheckpointRule {
 
 impl CheckpointRules {
     /// Checks every rule and that ids are unique.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self, remote: &[String]) -> Result<(), String> {
         for (i, r) in self.rules.iter().enumerate() {
-            r.validate().map_err(|e| format!("rule {}: {e}", r.id))?;
+            r.validate(remote)
+                .map_err(|e| format!("rule {}: {e}", r.id))?;
             if self.rules[..i].iter().any(|o| o.id == r.id) {
                 return Err(format!("rule id {} is given twice", r.id));
             }
@@ -164,7 +168,7 @@ mod tests {
 
     #[test]
     fn bad_rules_are_refused_and_json_round_trips() {
-        assert!(rule(0, None).validate().is_err());
+        assert!(rule(0, None).validate(&[]).is_err());
         assert!(CheckpointRule {
             marker: "a/b".into(),
             ..rule(1, None)
@@ -177,7 +181,7 @@ mod tests {
             },
             ..rule(1, None)
         };
-        assert!(t.validate().is_err());
+        assert!(t.validate(&[]).is_err());
         let rules = CheckpointRules {
             rules: vec![
                 rule(2, Some(10)),
@@ -190,7 +194,7 @@ mod tests {
                 },
             ],
         };
-        rules.validate().unwrap();
+        rules.validate(&[]).unwrap();
         let json = serde_json::to_string(&rules).unwrap();
         assert!(json.contains("\"keepEvery\":10"), "{json}");
         assert_eq!(
@@ -200,6 +204,6 @@ mod tests {
         let twice = CheckpointRules {
             rules: vec![rule(1, None), rule(2, None)],
         };
-        assert!(twice.validate().is_err());
+        assert!(twice.validate(&[]).is_err());
     }
 }

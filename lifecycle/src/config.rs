@@ -375,9 +375,34 @@ fn when(days: Option<String>, date: Option<String>, action: &str) -> Result<When
     }
 }
 
-fn transition_class(class: Option<String>, action: &str) -> Result<String, ConfigError> {
+/// The storage classes a configuration may transition to besides
+/// [`TRANSITION_CLASSES`]: the remote tiers configured now, or (`Any`, for a
+/// configuration already stored) any name but STANDARD.
+#[derive(Clone, Copy, Debug)]
+pub enum Classes<'a> {
+    /// These remote tiers.
+    Remote(&'a [String]),
+    /// Any class name.
+    Any,
+}
+
+impl Classes<'_> {
+    fn allows(&self, class: &str) -> bool {
+        TRANSITION_CLASSES.contains(&class)
+            || match self {
+                Classes::Remote(names) => names.iter().any(|n| n == class),
+                Classes::Any => !class.is_empty() && class != "STANDARD",
+            }
+    }
+}
+
+fn transition_class(
+    class: Option<String>,
+    action: &str,
+    classes: Classes<'_>,
+) -> Result<String, ConfigError> {
     match class {
-        Some(c) if TRANSITION_CLASSES.contains(&c.as_str()) => Ok(c),
+        Some(c) if classes.allows(&c) => Ok(c),
         Some(c) => Err(malformed(&format!(
             "{action} StorageClass {c:?} is not one of {}",
             TRANSITION_CLASSES.join(", ")
@@ -401,6 +426,7 @@ fn noncurrent(
     doc: DocNoncurrent,
     action: &str,
     transition: bool,
+    classes: Classes<'_>,
 ) -> Result<Noncurrent, ConfigError> {
     let days: u32 = number(
         &doc.noncurrent_days
@@ -408,7 +434,7 @@ fn noncurrent(
         "NoncurrentDays",
     )?;
     let class = if transition {
-        let class = transition_class(doc.storage_class, action)?;
+        let class = transition_class(doc.storage_class, action, classes)?;
         if THIRTY_DAY_CLASSES.contains(&class.as_str()) && days < 30 {
             return Err(argument(format!(
                 "'NoncurrentDays' in NoncurrentVersionTransition action must be greater than or equal to 30 for storageClass '{class}'"
@@ -430,7 +456,7 @@ fn noncurrent(
     })
 }
 
-fn rule(doc: DocRule) -> Result<Rule, ConfigError> {
+fn rule(doc: DocRule, classes: Classes<'_>) -> Result<Rule, ConfigError> {
     let id = match doc.id {
         Some(id) if id.chars().count() > MAX_ID_CHARS => {
             return Err(argument(format!(
@@ -514,7 +540,7 @@ fn rule(doc: DocRule) -> Result<Rule, ConfigError> {
     }
     let mut transitions = Vec::new();
     for t in doc.transition {
-        let class = transition_class(t.storage_class, "Transition")?;
+        let class = transition_class(t.storage_class, "Transition", classes)?;
         let when = when(t.days, t.date, "Transition")?;
         if let When::Days(d) = when {
             if THIRTY_DAY_CLASSES.contains(&class.as_str()) && d < 30 {
@@ -529,12 +555,12 @@ fn rule(doc: DocRule) -> Result<Rule, ConfigError> {
     check_transitions(&transitions, expiration.as_ref(), &described)?;
     let noncurrent_expiration = doc
         .noncurrent_version_expiration
-        .map(|n| noncurrent(n, "NoncurrentVersionExpiration", false))
+        .map(|n| noncurrent(n, "NoncurrentVersionExpiration", false, classes))
         .transpose()?;
     let noncurrent_transitions: Vec<Noncurrent> = doc
         .noncurrent_version_transition
         .into_iter()
-        .map(|n| noncurrent(n, "NoncurrentVersionTransition", true))
+        .map(|n| noncurrent(n, "NoncurrentVersionTransition", true, classes))
         .collect::<Result<_, _>>()?;
     for (i, t) in noncurrent_transitions.iter().enumerate() {
         if noncurrent_transitions[..i]
@@ -645,8 +671,13 @@ fn check_transitions(
 
 /// Parses and validates a `LifecycleConfiguration` document;
 /// `min_size_header` is the request's
-/// `x-amz-transition-default-minimum-object-size`.
-pub fn parse(doc: &[u8], min_size_header: Option<&str>) -> Result<LifecycleConfig, ConfigError> {
+/// `x-amz-transition-default-minimum-object-size`, `classes` the storage
+/// classes beyond S3's (and COLD) that transitions may name.
+pub fn parse(
+    doc: &[u8],
+    min_size_header: Option<&str>,
+    classes: Classes<'_>,
+) -> Result<LifecycleConfig, ConfigError> {
     let small_objects_by_class = match min_size_header {
         None | Some(MIN_SIZE_ALL_128K) => false,
         Some(MIN_SIZE_VARIES) => true,
@@ -668,7 +699,11 @@ pub fn parse(doc: &[u8], min_size_header: Option<&str>) -> Result<LifecycleConfi
             "The lifecycle configuration cannot have more than {MAX_RULES} rules"
         )));
     }
-    let rules: Vec<Rule> = doc.rules.into_iter().map(rule).collect::<Result<_, _>>()?;
+    let rules: Vec<Rule> = doc
+        .rules
+        .into_iter()
+        .map(|r| rule(r, classes))
+        .collect::<Result<_, _>>()?;
     for (i, r) in rules.iter().enumerate() {
         if rules[..i].iter().any(|o| o.id == r.id) {
             return Err(argument(
@@ -835,7 +870,7 @@ mod tests {
     }
 
     fn err(rules: &str) -> ConfigError {
-        parse(&doc(rules), None).unwrap_err()
+        parse(&doc(rules), None, Classes::Remote(&[])).unwrap_err()
     }
 
     #[test]
@@ -855,7 +890,7 @@ mod tests {
              <Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>\
              <Rule><ID>d</ID><Filter></Filter><Status>Enabled</Status><Transition><Days>0</Days><StorageClass>COLD</StorageClass></Transition></Rule>",
         );
-        let cfg = parse(&d, Some(MIN_SIZE_VARIES)).unwrap();
+        let cfg = parse(&d, Some(MIN_SIZE_VARIES), Classes::Remote(&[])).unwrap();
         assert_eq!(cfg.rules.len(), 4);
         let a = &cfg.rules[0];
         assert_eq!(a.filter.prefix, "ckpt/");
@@ -881,7 +916,12 @@ mod tests {
                 .expired_object_delete_marker
         );
         assert_eq!(cfg.rules[2].abort_multipart_days, Some(2));
-        let again = parse(cfg.to_xml().as_bytes(), Some(cfg.min_size_header())).unwrap();
+        let again = parse(
+            cfg.to_xml().as_bytes(),
+            Some(cfg.min_size_header()),
+            Classes::Any,
+        )
+        .unwrap();
         assert_eq!(again, cfg);
     }
 
@@ -893,8 +933,8 @@ mod tests {
         assert!(
             matches!(err(&t(29, "STANDARD_IA")), ConfigError::InvalidArgument(m) if m.contains("greater than or equal to 30"))
         );
-        assert!(parse(&doc(&t(0, "COLD")), None).is_ok());
-        assert!(parse(&doc(&t(1, "GLACIER")), None).is_ok());
+        assert!(parse(&doc(&t(0, "COLD")), None, Classes::Remote(&[])).is_ok());
+        assert!(parse(&doc(&t(1, "GLACIER")), None, Classes::Remote(&[])).is_ok());
         assert!(matches!(
             err(&t(1, "STANDARD")),
             ConfigError::MalformedXml(_)
@@ -924,15 +964,15 @@ mod tests {
         assert!(matches!(err("<Rule><ID>r</ID><Filter><And><ObjectSizeGreaterThan>9</ObjectSizeGreaterThan><ObjectSizeLessThan>9</ObjectSizeLessThan></And></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"), ConfigError::InvalidArgument(_)));
         assert!(matches!(err("<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>"), ConfigError::InvalidArgument(_)));
         assert!(matches!(
-            parse(b"<LifecycleConfiguration><Rule>", None).unwrap_err(),
+            parse(b"<LifecycleConfiguration><Rule>", None, Classes::Any).unwrap_err(),
             ConfigError::MalformedXml(_)
         ));
         assert!(matches!(
-            parse(&doc(""), None).unwrap_err(),
+            parse(&doc(""), None, Classes::Any).unwrap_err(),
             ConfigError::MalformedXml(_)
         ));
         assert!(matches!(
-            parse(&doc(&t(1, "COLD")), Some("tiny")).unwrap_err(),
+            parse(&doc(&t(1, "COLD")), Some("tiny"), Classes::Any).unwrap_err(),
             ConfigError::InvalidArgument(_)
         ));
     }

@@ -105,15 +105,16 @@ pub struct Decision {
     pub due_ns: u64,
 }
 
-/// How cold a storage class is: transitions only go colder.
+/// How cold a storage class is: transitions only go colder. Remote tiers
+/// (any other name) count as the coldest: archives outside the deployment.
 pub fn class_rank(class: &str) -> u8 {
     match class {
-        "STANDARD" => 0,
+        "STANDARD" | "" => 0,
         "STANDARD_IA" | "ONEZONE_IA" => 1,
         "GLACIER_IR" => 2,
         "COLD" | "GLACIER" => 3,
         "DEEP_ARCHIVE" => 4,
-        _ => 0,
+        _ => 5,
     }
 }
 
@@ -244,7 +245,7 @@ pub fn expiration_header(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse;
+    use crate::config::{parse, Classes};
 
     const DAY: u64 = 86_400 * 1_000_000_000;
 
@@ -252,6 +253,7 @@ mod tests {
         parse(
             format!("<LifecycleConfiguration>{rules}</LifecycleConfiguration>").as_bytes(),
             None,
+            Classes::Remote(&[]),
         )
         .unwrap()
     }

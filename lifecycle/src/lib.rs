@@ -15,10 +15,12 @@ mod checkpoint_pass;
 pub mod checkpoints;
 pub mod config;
 pub mod eval;
+mod remote;
 mod scanner;
 
-pub use config::{parse, ConfigError, LifecycleConfig};
+pub use config::{parse, Classes, ConfigError, LifecycleConfig};
 pub use eval::Clock;
+pub use remote::{RemoteTier, RemoteTierConfig};
 pub use scanner::{
     bucket_checkpoints, bucket_config, BucketStatus, Plan, PlanEntry, RuleStats, Scanner,
     ScannerOptions, CONFIG_KEY, MIN_SIZE_KEY,

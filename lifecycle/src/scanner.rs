@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use placement::{
-    BucketRecord, Error, ListStart, Store, Tier, Transitioned, UploadListStart, VersionRef,
+    BucketRecord, Destination, Error, ListStart, Store, Tier, Transitioned, UploadListStart,
+    VersionRef,
 };
 use serde::Serialize;
 use tokio::sync::Notify;
@@ -19,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoints::{CheckpointRules, CHECKPOINTS_KEY};
-use crate::config::{parse, LifecycleConfig};
+use crate::config::{parse, Classes, LifecycleConfig};
 use crate::eval::{candidates, pick, Action, Clock, Version};
 
 /// Key of the lifecycle configuration among a bucket's documents.
@@ -59,7 +60,7 @@ pub fn bucket_checkpoints(bucket: &BucketRecord) -> Option<CheckpointRules> {
 pub fn bucket_config(bucket: &BucketRecord) -> Option<LifecycleConfig> {
     let doc = bucket.config.get(CONFIG_KEY)?;
     let min = bucket.config.get(MIN_SIZE_KEY).map(String::as_str);
-    match parse(doc.as_bytes(), min) {
+    match parse(doc.as_bytes(), min, Classes::Any) {
         Ok(cfg) => Some(cfg),
         Err(e) => {
             tracing::error!(bucket = %bucket.name, error = %e, "stored lifecycle configuration does not parse");
@@ -531,11 +532,17 @@ impl Scanner {
                 .expire_if_unchanged(bucket, key, s.version, s.mtime_ns, true)
                 .await
                 .map(|done| done.then_some(Transitioned::Unchanged)),
-            Action::Transition(class) => self
-                .store
-                .transition_version(bucket, key, Some(s.version), class, Tier::Cold)
-                .await
-                .map(|t| (t != Transitioned::Unchanged).then_some(t)),
+            Action::Transition(class) => {
+                let remote = self.store.remote_tiers().contains(class);
+                let to = match remote {
+                    true => Destination::Remote(class),
+                    false => Destination::Pool(Tier::Cold),
+                };
+                self.store
+                    .transition_version(bucket, key, Some(s.version), class, to)
+                    .await
+                    .map(|t| (t != Transitioned::Unchanged).then_some(t))
+            }
         };
         self.count(bucket, rule, |r| match (&result, action) {
             (Ok(Some(_)), Action::Transition(_)) => {

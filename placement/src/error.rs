@@ -73,6 +73,9 @@ pub enum Error {
     /// A disk error that fits none of the above.
     #[error("disk: {0}")]
     Disk(#[from] DiskError),
+    /// A tier outside the deployment did not answer as it should.
+    #[error("{0}")]
+    TierUnavailable(String),
     /// A bug or an unexpected state.
     #[error("internal: {0}")]
     Internal(String),

@@ -61,6 +61,6 @@ pub use record::{
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
 pub use store::{DiskStatus, Store, StoreOptions};
-pub use tier::COLD_TIER;
-pub use transition::Transitioned;
+pub use tier::{TierBackend, COLD_TIER};
+pub use transition::{Destination, Transitioned};
 pub use write::{BodyStream, StagedData};

@@ -68,6 +68,31 @@ impl ObjectStream {
     }
 }
 
+impl ObjectStream {
+    /// An object stream fed by any stream of chunks (a tier outside the
+    /// deployment).
+    pub fn from_stream<S>(source: S) -> ObjectStream
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send + 'static,
+    {
+        use futures::StreamExt;
+        let (tx, rx) = mpsc::channel(READ_AHEAD_BATCHES);
+        tokio::spawn(async move {
+            let mut source = std::pin::pin!(source);
+            while let Some(item) = source.next().await {
+                let failed = item.is_err();
+                if tx.send(item.map(|b| vec![b])).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        ObjectStream {
+            rx,
+            pending: VecDeque::new(),
+        }
+    }
+}
+
 impl Stream for ObjectStream {
     type Item = Result<Bytes, Error>;
 

@@ -17,6 +17,7 @@ use crate::packed::DEFAULT_PACK_THRESHOLD;
 use crate::record::BucketRecord;
 use crate::repair::{spawn_repair_worker, RepairQueue, RepairStats};
 use crate::set::{ErasureSet, DEFAULT_BLOCK_SIZE};
+use crate::tier::{spawn_tier_worker, TierBackend};
 
 /// Namespace of cluster-wide state (buckets), stored erasure-coded like any
 /// object. Its name is not a valid bucket name, so no bucket can collide.
@@ -31,6 +32,8 @@ pub struct Store {
     /// The cold pool, where versions of cold storage classes keep their
     /// bytes (see `tier.rs`).
     pub(crate) cold: std::sync::OnceLock<Arc<Store>>,
+    /// Tiers outside the deployment (other S3 endpoints), by name.
+    pub(crate) remote: parking_lot::RwLock<std::collections::HashMap<String, Arc<dyn TierBackend>>>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -89,12 +92,18 @@ impl Store {
         )?);
         let shutdown = CancellationToken::new();
         let worker = spawn_repair_worker(Arc::downgrade(&set), rx, shutdown.clone());
-        Ok(Arc::new(Store {
-            set,
-            bucket_cache: Mutex::default(),
-            cold: std::sync::OnceLock::new(),
-            shutdown,
-            workers: Mutex::new(vec![worker]),
+        let (release, released) = tokio::sync::mpsc::unbounded_channel();
+        let _ = set.tier_release.set(release);
+        Ok(Arc::new_cyclic(|me| {
+            let tiers = spawn_tier_worker(me.clone(), released, shutdown.clone());
+            Store {
+                set,
+                bucket_cache: Mutex::default(),
+                cold: std::sync::OnceLock::new(),
+                remote: Default::default(),
+                shutdown,
+                workers: Mutex::new(vec![worker, tiers]),
+            }
         }))
     }
 

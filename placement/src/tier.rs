@@ -12,7 +12,7 @@
 //! tier object.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use disk_engine::VersionId;
 use tokio::sync::mpsc;
@@ -35,18 +35,46 @@ pub(crate) const OWNER_BUCKET: &str = "owner-bucket";
 pub(crate) const OWNER_KEY: &str = "owner-key";
 
 impl Store {
-    /// Makes `cold` this store's cold pool and starts the worker that
-    /// deletes tier objects no version refers to any more.
+    /// Makes `cold` this store's cold pool.
     pub fn attach_cold_pool(&self, cold: Arc<Store>) -> Result<(), Error> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        if self.cold.set(cold.clone()).is_err() || self.set.tier_release.set(tx).is_err() {
-            return Err(Error::InvalidArgument(
-                "a cold pool is already attached".into(),
-            ));
+        self.cold
+            .set(cold)
+            .map_err(|_| Error::InvalidArgument("a cold pool is already attached".into()))
+    }
+
+    /// Adds (or with `None` removes) a tier outside the deployment under
+    /// `name`, which becomes a storage class lifecycle rules can name.
+    /// Versions already in a removed tier cannot be read until it is added
+    /// again.
+    pub fn set_remote_tier(&self, name: &str, backend: Option<Arc<dyn TierBackend>>) {
+        let mut tiers = self.remote.write();
+        match backend {
+            Some(b) => tiers.insert(name.to_string(), b),
+            None => tiers.remove(name),
+        };
+    }
+
+    /// The names of the tiers outside the deployment.
+    pub fn remote_tiers(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.remote.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    pub(crate) fn remote_tier(&self, name: &str) -> Result<Arc<dyn TierBackend>, Error> {
+        self.remote
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("no tier named {name:?} is configured")))
+    }
+
+    /// Deletes a tier object no version refers to any more.
+    async fn delete_tiered(&self, tier: &TierRef) -> Result<(), Error> {
+        if tier.tier == COLD_TIER {
+            return delete_tier_object(self.require_cold()?, tier.id).await;
         }
-        let worker = spawn_tier_worker(cold, rx, self.shutdown.clone());
-        self.workers.lock().push(worker);
-        Ok(())
+        self.remote_tier(&tier.tier)?.delete(tier.id).await
     }
 
     /// The cold pool, if the store has one.
@@ -137,12 +165,13 @@ impl Store {
 
     /// Streams bytes `range` of a version kept in a tier.
     pub(crate) fn read_tiered(&self, tier: TierRef, range: Range<u64>) -> ObjectStream {
+        if tier.tier != COLD_TIER {
+            let backend = self.remote_tier(&tier.tier);
+            return ObjectStream::deferred(async move { backend?.read(tier.id, range).await });
+        }
         let cold = self.require_cold().cloned();
         ObjectStream::deferred(async move {
             let cold = cold?;
-            if tier.tier != COLD_TIER {
-                return Err(Error::Corrupt(format!("unknown tier {:?}", tier.tier)));
-            }
             let name = tier.id.to_string();
             let state = cold.set.resolve_key(TIER_NS, &name).await?;
             let object = state
@@ -164,8 +193,9 @@ async fn delete_tier_object(cold: &Store, id: Uuid) -> Result<(), Error> {
         .await
 }
 
-fn spawn_tier_worker(
-    cold: Arc<Store>,
+/// Deletes the tier objects the store's versions release.
+pub(crate) fn spawn_tier_worker(
+    store: Weak<Store>,
     mut rx: mpsc::UnboundedReceiver<TierRef>,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
@@ -175,13 +205,30 @@ fn spawn_tier_worker(
                 _ = shutdown.cancelled() => return,
                 t = rx.recv() => match t { Some(t) => t, None => return },
             };
-            if tier.tier != COLD_TIER {
-                tracing::warn!(tier = %tier.tier, id = %tier.id, "released object of an unknown tier");
-                continue;
-            }
-            if let Err(e) = delete_tier_object(&cold, tier.id).await {
-                tracing::warn!(id = %tier.id, error = %e, "could not delete a released tier object");
+            let Some(store) = store.upgrade() else { return };
+            if let Err(e) = store.delete_tiered(&tier).await {
+                tracing::warn!(tier = %tier.tier, id = %tier.id, error = %e, "could not delete a released tier object");
             }
         }
     })
+}
+
+/// A place for tier objects outside the deployment: another S3 endpoint.
+/// Objects are named by the tier object's id.
+#[async_trait::async_trait]
+pub trait TierBackend: Send + Sync {
+    /// Stores exactly `size` bytes of `body` as tier object `id`, owned
+    /// by `bucket/key` (kept with it, for the sweep and for people).
+    async fn put(
+        &self,
+        id: Uuid,
+        bucket: &str,
+        key: &str,
+        body: BodyStream,
+        size: u64,
+    ) -> Result<(), Error>;
+    /// Streams bytes `range` of tier object `id`.
+    async fn read(&self, id: Uuid, range: Range<u64>) -> Result<ObjectStream, Error>;
+    /// Deletes tier object `id` (a missing one is not an error).
+    async fn delete(&self, id: Uuid) -> Result<(), Error>;
 }

@@ -25,7 +25,7 @@ use crate::objects::VersionRef;
 use crate::record::{ObjectRecord, PartRef, TierRef};
 use crate::set::version_key;
 use crate::store::Store;
-use crate::tier::TIER_NS;
+use crate::tier::{COLD_TIER, TIER_NS};
 use crate::write::BodyStream;
 use disk_engine::{ListStart, Tier};
 
@@ -35,6 +35,15 @@ fn new_crc() -> crc_fast::Digest {
 
 /// Tier objects listed per page by the sweep.
 const SWEEP_PAGE: usize = 1000;
+
+/// Where a transition moves a version's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination<'a> {
+    /// A pool of the deployment.
+    Pool(Tier),
+    /// A tier outside it, by name ([`Store::set_remote_tier`]).
+    Remote(&'a str),
+}
 
 /// What a transition did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,37 +73,39 @@ pub(crate) fn tiered_parts(parts: &[PartRef]) -> Vec<PartRef> {
 
 impl Store {
     /// Moves version `version` of `bucket/key` (the current one if `None`)
-    /// to storage class `class` in the pool of `tier`. Only moves towards
-    /// the cold pool are supported (lifecycle never moves objects back;
-    /// a client can, with CopyObject).
+    /// to storage class `class` at `to`: the cold pool or a tier outside
+    /// the deployment. Lifecycle never moves objects back to the hot pool
+    /// (a client can, with CopyObject).
     pub async fn transition_version(
         &self,
         bucket: &str,
         key: &str,
         version: Option<VersionRef>,
         class: &str,
-        tier: Tier,
+        to: Destination<'_>,
     ) -> Result<Transitioned, Error> {
         let before = self.get_version(bucket, key, version).await?;
         if before.delete_marker || before.meta.storage_class.as_deref() == Some(class) {
             return Ok(Transitioned::Unchanged);
         }
-        let in_cold = before.tiered.is_some();
-        match (tier, in_cold) {
-            (Tier::Hot, true) => {
-                return Err(Error::InvalidArgument(
-                    "lifecycle transitions do not move objects back to the hot pool".into(),
-                ))
-            }
-            (Tier::Hot, false) | (Tier::Cold, true) => {
-                let mut after = before.clone();
-                after.meta.storage_class = Some(class.to_string());
-                return Ok(match self.flip(bucket, key, &before, after).await? {
-                    true => Transitioned::Relabelled,
-                    false => Transitioned::Unchanged,
-                });
-            }
-            (Tier::Cold, false) => {}
+        let here = before.tiered.as_ref().map(|t| t.tier.as_str());
+        let there = match to {
+            Destination::Pool(Tier::Hot) => None,
+            Destination::Pool(Tier::Cold) => Some(COLD_TIER),
+            Destination::Remote(name) => Some(name),
+        };
+        if there.is_none() && here.is_some() {
+            return Err(Error::InvalidArgument(
+                "lifecycle transitions do not move objects back to the hot pool".into(),
+            ));
+        }
+        if here == there {
+            let mut after = before.clone();
+            after.meta.storage_class = Some(class.to_string());
+            return Ok(match self.flip(bucket, key, &before, after).await? {
+                true => Transitioned::Relabelled,
+                false => Transitioned::Unchanged,
+            });
         }
         let size = before.size;
         let read_crc = Arc::new(Mutex::new(new_crc()));
@@ -107,16 +118,29 @@ impl Store {
                 Ok(chunk)
             });
         let body: BodyStream = Box::pin(source);
-        let staged = self.write_tier_data(body, Some(size)).await?;
-        if staged.size != size {
-            return Err(Error::Corrupt(format!(
-                "transition read {} of {size} bytes",
-                staged.size
-            )));
-        }
-        let tier_ref = self
-            .commit_tier_object(staged, bucket, key, &before.meta)
-            .await?;
+        let tier_ref = match to {
+            Destination::Remote(name) => {
+                let id = uuid::Uuid::now_v7();
+                self.remote_tier(name)?
+                    .put(id, bucket, key, body, size)
+                    .await?;
+                TierRef {
+                    tier: name.to_string(),
+                    id,
+                }
+            }
+            _ => {
+                let staged = self.write_tier_data(body, Some(size)).await?;
+                if staged.size != size {
+                    return Err(Error::Corrupt(format!(
+                        "transition read {} of {size} bytes",
+                        staged.size
+                    )));
+                }
+                self.commit_tier_object(staged, bucket, key, &before.meta)
+                    .await?
+            }
+        };
         let read = read_crc.lock().finalize();
         match self.tier_crc(&tier_ref, size).await {
             Ok(written) if written == read => {}

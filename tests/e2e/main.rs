@@ -21,6 +21,7 @@ mod listing;
 mod multipart;
 mod objects;
 mod post_object;
+mod remote_tier;
 mod server;
 mod small_objects;
 mod tagging;

@@ -144,6 +144,17 @@ impl Identities {
         }
     }
 
+    /// Encrypts a secret that is not a user's (a remote tier's key) for
+    /// storage; `context` binds it to its owner.
+    pub fn seal(&self, context: &str, secret: &str) -> String {
+        self.master.seal(context, secret)
+    }
+
+    /// Decrypts what [`Identities::seal`] produced for the same context.
+    pub fn open(&self, context: &str, sealed: &str) -> Option<String> {
+        self.master.open(context, sealed).ok()
+    }
+
     /// `bucket`'s policy parsed from its stored document `doc`, parsed once
     /// per document rather than once per request.
     pub fn bucket_policy(&self, bucket: &str, doc: &str) -> S3Result<Arc<Policy>> {

@@ -57,12 +57,24 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 /// stored with the bucket; the scanner applies it from its next pass.
 pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let doc = read_document(gw, req, body, MAX_LIFECYCLE_BYTES).await?;
-    let cfg = lifecycle::parse(&doc, req.header(MIN_SIZE_HEADER))?;
-    let transitions = cfg
-        .rules
-        .iter()
-        .any(|r| !r.transitions.is_empty() || !r.noncurrent_transitions.is_empty());
-    if transitions && gw.store.cold_pool().is_none() {
+    let remote = gw.store.remote_tiers();
+    let cfg = lifecycle::parse(
+        &doc,
+        req.header(MIN_SIZE_HEADER),
+        lifecycle::Classes::Remote(&remote),
+    )?;
+    let to_cold_pool = cfg.rules.iter().any(|r| {
+        r.transitions
+            .iter()
+            .map(|t| &t.class)
+            .chain(
+                r.noncurrent_transitions
+                    .iter()
+                    .filter_map(|n| n.class.as_ref()),
+            )
+            .any(|c| !remote.contains(c))
+    });
+    if to_cold_pool && gw.store.cold_pool().is_none() {
         // A rule that could never fire is refused rather than kept.
         return Err(S3Error::InvalidRequest(
             "Transition actions need a cold pool, and this server has none (start it with --cold DIR...)".into(),

@@ -1,0 +1,209 @@
+//! A remote tier: lifecycle moves objects to another S3 endpoint (here a
+//! second Granary), GET streams them back, and replacing or deleting them
+//! deletes the remote copy. The tier survives a restart (its secret key is
+//! stored sealed).
+
+use std::time::Duration;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{
+    BucketLifecycleConfiguration, ExpirationStatus, LifecycleRule, LifecycleRuleFilter, Transition,
+    TransitionStorageClass,
+};
+use aws_sdk_s3::Client;
+
+use crate::harness::{admin, code, get_bytes, Pattern, Server, SECRET, USER};
+
+async fn class_of(c: &Client, bucket: &str, key: &str) -> Option<String> {
+    let h = c.head_object().bucket(bucket).key(key).send().await.ok()?;
+    Some(
+        h.storage_class()
+            .map_or("STANDARD".into(), |s| s.as_str().to_string()),
+    )
+}
+
+async fn remote_keys(c: &Client) -> Vec<String> {
+    let listed = c.list_objects_v2().bucket("archive").send().await.unwrap();
+    listed
+        .contents()
+        .iter()
+        .map(|o| o.key().unwrap().to_string())
+        .collect()
+}
+
+async fn until(what: &str, mut f: impl AsyncFnMut() -> bool) {
+    for _ in 0..300 {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within 30 s");
+}
+
+fn archive_rule(class: &str) -> BucketLifecycleConfiguration {
+    let rule = LifecycleRule::builder()
+        .id("archive")
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix("old/").build())
+        .transitions(
+            Transition::builder()
+                .days(0)
+                .storage_class(TransitionStorageClass::from(class))
+                .build(),
+        )
+        .build()
+        .unwrap();
+    BucketLifecycleConfiguration::builder()
+        .rules(rule)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
+    let remote = Server::start(4);
+    let r = remote.client();
+    r.create_bucket().bucket("archive").send().await.unwrap();
+    let mut s = Server::start_with(4, &["--lifecycle-day-secs", "2"]);
+    let c = s.client();
+    c.create_bucket().bucket("data").send().await.unwrap();
+
+    // A rule naming a tier that does not exist is refused.
+    let e = c
+        .put_bucket_lifecycle_configuration()
+        .bucket("data")
+        .lifecycle_configuration(archive_rule("ARCHIVE"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "MalformedXML");
+    let added = admin(
+        &s,
+        &[
+            "tier",
+            "add",
+            "ARCHIVE",
+            "--endpoint",
+            &remote.endpoint,
+            "--bucket",
+            "archive",
+            "--prefix",
+            "granary/",
+            "--access-key",
+            USER,
+            "--secret-key",
+            SECRET,
+        ],
+    )
+    .unwrap();
+    assert!(added.contains("tier ARCHIVE"), "{added}");
+    let listed = admin(&s, &["tier", "list"]).unwrap();
+    assert!(
+        listed.contains("ARCHIVE") && !listed.contains(SECRET),
+        "{listed}"
+    );
+    let e = admin(
+        &s,
+        &[
+            "tier",
+            "add",
+            "GLACIER",
+            "--endpoint",
+            &remote.endpoint,
+            "--bucket",
+            "archive",
+            "--access-key",
+            USER,
+            "--secret-key",
+            SECRET,
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("storage class of its own"), "{e}");
+
+    let a = Pattern::bytes(1, 300 << 10);
+    let b = Pattern::bytes(2, 1 << 20);
+    for (key, body) in [("old/a", &a), ("old/b", &b), ("new/c", &a)] {
+        c.put_object()
+            .bucket("data")
+            .key(key)
+            .body(ByteStream::from(body.clone()))
+            .send()
+            .await
+            .unwrap();
+    }
+    c.put_bucket_lifecycle_configuration()
+        .bucket("data")
+        .lifecycle_configuration(archive_rule("ARCHIVE"))
+        .send()
+        .await
+        .unwrap();
+    until("old/ in ARCHIVE", async || {
+        class_of(&c, "data", "old/a").await.as_deref() == Some("ARCHIVE")
+            && class_of(&c, "data", "old/b").await.as_deref() == Some("ARCHIVE")
+    })
+    .await;
+    assert_eq!(
+        class_of(&c, "data", "new/c").await.as_deref(),
+        Some("STANDARD")
+    );
+    // Read back through this server, whole and in ranges.
+    assert_eq!(get_bytes(&c, "data", "old/a").await, a);
+    assert_eq!(get_bytes(&c, "data", "old/b").await, b);
+    let part = c
+        .get_object()
+        .bucket("data")
+        .key("old/b")
+        .range("bytes=100000-299999")
+        .send()
+        .await
+        .unwrap()
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    assert_eq!(&part[..], &b[100_000..300_000]);
+    // The bytes are on the other endpoint, with their owner.
+    let keys = remote_keys(&r).await;
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys.iter().all(|k| k.starts_with("granary/")));
+    let head = r
+        .head_object()
+        .bucket("archive")
+        .key(&keys[0])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.metadata().unwrap()["granary-bucket"], "data");
+
+    // The tier comes back after a restart.
+    s.restart();
+    let c = s.client();
+    assert_eq!(get_bytes(&c, "data", "old/b").await, b);
+
+    // Deleting or replacing a version deletes its remote copy.
+    c.delete_object()
+        .bucket("data")
+        .key("old/a")
+        .send()
+        .await
+        .unwrap();
+    until("one remote copy left", async || {
+        remote_keys(&r).await.len() == 1
+    })
+    .await;
+    c.put_object()
+        .bucket("data")
+        .key("old/b")
+        .body(ByteStream::from_static(b"replaced"))
+        .send()
+        .await
+        .unwrap();
+    until("no remote copy left", async || {
+        remote_keys(&r).await.is_empty()
+    })
+    .await;
+    assert_eq!(get_bytes(&c, "data", "old/b").await, b"replaced");
+}
