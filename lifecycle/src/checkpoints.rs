@@ -173,7 +173,7 @@ mod tests {
             marker: "a/b".into(),
             ..rule(1, None)
         }
-        .validate()
+        .validate(&[])
         .is_err());
         let t = CheckpointRule {
             action: CheckpointAction::Transition {
