@@ -54,6 +54,9 @@ pub enum AdminCommand {
     /// Lifecycle: what the scanner did, run a pass now, or dry-run the rules.
     #[command(subcommand)]
     Lifecycle(LifecycleCommand),
+    /// The Prometheus metrics of the running server (lifecycle per bucket
+    /// and rule, cache, repair).
+    Metrics,
     /// Counters of the running server: hot-object cache (hit rate) and repair.
     Stats {
         /// Print the raw JSON.
@@ -296,6 +299,10 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
             println!("tier {name} removed");
         }
         AdminCommand::Lifecycle(cmd) => crate::lifecycle_admin::execute(&client, cmd).await?,
+        AdminCommand::Metrics => {
+            let v = client.call("GET", "metrics", None).await?;
+            print!("{}", v.as_str().unwrap_or_default());
+        }
         AdminCommand::Gc => {
             let v = client.call("POST", "gc", None).await?;
             println!("collected packed garbage on {} disks", v["disksCollected"]);

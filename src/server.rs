@@ -83,6 +83,10 @@ pub struct ServerArgs {
     /// foreground requests keep their latency during a pass.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub lifecycle_mib_per_sec: u64,
+    /// Serve Prometheus metrics at /granary/metrics to requests carrying
+    /// `Authorization: Bearer TOKEN` (off without it).
+    #[arg(long, env = "GRANARY_METRICS_TOKEN", value_name = "TOKEN")]
+    pub metrics_token: Option<String>,
     /// Skip fsync before acknowledging writes. UNSAFE: a power cut can lose
     /// acknowledged objects.
     #[arg(long)]
@@ -209,6 +213,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         domain: args.domain.clone(),
         body_idle_timeout: Duration::from_secs(args.body_timeout),
         bulk: Some(bulk),
+        metrics_token: args.metrics_token.clone(),
     };
     let clock = lifecycle::Clock {
         day: Duration::from_secs(args.lifecycle_day_secs.max(1)),

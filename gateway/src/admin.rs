@@ -15,6 +15,7 @@
 //! | GET | `/granary/admin/v1/lifecycle/plan/{bucket}/{days}` | what the rules will do over the next days (dry run) |
 //! | GET, PUT, DELETE | `/granary/admin/v1/lifecycle/checkpoints/{bucket}` | the bucket's checkpoint retention rules (JSON) |
 //! | GET | `/granary/admin/v1/tiers` | remote tiers (without secrets) |
+//! | GET | `/granary/admin/v1/metrics` | the Prometheus metrics (as a JSON string) |
 //! | PUT, DELETE | `/granary/admin/v1/tiers/{NAME}` | add or change, remove a remote tier (another S3 endpoint) |
 
 use std::sync::Arc;
@@ -256,6 +257,9 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
             }
         }
         (&Method::GET, ["stats"]) => reply(StatusCode::OK, stats(&gw.store)),
+        (&Method::GET, ["metrics"]) => {
+            reply(StatusCode::OK, Value::String(crate::metrics::render(&gw)))
+        }
         (&Method::GET, ["lifecycle", "status"]) => match &gw.lifecycle {
             Some(scanner) => reply(StatusCode::OK, json!({ "buckets": scanner.status() })),
             None => lifecycle_off(),

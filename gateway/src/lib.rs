@@ -19,6 +19,7 @@ pub mod error;
 mod hashing;
 mod headers;
 pub mod iam;
+mod metrics;
 mod names;
 mod ops;
 mod range;
@@ -56,6 +57,9 @@ pub struct GatewayConfig {
     /// uploads competes with request handling only for spare CPU. `None`:
     /// the request's own runtime.
     pub bulk: Option<tokio::runtime::Handle>,
+    /// Bearer token that `/granary/metrics` requires; `None` turns the
+    /// endpoint off (the admin API serves the same metrics to the root key).
+    pub metrics_token: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -65,6 +69,7 @@ impl Default for GatewayConfig {
             domain: None,
             body_idle_timeout: Duration::from_secs(60),
             bulk: None,
+            metrics_token: None,
         }
     }
 }

@@ -30,6 +30,7 @@ pub fn router(gw: Arc<Gateway>) -> Router {
     Router::new()
         .route("/granary/health/live", get(live))
         .route("/granary/health/ready", get(ready))
+        .route("/granary/metrics", get(crate::metrics::scrape))
         .route("/granary/admin/v1/{*rest}", any(crate::admin::handle))
         .fallback(s3)
         .with_state(gw)

@@ -301,7 +301,12 @@ async fn configurations_round_trip_and_invalid_ones_get_s3_errors() {
 
 #[tokio::test]
 async fn rules_expire_and_transition_when_due_and_not_before() {
-    let (s, _cold) = start_tiered(&["--lifecycle-day-secs", &DAY.to_string()]);
+    let (s, _cold) = start_tiered(&[
+        "--lifecycle-day-secs",
+        &DAY.to_string(),
+        "--metrics-token",
+        "scrape-me",
+    ]);
     let c = s.client();
     c.create_bucket().bucket("life").send().await.unwrap();
     let big = Pattern::bytes(7, 300 << 10);
@@ -433,6 +438,27 @@ async fn rules_expire_and_transition_when_due_and_not_before() {
     );
     let text = admin(&s, &["lifecycle", "status"]).unwrap();
     assert!(text.contains("bucket life:"), "{text}");
+    // The same counters as Prometheus metrics, for the bearer token only.
+    let url = format!("{}/granary/metrics", s.endpoint);
+    let http = reqwest::Client::new();
+    let denied = http.get(&url).send().await.unwrap();
+    assert_eq!(denied.status(), 401);
+    let metrics = http
+        .get(&url)
+        .bearer_auth("scrape-me")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("granary_lifecycle_transitioned_objects_total{bucket=\"life\",rule=\"ckpt-cold\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("granary_lifecycle_last_pass_age_seconds{bucket=\"life\"}"), "{metrics}");
+    let via_admin = admin(&s, &["metrics"]).unwrap();
+    assert!(via_admin.contains("granary_lifecycle_expired_objects_total{bucket=\"life\",rule=\"expire-tmp\"} 1"), "{via_admin}");
 }
 
 #[tokio::test]

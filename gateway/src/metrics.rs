@@ -1,0 +1,227 @@
+//! Prometheus metrics (text exposition format): the lifecycle scanner per
+//! bucket and rule (passes, lag since the last finished pass, transitioned,
+//! expired, aborted, pending and failed), the hot-object cache and repair.
+//! Served at `/granary/metrics` to scrapers holding the `--metrics-token`
+//! bearer token, and in the admin API to the root key.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+
+use axum::body::Body;
+use axum::extract::State;
+use http::{HeaderMap, Response, StatusCode};
+use std::sync::Arc;
+
+use crate::Gateway;
+
+/// Content type of the text exposition format.
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+fn now_ns() -> u64 {
+    crate::headers::now_ns()
+}
+
+/// Escapes a label value.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+struct Out(String);
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        let labels: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", label(v)))
+            .collect();
+        let labels = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{}}}", labels.join(","))
+        };
+        let _ = writeln!(self.0, "{name}{labels} {value}");
+    }
+}
+
+/// The metrics document.
+pub fn render(gw: &Gateway) -> String {
+    let mut o = Out(String::new());
+    let c = gw.store.cache_stats();
+    o.family(
+        "granary_cache_units_total",
+        "counter",
+        "Read units by outcome.",
+    );
+    for (outcome, v) in [
+        ("hit", c.hits),
+        ("miss", c.misses),
+        ("coalesced", c.coalesced),
+    ] {
+        o.sample(
+            "granary_cache_units_total",
+            &[("outcome", outcome)],
+            v as f64,
+        );
+    }
+    o.family(
+        "granary_cache_bytes",
+        "gauge",
+        "Bytes held by the hot-object cache.",
+    );
+    o.sample("granary_cache_bytes", &[], c.bytes as f64);
+    let r = gw.store.repair_stats();
+    o.family("granary_repair_total", "counter", "Repair work by kind.");
+    for (kind, v) in [
+        ("queued", &r.queued),
+        ("dropped", &r.dropped),
+        ("repaired", &r.repaired),
+        ("shards_rewritten", &r.shards_rewritten),
+        ("records_rewritten", &r.records_rewritten),
+        ("failed", &r.failed),
+    ] {
+        o.sample(
+            "granary_repair_total",
+            &[("kind", kind)],
+            v.load(Relaxed) as f64,
+        );
+    }
+    let Some(scanner) = &gw.lifecycle else {
+        return o.0;
+    };
+    let status = scanner.status();
+    o.family(
+        "granary_lifecycle_passes_total",
+        "counter",
+        "Lifecycle passes finished per bucket.",
+    );
+    for (bucket, b) in &status {
+        o.sample(
+            "granary_lifecycle_passes_total",
+            &[("bucket", bucket)],
+            b.passes as f64,
+        );
+    }
+    o.family(
+        "granary_lifecycle_last_pass_age_seconds",
+        "gauge",
+        "Seconds since the last finished lifecycle pass of the bucket (-1: none yet).",
+    );
+    let now = now_ns();
+    for (bucket, b) in &status {
+        let age = match b.last_finished_ns {
+            0 => -1.0,
+            t => now.saturating_sub(t) as f64 / 1e9,
+        };
+        o.sample(
+            "granary_lifecycle_last_pass_age_seconds",
+            &[("bucket", bucket)],
+            age,
+        );
+    }
+    o.family(
+        "granary_lifecycle_running",
+        "gauge",
+        "1 while a lifecycle pass of the bucket runs.",
+    );
+    for (bucket, b) in &status {
+        o.sample(
+            "granary_lifecycle_running",
+            &[("bucket", bucket)],
+            u8::from(b.running) as f64,
+        );
+    }
+    type Field = fn(&lifecycle::RuleStats) -> u64;
+    let per_rule: [(&str, &str, &str, Field); 8] = [
+        (
+            "granary_lifecycle_transitioned_objects_total",
+            "counter",
+            "Versions moved to a colder class.",
+            |r| r.transitioned_objects,
+        ),
+        (
+            "granary_lifecycle_transitioned_bytes_total",
+            "counter",
+            "Bytes of versions moved to a colder class.",
+            |r| r.transitioned_bytes,
+        ),
+        (
+            "granary_lifecycle_expired_objects_total",
+            "counter",
+            "Versions expired.",
+            |r| r.expired_objects,
+        ),
+        (
+            "granary_lifecycle_expired_bytes_total",
+            "counter",
+            "Bytes of versions expired.",
+            |r| r.expired_bytes,
+        ),
+        (
+            "granary_lifecycle_aborted_uploads_total",
+            "counter",
+            "Stale multipart uploads aborted.",
+            |r| r.aborted_uploads,
+        ),
+        (
+            "granary_lifecycle_failed_total",
+            "counter",
+            "Lifecycle actions that failed.",
+            |r| r.failed,
+        ),
+        (
+            "granary_lifecycle_pending_objects",
+            "gauge",
+            "Actions due but not done in the last pass.",
+            |r| r.pending_objects,
+        ),
+        (
+            "granary_lifecycle_pending_bytes",
+            "gauge",
+            "Bytes of actions due but not done in the last pass.",
+            |r| r.pending_bytes,
+        ),
+    ];
+    for (name, kind, help, field) in per_rule {
+        o.family(name, kind, help);
+        for (bucket, b) in &status {
+            for (rule, r) in &b.rules {
+                o.sample(name, &[("bucket", bucket), ("rule", rule)], field(r) as f64);
+            }
+        }
+    }
+    o.0
+}
+
+fn text(status: StatusCode, body: String) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, CONTENT_TYPE)
+        .body(Body::from(body))
+        .expect("valid response")
+}
+
+/// `GET /granary/metrics`: for a scraper with the bearer token; 404 when
+/// the server was started without `--metrics-token`.
+pub async fn scrape(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {
+    let Some(token) = &gw.config.metrics_token else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "metrics are off (start with --metrics-token)\n".into(),
+        );
+    };
+    let given = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let matches = given.is_some_and(|g| crate::auth::sigv4::signatures_equal(g, token));
+    if !matches {
+        return text(StatusCode::UNAUTHORIZED, "bearer token required\n".into());
+    }
+    text(StatusCode::OK, render(&gw))
+}
