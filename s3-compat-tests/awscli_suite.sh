@@ -91,6 +91,10 @@ expect_error "wrong secret" SignatureDoesNotMatch env AWS_SECRET_ACCESS_KEY=wron
 check "s3 cp --storage-class GLACIER" aws_ s3 cp --no-progress --storage-class GLACIER "$w/small.txt" s3://compat-cli/cold/small.txt
 check "head-object shows GLACIER" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3api head-object --bucket compat-cli --key cold/small.txt | grep -q '\"StorageClass\": \"GLACIER\"'"
 check "cold object reads back" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3 cp --no-progress s3://compat-cli/cold/small.txt - | cmp - $w/small.txt"
+head -c $((20 * 1024 * 1024)) /dev/urandom > "$w/cold.bin"
+check "s3 cp 20 MiB --storage-class DEEP_ARCHIVE (multipart)" aws_ s3 cp --no-progress --storage-class DEEP_ARCHIVE "$w/cold.bin" s3://compat-cli/cold/big.bin
+check "multipart cold object has its class" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3api head-object --bucket compat-cli --key cold/big.bin | grep -q DEEP_ARCHIVE"
+check "multipart cold object reads back" bash -c "aws --endpoint-url $GRANARY_ENDPOINT s3 cp --no-progress s3://compat-cli/cold/big.bin - | cmp - $w/cold.bin"
 expect_error "unknown storage class" InvalidStorageClass aws_ s3api put-object --bucket compat-cli --key x --body "$w/small.txt" --storage-class REDUCED_REDUNDANCY
 cat > "$w/lifecycle.json" <<'JSON'
 {"Rules": [

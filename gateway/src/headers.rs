@@ -114,15 +114,6 @@ pub fn requested_class(h: &HeaderMap, has_cold_pool: bool) -> S3Result<(String, 
     }
 }
 
-/// The storage class of a write that is always stored hot (multipart
-/// uploads and browser POSTs, for now): anything but STANDARD is refused.
-pub fn storage_class(h: &HeaderMap) -> S3Result<()> {
-    match text(h, "x-amz-storage-class") {
-        None | Some(STANDARD) => Ok(()),
-        Some(_) => Err(S3Error::InvalidStorageClass),
-    }
-}
-
 /// Descriptive metadata of a write from its headers (ETag and checksum are
 /// filled in by the caller).
 pub fn object_meta(h: &HeaderMap) -> S3Result<ObjectMeta> {
@@ -276,8 +267,14 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-amz-storage-class", HeaderValue::from_static("FANCY"));
         assert!(matches!(
-            storage_class(&h),
+            requested_class(&h, true),
             Err(S3Error::InvalidStorageClass)
         ));
+        h.insert("x-amz-storage-class", HeaderValue::from_static("GLACIER"));
+        assert!(matches!(
+            requested_class(&h, false),
+            Err(S3Error::InvalidStorageClass)
+        ));
+        assert!(matches!(requested_class(&h, true), Ok((_, Tier::Cold))));
     }
 }

@@ -3,6 +3,7 @@
 //! the chosen parts in order.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use disk_engine::{DiskError, PartEntry, ShardId, UploadEntry, UploadListStart};
 use uuid::Uuid;
@@ -12,8 +13,9 @@ use crate::objects::WriteOptions;
 use crate::record::{
     self, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
 };
-use crate::set::now_ns;
+use crate::set::{now_ns, ErasureSet};
 use crate::store::Store;
+use crate::tier::TIER_NS;
 use crate::write::{BodyStream, StagedData};
 
 /// An upload as listed.
@@ -28,7 +30,9 @@ pub struct UploadInfo {
 }
 
 impl Store {
-    /// Starts an upload for `bucket/key`; `meta` is what the object will carry.
+    /// Starts an upload for `bucket/key`; `meta` is what the object will
+    /// carry. With `cold`, its parts are written to the cold pool and the
+    /// finished object is a tier object there.
     pub async fn create_upload(
         &self,
         bucket: &str,
@@ -36,16 +40,25 @@ impl Store {
         meta: ObjectMeta,
         tags: Vec<(String, String)>,
         checksum: Option<(String, String)>,
+        cold: bool,
     ) -> Result<Uuid, Error> {
         self.bucket(bucket).await?;
         let upload_id = Uuid::now_v7();
+        let layout = match cold {
+            true => self
+                .require_cold()?
+                .set
+                .layout_for(TIER_NS, &upload_id.to_string()),
+            false => self.set.layout_for(bucket, key),
+        };
         let rec = UploadRecord {
             initiated_ns: now_ns(),
-            layout: self.set.layout_for(bucket, key),
+            layout,
             meta,
             tags,
             checksum_algorithm: checksum.as_ref().map(|c| c.0.clone()),
             checksum_type: checksum.map(|c| c.1),
+            cold,
         };
         let entry = UploadEntry {
             key: key.as_bytes().to_vec(),
@@ -109,6 +122,14 @@ impl Store {
         })
     }
 
+    /// The set an upload's parts are written to.
+    fn part_set(&self, upload: &UploadRecord) -> Result<&Arc<ErasureSet>, Error> {
+        match upload.cold {
+            true => Ok(&self.require_cold()?.set),
+            false => Ok(&self.set),
+        }
+    }
+
     /// Streams one part's data into shard files with the upload's layout.
     pub async fn write_part_data(
         &self,
@@ -116,7 +137,7 @@ impl Store {
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
-        self.set
+        self.part_set(upload)?
             .write_data(upload.layout, body, size_hint, false)
             .await
     }
@@ -129,6 +150,7 @@ impl Store {
         bucket: &str,
         key: &str,
         upload_id: Uuid,
+        upload: &UploadRecord,
         number: u32,
         staged: StagedData,
         etag: String,
@@ -169,20 +191,44 @@ impl Store {
             return Err(Error::NoSuchUpload);
         }
         self.require_write_quorum(&results)?;
-        for (slot, r) in results.into_iter().enumerate() {
-            if let Ok(Some(old)) = r {
-                self.free_part_data(slot, &old, &[staged.data_id.unwrap_or_default()])
-                    .await;
-            }
-        }
+        let cold = upload.cold;
+        let replaced: Vec<(usize, PartEntry)> = results
+            .into_iter()
+            .enumerate()
+            .filter_map(|(slot, r)| r.ok().flatten().map(|old| (slot, old)))
+            .collect();
+        let keep = [staged.data_id.unwrap_or_default()];
         staged.keep();
+        self.free_parts(cold, replaced, &keep).await;
         Ok(rec)
     }
 
-    async fn free_part_data(&self, slot: usize, old: &PartEntry, keep: &[Uuid]) {
-        if let Ok(p) = record::decode::<PartRecord>(&old.body) {
-            if let Some(id) = p.part.data_id.filter(|id| !keep.contains(id)) {
+    /// Frees the data of dropped part records (each reported by a disk
+    /// slot), except ids in `keep`: on that slot's disk for parts in the hot
+    /// pool, on every disk of the cold pool for parts there.
+    async fn free_parts(&self, cold: bool, dropped: Vec<(usize, PartEntry)>, keep: &[Uuid]) {
+        let mut cold_ids = Vec::new();
+        for (slot, old) in dropped {
+            let Ok(p) = record::decode::<PartRecord>(&old.body) else {
+                continue;
+            };
+            let Some(id) = p.part.data_id.filter(|id| !keep.contains(id)) else {
+                continue;
+            };
+            if cold {
+                cold_ids.push(id);
+            } else {
                 let _ = self.set.disks[slot].delete_shard(ShardId(id)).await;
+            }
+        }
+        cold_ids.sort();
+        cold_ids.dedup();
+        if let (Some(pool), false) = (self.cold_pool(), cold_ids.is_empty()) {
+            for id in cold_ids {
+                let _ = pool
+                    .set
+                    .each_disk(|_, d| async move { d.delete_shard(ShardId(id)).await })
+                    .await;
             }
         }
     }
@@ -251,6 +297,11 @@ impl Store {
         let _guard = self.set.locks.lock(bucket, key).await;
         // The upload may have been completed or aborted while we waited.
         self.get_upload(bucket, key, upload_id).await?;
+        if upload.cold {
+            return self
+                .complete_cold_upload(bucket, key, upload_id, upload, parts, meta, opts)
+                .await;
+        }
         let size = parts.iter().map(|p| p.part.size).sum();
         let record = ObjectRecord {
             version_id: None,
@@ -270,13 +321,71 @@ impl Store {
             .commit_version_locked(bucket, key, record, &all, opts, None)
             .await?;
         let keep: Vec<Uuid> = stored.data_ids().collect();
-        self.drop_upload(bucket, key, upload_id, &keep).await;
+        self.drop_upload(bucket, key, upload_id, false, &keep).await;
+        Ok(stored)
+    }
+
+    /// [`Self::complete_upload`] of an upload whose parts are in the cold
+    /// pool: the parts become a tier object there, then the version
+    /// referring to it is committed. The caller holds the key lock.
+    #[allow(clippy::too_many_arguments)]
+    async fn complete_cold_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        upload: UploadRecord,
+        parts: Vec<PartRecord>,
+        meta: ObjectMeta,
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
+        let size = chosen.iter().map(|p| p.size).sum();
+        let tier = self
+            .commit_tier_parts(upload.layout, chosen.clone(), bucket, key, &meta)
+            .await?;
+        let record = ObjectRecord {
+            version_id: None,
+            mtime_ns: 0,
+            delete_marker: false,
+            size,
+            layout: self.set.layout_for(bucket, key),
+            parts: crate::transition::tiered_parts(&chosen),
+            multipart: true,
+            meta,
+            inline: None,
+            tags: upload.tags.clone(),
+            tiered: Some(tier.clone()),
+        };
+        let all = vec![true; self.set.width()];
+        let stored = match self
+            .commit_version_locked(bucket, key, record, &all, opts, None)
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                // The parts stay with the upload (it can be completed again
+                // or aborted); only the tier object's record goes.
+                self.forget_tier_object(&tier).await;
+                return Err(e);
+            }
+        };
+        let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
+        self.drop_upload(bucket, key, upload_id, true, &keep).await;
         Ok(stored)
     }
 
     /// Removes the upload's records from every disk and frees the data of
-    /// its parts, except ids in `keep`. Returns how many disks had it.
-    async fn drop_upload(&self, bucket: &str, key: &str, upload_id: Uuid, keep: &[Uuid]) -> usize {
+    /// its parts (in the cold pool with `cold`), except ids in `keep`.
+    /// Returns how many disks had it.
+    async fn drop_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        cold: bool,
+        keep: &[Uuid],
+    ) -> usize {
         let results = self
             .set
             .each_disk(|_, d| async move {
@@ -285,14 +394,14 @@ impl Store {
             })
             .await;
         let mut had = 0;
+        let mut dropped = Vec::new();
         for (slot, r) in results.into_iter().enumerate() {
             if let Ok(parts) = r {
                 had += 1;
-                for p in &parts {
-                    self.free_part_data(slot, p, keep).await;
-                }
+                dropped.extend(parts.into_iter().map(|p| (slot, p)));
             }
         }
+        self.free_parts(cold, dropped, keep).await;
         had
     }
 
@@ -304,14 +413,25 @@ impl Store {
         key: &str,
         upload_id: Uuid,
     ) -> Result<(), Error> {
-        self.get_upload(bucket, key, upload_id).await?;
+        let upload = self.get_upload(bucket, key, upload_id).await?;
         let _guard = self.set.locks.lock(bucket, key).await;
         let keep: Vec<Uuid> = match self.set.resolve_key(bucket, key).await {
-            Ok(state) => state
-                .versions
-                .iter()
-                .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
-                .collect(),
+            Ok(state) => {
+                let mut keep: Vec<Uuid> = state
+                    .versions
+                    .iter()
+                    .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
+                    .collect();
+                // A completion that raced keeps its parts in a tier object.
+                for t in state
+                    .versions
+                    .iter()
+                    .filter_map(|v| v.object.tiered.as_ref())
+                {
+                    keep.extend(self.tier_object_data(t).await);
+                }
+                keep
+            }
             Err(_) => {
                 return Err(Error::ReadQuorum {
                     needed: self.set.quorum.read,
@@ -319,7 +439,11 @@ impl Store {
                 })
             }
         };
-        if self.drop_upload(bucket, key, upload_id, &keep).await == 0 {
+        if self
+            .drop_upload(bucket, key, upload_id, upload.cold, &keep)
+            .await
+            == 0
+        {
             return Err(Error::NoSuchUpload);
         }
         Ok(())

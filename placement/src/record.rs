@@ -188,6 +188,10 @@ pub struct UploadRecord {
     /// Checksum type of the finished object ("COMPOSITE" or "FULL_OBJECT").
     #[serde(default)]
     pub checksum_type: Option<String>,
+    /// The parts are written to the cold pool (a cold storage class); the
+    /// finished object is a tier object there.
+    #[serde(default)]
+    pub cold: bool,
 }
 
 /// One uploaded part of a multipart upload.

@@ -337,7 +337,7 @@ async fn multipart_complete_and_abort() {
     r.store.create_bucket("b", "us-east-1").await.unwrap();
     let id = r
         .store
-        .create_upload("b", "mp", ObjectMeta::default(), Vec::new(), None)
+        .create_upload("b", "mp", ObjectMeta::default(), Vec::new(), None, false)
         .await
         .unwrap();
     let up = r.store.get_upload("b", "mp", id).await.unwrap();
@@ -349,7 +349,16 @@ async fn multipart_complete_and_abort() {
             .await
             .unwrap();
         r.store
-            .commit_part("b", "mp", id, i as u32 + 1, staged, format!("e{i}"), None)
+            .commit_part(
+                "b",
+                "mp",
+                id,
+                &up,
+                i as u32 + 1,
+                staged,
+                format!("e{i}"),
+                None,
+            )
             .await
             .unwrap();
     }
@@ -360,7 +369,7 @@ async fn multipart_complete_and_abort() {
         .await
         .unwrap();
     r.store
-        .commit_part("b", "mp", id, 2, staged, "e1".into(), None)
+        .commit_part("b", "mp", id, &up, 2, staged, "e1".into(), None)
         .await
         .unwrap();
     let (listed, more) = r.store.list_parts("b", "mp", id, 0, 1000).await.unwrap();
@@ -400,7 +409,7 @@ async fn multipart_complete_and_abort() {
 
     let id2 = r
         .store
-        .create_upload("b", "mp2", ObjectMeta::default(), Vec::new(), None)
+        .create_upload("b", "mp2", ObjectMeta::default(), Vec::new(), None, false)
         .await
         .unwrap();
     let up2 = r.store.get_upload("b", "mp2", id2).await.unwrap();
@@ -411,7 +420,7 @@ async fn multipart_complete_and_abort() {
         .unwrap();
     let part = r
         .store
-        .commit_part("b", "mp2", id2, 1, staged, "x".into(), None)
+        .commit_part("b", "mp2", id2, &up2, 1, staged, "x".into(), None)
         .await
         .unwrap();
     r.store.abort_upload("b", "mp2", id2).await.unwrap();

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::layout::ErasureLayout;
 use crate::read::ObjectStream;
 use crate::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
 use crate::store::Store;
@@ -82,7 +83,7 @@ impl Store {
         self.cold.get()
     }
 
-    fn require_cold(&self) -> Result<&Arc<Store>, Error> {
+    pub(crate) fn require_cold(&self) -> Result<&Arc<Store>, Error> {
         self.cold
             .get()
             .ok_or_else(|| Error::InvalidArgument("this server has no cold pool".into()))
@@ -115,52 +116,92 @@ impl Store {
         key: &str,
         meta: &ObjectMeta,
     ) -> Result<TierRef, Error> {
-        let cold = self.require_cold()?;
         let tier = staged
             .tier
             .clone()
             .ok_or_else(|| Error::InvalidArgument("data was not written to a tier".into()))?;
-        let name = tier.id.to_string();
-        let record = ObjectRecord {
-            version_id: None,
-            mtime_ns: 0,
-            delete_marker: false,
+        let part = PartRef {
+            number: 1,
             size: staged.size,
-            layout: staged.layout,
-            parts: vec![PartRef {
-                number: 1,
-                size: staged.size,
-                data_id: staged.data_id,
-                packed: staged.pieces.is_some(),
-                etag: meta.etag.clone(),
-                checksum: meta.checksum.clone(),
-            }],
-            multipart: false,
-            meta: ObjectMeta {
-                etag: meta.etag.clone(),
-                user: vec![
-                    (OWNER_BUCKET.into(), bucket.into()),
-                    (OWNER_KEY.into(), key.into()),
-                ],
-                ..ObjectMeta::default()
-            },
-            inline: None,
-            tags: Vec::new(),
-            tiered: None,
+            data_id: staged.data_id,
+            packed: staged.pieces.is_some(),
+            etag: meta.etag.clone(),
+            checksum: meta.checksum.clone(),
         };
-        let _guard = cold.set.locks.lock(TIER_NS, &name).await;
-        cold.set
-            .commit_record(
-                TIER_NS,
-                &name,
-                record,
-                &staged.disks,
-                false,
-                staged.pieces.as_ref(),
-            )
+        let record = tier_record(staged.layout, vec![part], false, bucket, key, meta);
+        self.commit_tier_record(&tier, record, &staged.disks, staged.pieces.as_ref())
             .await?;
         staged.keep();
         Ok(tier)
+    }
+
+    /// Commits the parts of a finished cold multipart upload (already in
+    /// the cold pool) as a new tier object owned by `bucket/key`.
+    pub(crate) async fn commit_tier_parts(
+        &self,
+        layout: ErasureLayout,
+        parts: Vec<PartRef>,
+        bucket: &str,
+        key: &str,
+        meta: &ObjectMeta,
+    ) -> Result<TierRef, Error> {
+        let tier = TierRef {
+            tier: COLD_TIER.into(),
+            id: Uuid::now_v7(),
+        };
+        let record = tier_record(layout, parts, true, bucket, key, meta);
+        let all = vec![true; self.require_cold()?.set.width()];
+        self.commit_tier_record(&tier, record, &all, None).await?;
+        Ok(tier)
+    }
+
+    async fn commit_tier_record(
+        &self,
+        tier: &TierRef,
+        record: ObjectRecord,
+        targets: &[bool],
+        pieces: Option<&crate::packed::Pieces>,
+    ) -> Result<(), Error> {
+        let cold = self.require_cold()?;
+        let name = tier.id.to_string();
+        let _guard = cold.set.locks.lock(TIER_NS, &name).await;
+        cold.set
+            .commit_record(TIER_NS, &name, record, targets, false, pieces)
+            .await?;
+        Ok(())
+    }
+
+    /// Removes a cold tier object's record but not its data (the parts of
+    /// an upload whose completion failed stay with the upload).
+    pub(crate) async fn forget_tier_object(&self, tier: &TierRef) {
+        let Ok(cold) = self.require_cold() else {
+            return;
+        };
+        let name = tier.id.to_string();
+        let item = vec![(name.into_bytes(), VersionId::NULL)];
+        let _ = cold
+            .set
+            .each_disk(|_, d| {
+                let item = item.clone();
+                async move { d.delete_records(TIER_NS.as_bytes(), item).await }
+            })
+            .await;
+    }
+
+    /// The shard ids a cold tier object's parts use (none for other tiers
+    /// or when it cannot be read).
+    pub(crate) async fn tier_object_data(&self, tier: &TierRef) -> Vec<Uuid> {
+        let (true, Some(cold)) = (tier.tier == COLD_TIER, self.cold_pool()) else {
+            return Vec::new();
+        };
+        match cold.set.resolve_key(TIER_NS, &tier.id.to_string()).await {
+            Ok(state) => state
+                .versions
+                .iter()
+                .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Streams bytes `range` of a version kept in a tier.
@@ -181,6 +222,37 @@ impl Store {
                 .clone();
             Ok(cold.set.read_object(TIER_NS, &name, object, range))
         })
+    }
+}
+
+/// The record of a tier object holding `parts`, owned by `bucket/key`.
+fn tier_record(
+    layout: ErasureLayout,
+    parts: Vec<PartRef>,
+    multipart: bool,
+    bucket: &str,
+    key: &str,
+    meta: &ObjectMeta,
+) -> ObjectRecord {
+    ObjectRecord {
+        version_id: None,
+        mtime_ns: 0,
+        delete_marker: false,
+        size: parts.iter().map(|p| p.size).sum(),
+        layout,
+        parts,
+        multipart,
+        meta: ObjectMeta {
+            etag: meta.etag.clone(),
+            user: vec![
+                (OWNER_BUCKET.into(), bucket.into()),
+                (OWNER_KEY.into(), key.into()),
+            ],
+            ..ObjectMeta::default()
+        },
+        inline: None,
+        tags: Vec::new(),
+        tiered: None,
     }
 }
 

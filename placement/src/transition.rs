@@ -263,10 +263,17 @@ impl Store {
                 };
                 if !referenced {
                     tracing::info!(%id, %bucket, %key, "deleting an unreferenced tier object");
-                    self.set.release_tiered(vec![TierRef {
-                        tier: crate::tier::COLD_TIER.into(),
+                    let tier = TierRef {
+                        tier: COLD_TIER.into(),
                         id,
-                    }]);
+                    };
+                    if tier_object.multipart {
+                        // Its parts belong to the upload it was completed
+                        // from, which still exists: only the record goes.
+                        self.forget_tier_object(&tier).await;
+                    } else {
+                        self.set.release_tiered(vec![tier]);
+                    }
                     deleted += 1;
                 }
             }

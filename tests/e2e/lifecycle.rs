@@ -453,12 +453,22 @@ async fn rules_expire_and_transition_when_due_and_not_before() {
         .await
         .unwrap();
     assert!(
-        metrics.contains("granary_lifecycle_transitioned_objects_total{bucket=\"life\",rule=\"ckpt-cold\"} 1"),
+        metrics.contains(
+            "granary_lifecycle_transitioned_objects_total{bucket=\"life\",rule=\"ckpt-cold\"} 1"
+        ),
         "{metrics}"
     );
-    assert!(metrics.contains("granary_lifecycle_last_pass_age_seconds{bucket=\"life\"}"), "{metrics}");
+    assert!(
+        metrics.contains("granary_lifecycle_last_pass_age_seconds{bucket=\"life\"}"),
+        "{metrics}"
+    );
     let via_admin = admin(&s, &["metrics"]).unwrap();
-    assert!(via_admin.contains("granary_lifecycle_expired_objects_total{bucket=\"life\",rule=\"expire-tmp\"} 1"), "{via_admin}");
+    assert!(
+        via_admin.contains(
+            "granary_lifecycle_expired_objects_total{bucket=\"life\",rule=\"expire-tmp\"} 1"
+        ),
+        "{via_admin}"
+    );
 }
 
 #[tokio::test]

@@ -270,3 +270,147 @@ async fn pools_of_two_deployments_or_swapped_tiers_are_refused() {
         .expect("a cold pool of another deployment is refused");
     assert!(err.contains("deployment"), "{err}");
 }
+
+#[tokio::test]
+async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let (s, cold) = start_tiered(&[]);
+    let c = s.client();
+    c.create_bucket().bucket("tiers").send().await.unwrap();
+    let parts = [
+        Pattern::bytes(11, 5 << 20),
+        Pattern::bytes(12, 5 << 20),
+        Pattern::bytes(13, 1 << 20),
+    ];
+    let hot_before = shard_files(&s.dirs);
+    let up = c
+        .create_multipart_upload()
+        .bucket("tiers")
+        .key("ckpt/weights")
+        .storage_class(StorageClass::Glacier)
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let mut done = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let r = c
+            .upload_part()
+            .bucket("tiers")
+            .key("ckpt/weights")
+            .upload_id(id)
+            .part_number(i as i32 + 1)
+            .body(ByteStream::from(p.clone()))
+            .send()
+            .await
+            .unwrap();
+        done.push(
+            CompletedPart::builder()
+                .part_number(i as i32 + 1)
+                .e_tag(r.e_tag().unwrap())
+                .build(),
+        );
+    }
+    // Part 2 uploaded again: the first copy's cold shards are freed.
+    let again = c
+        .upload_part()
+        .bucket("tiers")
+        .key("ckpt/weights")
+        .upload_id(id)
+        .part_number(2)
+        .body(ByteStream::from(parts[1].clone()))
+        .send()
+        .await
+        .unwrap();
+    done[1] = CompletedPart::builder()
+        .part_number(2)
+        .e_tag(again.e_tag().unwrap())
+        .build();
+    let listed = c
+        .list_multipart_uploads()
+        .bucket("tiers")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.uploads()[0].storage_class().map(|s| s.as_str()),
+        Some("GLACIER")
+    );
+    assert_eq!(shard_files(&s.dirs), hot_before);
+    assert_eq!(shard_files(&cold), 12);
+    c.complete_multipart_upload()
+        .bucket("tiers")
+        .key("ckpt/weights")
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(done))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let head = c
+        .head_object()
+        .bucket("tiers")
+        .key("ckpt/weights")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.storage_class(), Some(&StorageClass::Glacier));
+    assert!(head.e_tag().unwrap().ends_with("-3\""));
+    let whole: Vec<u8> = parts.concat();
+    assert_eq!(get_bytes(&c, "tiers", "ckpt/weights").await, whole);
+    let second = c
+        .get_object()
+        .bucket("tiers")
+        .key("ckpt/weights")
+        .part_number(2)
+        .send()
+        .await
+        .unwrap()
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    assert_eq!(&second[..], &parts[1][..]);
+    assert_eq!(shard_files(&s.dirs), hot_before);
+    assert_eq!(shard_files(&cold), 12);
+
+    // An aborted cold upload leaves nothing behind.
+    let up = c
+        .create_multipart_upload()
+        .bucket("tiers")
+        .key("ckpt/aborted")
+        .storage_class(StorageClass::from("COLD"))
+        .send()
+        .await
+        .unwrap();
+    c.upload_part()
+        .bucket("tiers")
+        .key("ckpt/aborted")
+        .upload_id(up.upload_id().unwrap())
+        .part_number(1)
+        .body(ByteStream::from(parts[0].clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shard_files(&cold), 16);
+    c.abort_multipart_upload()
+        .bucket("tiers")
+        .key("ckpt/aborted")
+        .upload_id(up.upload_id().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shard_files(&cold), 12);
+    // Deleting the object frees the cold pool.
+    c.delete_object()
+        .bucket("tiers")
+        .key("ckpt/weights")
+        .send()
+        .await
+        .unwrap();
+    eventually("the cold object freed", || shard_files(&cold) == 0).await;
+}

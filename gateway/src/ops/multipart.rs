@@ -18,7 +18,7 @@ use crate::body::read_small;
 use crate::checksum::ChecksumAlgorithm;
 use crate::conditions::write_condition;
 use crate::error::{S3Error, S3Result};
-use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, storage_class, STANDARD};
+use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, requested_class, STANDARD};
 use crate::request::S3Request;
 use crate::xml::{
     from_xml, to_xml, ChecksumFields, CommonPrefix, CompleteMultipartUpload,
@@ -64,12 +64,22 @@ fn page_size(req: &S3Request, name: &str) -> S3Result<usize> {
     }
 }
 
+/// The storage class an upload's object will have.
+fn class_of(upload: &UploadRecord) -> String {
+    upload
+        .meta
+        .storage_class
+        .clone()
+        .unwrap_or_else(|| STANDARD.into())
+}
+
 /// CreateMultipartUpload.
 pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     reject_unsupported(&req.parts.headers)?;
-    storage_class(&req.parts.headers)?;
+    let (class, tier) = requested_class(&req.parts.headers, gw.store.cold_pool().is_some())?;
     let checksum = multipart_checksum::requested(req)?;
-    let meta = object_meta(&req.parts.headers)?;
+    let mut meta = object_meta(&req.parts.headers)?;
+    meta.storage_class = Some(class);
     let tags = req
         .header("x-amz-tagging")
         .map(tags::parse_header)
@@ -83,6 +93,7 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
             meta,
             tags,
             checksum.map(|(a, k)| (a.name().to_string(), k.to_string())),
+            tier == placement::Tier::Cold,
         )
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
@@ -138,6 +149,7 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
             req.bucket(),
             req.key(),
             id,
+            &upload,
             number,
             received.staged,
             etag.clone(),
@@ -207,6 +219,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
             req.bucket(),
             req.key(),
             id,
+            &upload,
             number,
             copied.staged,
             etag.clone(),
@@ -391,13 +404,12 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
         more = true;
     }
     let next = parts.last().map(|p| p.part.number).unwrap_or(marker);
-    let algorithm_set = gw
+    let upload = gw
         .store
         .get_upload(req.bucket(), req.key(), id)
         .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?
-        .checksum_algorithm
-        .is_some();
+        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let algorithm_set = upload.checksum_algorithm.is_some();
     let doc = ListPartsResult {
         xmlns: NS,
         bucket: req.bucket().into(),
@@ -405,7 +417,7 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
         upload_id: id.simple().to_string(),
         initiator: initiator(gw),
         owner: gw.owner.clone(),
-        storage_class: STANDARD.into(),
+        storage_class: class_of(&upload),
         part_number_marker: marker,
         next_part_number_marker: next,
         max_parts: max,
@@ -524,7 +536,7 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
                 upload_id: u.upload_id.simple().to_string(),
                 initiator: initiator(gw),
                 owner: gw.owner.clone(),
-                storage_class: STANDARD.into(),
+                storage_class: class_of(&u.record),
                 initiated: iso8601(u.record.initiated_ns),
             })
             .collect(),

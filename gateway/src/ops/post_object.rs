@@ -23,7 +23,7 @@ use crate::body::{request_body, BodyOptions};
 use crate::checksum::{self, ChecksumAlgorithm};
 use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
-use crate::headers::{now_ns, object_meta, quoted, storage_class};
+use crate::headers::{now_ns, object_meta, quoted, requested_class};
 use crate::iam::Principal;
 use crate::request::S3Request;
 use crate::xml::to_xml;
@@ -328,13 +328,14 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
             headers.insert(n, v);
         }
     }
-    storage_class(&headers)?;
+    let (class, tier) = requested_class(&headers, gw.store.cold_pool().is_some())?;
     if let Some(acl) = get("acl").filter(|a| a != "private" && a != "bucket-owner-full-control") {
         return Err(S3Error::NotImplemented(format!(
             "Canned ACL '{acl}' is not supported; objects and buckets are private"
         )));
     }
     let mut meta = object_meta(&headers)?;
+    meta.storage_class = Some(class);
     let tags = get("tagging")
         .map(|t| tags::parse_xml(t.as_bytes(), tags::MAX_OBJECT_TAGS))
         .transpose()?
@@ -365,7 +366,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
     let since_ns = now_ns();
     let staged = gw
         .store
-        .write_data(req.bucket(), &key, data, None)
+        .write_data_in(tier, req.bucket(), &key, data, None)
         .await
         .map_err(|e| named(e, req.bucket(), Some(&key)))?;
     if counted.load(std::sync::atomic::Ordering::Relaxed) < lo {
