@@ -81,23 +81,15 @@ pub fn reject_unsupported(h: &HeaderMap) -> S3Result<()> {
     Ok(())
 }
 
-/// Storage classes whose objects live in the cold pool. GLACIER and
-/// DEEP_ARCHIVE objects are read directly, without a RestoreObject step.
-pub const COLD_CLASSES: &[&str] = &[
-    "STANDARD_IA",
-    "ONEZONE_IA",
-    "GLACIER_IR",
-    "GLACIER",
-    "DEEP_ARCHIVE",
-    "COLD",
-];
-
 /// The tier a storage class maps to; `None` for a class Granary does not
 /// store.
 pub fn class_tier(class: &str) -> Option<Tier> {
     match class {
         STANDARD => Some(Tier::Hot),
-        c if COLD_CLASSES.contains(&c) => Some(Tier::Cold),
+        // The classes a lifecycle transition may name are the cold pool's.
+        // GLACIER and DEEP_ARCHIVE objects are read directly, without a
+        // RestoreObject step.
+        c if lifecycle::config::TRANSITION_CLASSES.contains(&c) => Some(Tier::Cold),
         _ => None,
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use parking_lot::Mutex;
 use placement::{
     BucketRecord, Destination, Error, ListStart, Store, Tier, Transitioned, UploadListStart,
@@ -29,6 +30,9 @@ pub const CONFIG_KEY: &str = "lifecycle";
 pub const MIN_SIZE_KEY: &str = "lifecycle-min-size";
 /// Keys per listing page of a pass.
 pub(crate) const PAGE_KEYS: usize = 1000;
+/// Actions (transitions above all) a pass runs at once: one object at a
+/// time left the disks and the second core idle (benches/RESULTS.md).
+const ACTIONS_IN_FLIGHT: usize = 4;
 /// Example keys a plan shows per rule and action.
 const PLAN_EXAMPLES: usize = 5;
 /// Tier objects younger than this are never swept (a write or transition
@@ -198,6 +202,7 @@ pub struct Scanner {
 }
 
 /// What one version is, for evaluation.
+#[derive(Clone)]
 pub(crate) struct Seen {
     pub(crate) version: VersionRef,
     pub(crate) mtime_ns: u64,
@@ -391,6 +396,8 @@ impl Scanner {
                 .store
                 .list_versions(bucket, "", start, PAGE_KEYS)
                 .await?;
+            // The page's due actions, taken a few at a time once it is read.
+            let mut due: Vec<(&str, Seen, String, Action)> = Vec::new();
             for (key, versions) in &page.entries {
                 let mut seen = Vec::with_capacity(versions.len());
                 for v in versions {
@@ -417,23 +424,31 @@ impl Scanner {
                     });
                 }
                 let views: Vec<Version<'_>> = seen.iter().map(Seen::view).collect();
+                let mut picked = Vec::new();
                 for (i, s) in seen.iter().enumerate() {
                     scanned += 1;
                     bytes += s.size;
                     let cands = candidates(cfg, &self.opts.clock, key, &views, i);
-                    let Some(d) = pick(&cands, at_ns) else {
-                        continue;
-                    };
-                    if act {
-                        self.take(bucket, key, s, &d.rule, &d.action).await;
-                    } else {
-                        plan.note(&d.rule, action_name(&d.action), key, s.size);
+                    if let Some(d) = pick(&cands, at_ns) {
+                        picked.push((i, d.rule.clone(), d.action.clone()));
                     }
                 }
-                if act {
-                    if let Some(st) = self.status.lock().get_mut(bucket) {
-                        st.scanned_objects = scanned;
+                drop(views);
+                for (i, rule, action) in picked {
+                    match act {
+                        true => due.push((key, seen[i].clone(), rule, action)),
+                        false => plan.note(&rule, action_name(&action), key, seen[i].size),
                     }
+                }
+            }
+            futures::stream::iter(due)
+                .for_each_concurrent(ACTIONS_IN_FLIGHT, |(key, s, rule, action)| async move {
+                    self.take(bucket, key, &s, &rule, &action).await
+                })
+                .await;
+            if act {
+                if let Some(st) = self.status.lock().get_mut(bucket) {
+                    st.scanned_objects = scanned;
                 }
             }
             match page.next {

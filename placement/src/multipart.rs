@@ -302,20 +302,14 @@ impl Store {
                 .complete_cold_upload(bucket, key, upload_id, upload, parts, meta, opts)
                 .await;
         }
-        let size = parts.iter().map(|p| p.part.size).sum();
-        let record = ObjectRecord {
-            version_id: None,
-            mtime_ns: 0,
-            delete_marker: false,
-            size,
-            layout: upload.layout,
-            parts: parts.iter().map(|p| p.part.clone()).collect(),
-            multipart: true,
+        let record = ObjectRecord::new_version(
+            upload.layout,
+            parts.iter().map(|p| p.part.clone()).collect(),
+            true,
             meta,
-            inline: None,
-            tags: upload.tags.clone(),
-            tiered: None,
-        };
+            upload.tags.clone(),
+            None,
+        );
         let all = vec![true; self.set.width()];
         let stored = self
             .commit_version_locked(bucket, key, record, &all, opts, None)
@@ -340,23 +334,17 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
-        let size = chosen.iter().map(|p| p.size).sum();
         let tier = self
             .commit_tier_parts(upload.layout, chosen.clone(), bucket, key, &meta)
             .await?;
-        let record = ObjectRecord {
-            version_id: None,
-            mtime_ns: 0,
-            delete_marker: false,
-            size,
-            layout: self.set.layout_for(bucket, key),
-            parts: crate::transition::tiered_parts(&chosen),
-            multipart: true,
+        let record = ObjectRecord::new_version(
+            self.set.layout_for(bucket, key),
+            crate::transition::tiered_parts(&chosen),
+            true,
             meta,
-            inline: None,
-            tags: upload.tags.clone(),
-            tiered: Some(tier.clone()),
-        };
+            upload.tags.clone(),
+            Some(tier.clone()),
+        );
         let all = vec![true; self.set.width()];
         let stored = match self
             .commit_version_locked(bucket, key, record, &all, opts, None)

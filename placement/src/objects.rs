@@ -170,26 +170,8 @@ impl Store {
                 .put_tiered_object(bucket, key, staged, meta, tags, opts)
                 .await;
         }
-        let record = ObjectRecord {
-            version_id: None,
-            mtime_ns: 0,
-            delete_marker: false,
-            size: staged.size,
-            layout: staged.layout,
-            parts: vec![PartRef {
-                number: 1,
-                size: staged.size,
-                data_id: staged.data_id,
-                packed: staged.pieces.is_some(),
-                etag: meta.etag.clone(),
-                checksum: meta.checksum.clone(),
-            }],
-            multipart: false,
-            meta,
-            inline: None,
-            tags,
-            tiered: None,
-        };
+        let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), &meta);
+        let record = ObjectRecord::new_version(staged.layout, vec![part], false, meta, tags, None);
         let disks = staged.disks.clone();
         let stored = self
             .commit_version(bucket, key, record, &disks, opts, staged.pieces.as_ref())
@@ -212,27 +194,10 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
-        let part = PartRef {
-            number: 1,
-            size,
-            data_id: None,
-            packed: false,
-            etag: meta.etag.clone(),
-            checksum: meta.checksum.clone(),
-        };
-        let record = ObjectRecord {
-            version_id: None,
-            mtime_ns: 0,
-            delete_marker: false,
-            size,
-            layout: self.set.layout_for(bucket, key),
-            parts: vec![part],
-            multipart: false,
-            meta,
-            inline: None,
-            tags,
-            tiered: Some(tier.clone()),
-        };
+        let part = PartRef::single(size, None, false, &meta);
+        let layout = self.set.layout_for(bucket, key);
+        let record =
+            ObjectRecord::new_version(layout, vec![part], false, meta, tags, Some(tier.clone()));
         let all = vec![true; self.set.width()];
         let committed = self
             .commit_version(bucket, key, record, &all, opts, None)

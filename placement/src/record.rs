@@ -131,7 +131,51 @@ pub struct TierRef {
     pub id: Uuid,
 }
 
+impl PartRef {
+    /// The one part of an object written by a single request.
+    pub(crate) fn single(
+        size: u64,
+        data_id: Option<Uuid>,
+        packed: bool,
+        meta: &ObjectMeta,
+    ) -> PartRef {
+        PartRef {
+            number: 1,
+            size,
+            data_id,
+            packed,
+            etag: meta.etag.clone(),
+            checksum: meta.checksum.clone(),
+        }
+    }
+}
+
 impl ObjectRecord {
+    /// A new version of `parts` (its id and time are set when it is
+    /// committed).
+    pub(crate) fn new_version(
+        layout: ErasureLayout,
+        parts: Vec<PartRef>,
+        multipart: bool,
+        meta: ObjectMeta,
+        tags: Vec<(String, String)>,
+        tiered: Option<TierRef>,
+    ) -> ObjectRecord {
+        ObjectRecord {
+            version_id: None,
+            mtime_ns: 0,
+            delete_marker: false,
+            size: parts.iter().map(|p| p.size).sum(),
+            layout,
+            parts,
+            multipart,
+            meta,
+            inline: None,
+            tags,
+            tiered,
+        }
+    }
+
     /// Ids of every shard file the version owns.
     pub fn data_ids(&self) -> impl Iterator<Item = Uuid> + '_ {
         self.parts.iter().filter_map(|p| p.data_id)

@@ -120,14 +120,7 @@ impl Store {
             .tier
             .clone()
             .ok_or_else(|| Error::InvalidArgument("data was not written to a tier".into()))?;
-        let part = PartRef {
-            number: 1,
-            size: staged.size,
-            data_id: staged.data_id,
-            packed: staged.pieces.is_some(),
-            etag: meta.etag.clone(),
-            checksum: meta.checksum.clone(),
-        };
+        let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), meta);
         let record = tier_record(staged.layout, vec![part], false, bucket, key, meta);
         self.commit_tier_record(&tier, record, &staged.disks, staged.pieces.as_ref())
             .await?;
@@ -234,26 +227,15 @@ fn tier_record(
     key: &str,
     meta: &ObjectMeta,
 ) -> ObjectRecord {
-    ObjectRecord {
-        version_id: None,
-        mtime_ns: 0,
-        delete_marker: false,
-        size: parts.iter().map(|p| p.size).sum(),
-        layout,
-        parts,
-        multipart,
-        meta: ObjectMeta {
-            etag: meta.etag.clone(),
-            user: vec![
-                (OWNER_BUCKET.into(), bucket.into()),
-                (OWNER_KEY.into(), key.into()),
-            ],
-            ..ObjectMeta::default()
-        },
-        inline: None,
-        tags: Vec::new(),
-        tiered: None,
-    }
+    let owner = ObjectMeta {
+        etag: meta.etag.clone(),
+        user: vec![
+            (OWNER_BUCKET.into(), bucket.into()),
+            (OWNER_KEY.into(), key.into()),
+        ],
+        ..ObjectMeta::default()
+    };
+    ObjectRecord::new_version(layout, parts, multipart, owner, Vec::new(), None)
 }
 
 /// Deletes one tier object from the cold pool (and frees its data).
