@@ -90,6 +90,9 @@ pub enum TierCommand {
         /// Secret key at the endpoint (stored encrypted).
         #[arg(long, env = "GRANARY_TIER_SECRET_KEY")]
         secret_key: String,
+        /// Objects larger than this are uploaded in parts of this size (MiB).
+        #[arg(long, default_value_t = 64)]
+        part_size_mib: u64,
     },
     /// List the remote tiers.
     List,
@@ -262,10 +265,11 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
             region,
             access_key,
             secret_key,
+            part_size_mib,
         }) => {
             let body = json!({
                 "endpoint": endpoint, "bucket": bucket, "prefix": prefix, "region": region,
-                "accessKey": access_key, "secretKey": secret_key,
+                "accessKey": access_key, "secretKey": secret_key, "partSizeMib": part_size_mib,
             });
             let v = client
                 .call("PUT", &format!("tiers/{name}"), Some(body))

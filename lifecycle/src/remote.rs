@@ -11,7 +11,7 @@ use aws_sigv4::http_request::{
     sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
 };
 use futures::StreamExt;
-use placement::{BodyStream, Error, ObjectStream, TierBackend};
+use placement::{BodyError, BodyStream, Error, ObjectStream, TierBackend};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -36,6 +36,14 @@ pub struct RemoteTierConfig {
     pub access_key: String,
     /// Secret key (kept encrypted at rest by the gateway).
     pub secret_key: String,
+    /// Objects larger than this many MiB are uploaded in parts of this
+    /// size (S3 takes at most 5 GiB in one PUT; parts are at least 5 MiB).
+    #[serde(default = "default_part_mib")]
+    pub part_size_mib: u64,
+}
+
+fn default_part_mib() -> u64 {
+    64
 }
 
 fn default_region() -> String {
@@ -58,6 +66,9 @@ impl RemoteTierConfig {
         }
         if self.access_key.is_empty() || self.secret_key.is_empty() {
             return Err("give the endpoint's access key and secret key".into());
+        }
+        if !(5..=5 << 10).contains(&self.part_size_mib) {
+            return Err("the part size is 5 to 5120 MiB".into());
         }
         Ok(())
     }
@@ -84,9 +95,9 @@ impl RemoteTier {
         Ok(RemoteTier { http, cfg })
     }
 
-    fn url(&self, id: Uuid) -> String {
+    fn url(&self, id: Uuid, query: &str) -> String {
         format!(
-            "{}/{}/{}{}",
+            "{}/{}/{}{}{query}",
             self.cfg.endpoint.trim_end_matches('/'),
             self.cfg.bucket,
             self.cfg.prefix,
@@ -94,15 +105,17 @@ impl RemoteTier {
         )
     }
 
-    /// Sends a SigV4-signed request with `headers` and `body`.
+    /// Sends a SigV4-signed request for object `id` (with `query`, e.g.
+    /// `?uploads`) with `headers` and `body`.
     async fn send(
         &self,
         method: &str,
         id: Uuid,
+        query: &str,
         headers: &[(&str, String)],
         body: reqwest::Body,
     ) -> Result<reqwest::Response, Error> {
-        let url = self.url(id);
+        let url = self.url(id, query);
         let parsed = reqwest::Url::parse(&url).map_err(|e| unavailable("url", e))?;
         let host = match (parsed.host_str(), parsed.port()) {
             (Some(h), Some(p)) => format!("{h}:{p}"),
@@ -154,15 +167,138 @@ impl RemoteTier {
     }
 }
 
+impl RemoteTier {
+    /// Uploads `body` (`size` bytes) as object `id` in parts, each streamed
+    /// from the body as it arrives; aborts the upload if anything fails.
+    async fn put_parts(
+        &self,
+        id: Uuid,
+        meta: &[(&str, String)],
+        body: BodyStream,
+        size: u64,
+    ) -> Result<(), Error> {
+        let empty = || reqwest::Body::from(Vec::new());
+        let resp = self.send("POST", id, "?uploads", meta, empty()).await?;
+        if !resp.status().is_success() {
+            return Err(failed("upload", resp).await);
+        }
+        let text = resp.text().await.map_err(|e| unavailable("upload", e))?;
+        let upload = element(&text, "UploadId")
+            .ok_or_else(|| unavailable("upload", "no UploadId in the answer"))?;
+        let result = self.send_parts(id, &upload, body, size).await;
+        let done = match result {
+            Ok(etags) => {
+                let mut doc = String::from("<CompleteMultipartUpload>");
+                for (n, etag) in etags.iter().enumerate() {
+                    doc.push_str(&format!(
+                        "<Part><PartNumber>{}</PartNumber><ETag>{etag}</ETag></Part>",
+                        n + 1
+                    ));
+                }
+                doc.push_str("</CompleteMultipartUpload>");
+                let query = format!("?uploadId={upload}");
+                let headers = [("content-length", doc.len().to_string())];
+                let resp = self.send("POST", id, &query, &headers, doc.into()).await?;
+                let ok = resp.status().is_success();
+                let text = resp.text().await.unwrap_or_default();
+                match ok && !text.contains("<Error>") {
+                    true => Ok(()),
+                    false => Err(unavailable(
+                        "complete upload",
+                        element(&text, "Code").unwrap_or_default(),
+                    )),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        if done.is_err() {
+            let query = format!("?uploadId={upload}");
+            let _ = self.send("DELETE", id, &query, &[], empty()).await;
+        }
+        done
+    }
+
+    /// Sends the parts of an upload; returns their entity tags in order.
+    async fn send_parts(
+        &self,
+        id: Uuid,
+        upload: &str,
+        mut body: BodyStream,
+        size: u64,
+    ) -> Result<Vec<String>, Error> {
+        let part = self.cfg.part_size_mib << 20;
+        let mut carry: Option<bytes::Bytes> = None;
+        let mut etags = Vec::new();
+        let mut sent = 0u64;
+        while sent < size {
+            let len = part.min(size - sent);
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, BodyError>>(4);
+            let stream = futures::stream::unfold(rx, |mut rx| async move {
+                rx.recv().await.map(|item| (item, rx))
+            });
+            let query = format!("?partNumber={}&uploadId={upload}", etags.len() + 1);
+            let headers = [("content-length", len.to_string())];
+            let put = self.send(
+                "PUT",
+                id,
+                &query,
+                &headers,
+                reqwest::Body::wrap_stream(stream),
+            );
+            let feed = async {
+                let mut left = len;
+                while left > 0 {
+                    let mut chunk = match carry.take() {
+                        Some(c) => c,
+                        None => match body.next().await {
+                            Some(Ok(c)) => c,
+                            Some(Err(e)) => return Err(Error::Body(e)),
+                            None => return Err(unavailable("upload", "the source ended early")),
+                        },
+                    };
+                    if chunk.len() as u64 > left {
+                        carry = Some(chunk.split_off(left as usize));
+                    }
+                    left -= chunk.len() as u64;
+                    if tx.send(Ok(chunk)).await.is_err() {
+                        break;
+                    }
+                }
+                drop(tx);
+                Ok(())
+            };
+            let (resp, fed) = tokio::join!(put, feed);
+            fed?;
+            let resp = resp?;
+            if !resp.status().is_success() {
+                return Err(failed("upload part", resp).await);
+            }
+            let etag = resp
+                .headers()
+                .get("etag")
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| unavailable("upload part", "no ETag"))?
+                .to_string();
+            etags.push(etag);
+            sent += len;
+        }
+        Ok(etags)
+    }
+}
+
+/// The text of the first `<name>` element of an XML answer.
+fn element(xml: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let start = xml.find(&open)? + open.len();
+    let end = xml[start..].find(&format!("</{name}>"))? + start;
+    Some(xml[start..end].to_string())
+}
+
 /// The endpoint's error answer as ours.
 async fn failed(what: &str, resp: reqwest::Response) -> Error {
     let status = resp.status();
     let text = resp.text().await.unwrap_or_default();
-    let code = text
-        .split("<Code>")
-        .nth(1)
-        .and_then(|t| t.split("</Code>").next())
-        .unwrap_or("");
+    let code = element(&text, "Code").unwrap_or_default();
     unavailable(what, format!("{} {code}", status.as_u16()))
 }
 
@@ -179,13 +315,17 @@ impl TierBackend for RemoteTier {
         let owner = |v: &str| {
             percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC).to_string()
         };
-        let headers = [
-            ("content-length", size.to_string()),
+        let meta = [
             ("x-amz-meta-granary-bucket", owner(bucket)),
             ("x-amz-meta-granary-key", owner(key)),
         ];
+        if size > self.cfg.part_size_mib << 20 {
+            return self.put_parts(id, &meta, body, size).await;
+        }
+        let mut headers = vec![("content-length", size.to_string())];
+        headers.extend(meta);
         let body = reqwest::Body::wrap_stream(body);
-        let resp = self.send("PUT", id, &headers, body).await?;
+        let resp = self.send("PUT", id, "", &headers, body).await?;
         if !resp.status().is_success() {
             return Err(failed("upload", resp).await);
         }
@@ -198,7 +338,7 @@ impl TierBackend for RemoteTier {
         }
         let headers = [("range", format!("bytes={}-{}", range.start, range.end - 1))];
         let resp = self
-            .send("GET", id, &headers, reqwest::Body::from(Vec::new()))
+            .send("GET", id, "", &headers, reqwest::Body::from(Vec::new()))
             .await?;
         if !resp.status().is_success() {
             return Err(failed("read", resp).await);
@@ -211,7 +351,7 @@ impl TierBackend for RemoteTier {
 
     async fn delete(&self, id: Uuid) -> Result<(), Error> {
         let resp = self
-            .send("DELETE", id, &[], reqwest::Body::from(Vec::new()))
+            .send("DELETE", id, "", &[], reqwest::Body::from(Vec::new()))
             .await?;
         if !resp.status().is_success() && resp.status() != reqwest::StatusCode::NOT_FOUND {
             return Err(failed("delete", resp).await);

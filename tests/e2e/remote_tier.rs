@@ -124,7 +124,14 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
 
     let a = Pattern::bytes(1, 300 << 10);
     let b = Pattern::bytes(2, 1 << 20);
-    for (key, body) in [("old/a", &a), ("old/b", &b), ("new/c", &a)] {
+    // Over the 5 MiB part size: uploaded to the endpoint in three parts.
+    let big = Pattern::bytes(3, 12 << 20);
+    for (key, body) in [
+        ("old/a", &a),
+        ("old/b", &b),
+        ("old/big", &big),
+        ("new/c", &a),
+    ] {
         c.put_object()
             .bucket("data")
             .key(key)
@@ -142,6 +149,7 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
     until("old/ in ARCHIVE", async || {
         class_of(&c, "data", "old/a").await.as_deref() == Some("ARCHIVE")
             && class_of(&c, "data", "old/b").await.as_deref() == Some("ARCHIVE")
+            && class_of(&c, "data", "old/big").await.as_deref() == Some("ARCHIVE")
     })
     .await;
     assert_eq!(
@@ -151,6 +159,7 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
     // Read back through this server, whole and in ranges.
     assert_eq!(get_bytes(&c, "data", "old/a").await, a);
     assert_eq!(get_bytes(&c, "data", "old/b").await, b);
+    assert_eq!(get_bytes(&c, "data", "old/big").await, big);
     let part = c
         .get_object()
         .bucket("data")
@@ -167,7 +176,18 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
     assert_eq!(&part[..], &b[100_000..300_000]);
     // The bytes are on the other endpoint, with their owner.
     let keys = remote_keys(&r).await;
-    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    let sizes: Vec<i64> = r
+        .list_objects_v2()
+        .bucket("archive")
+        .send()
+        .await
+        .unwrap()
+        .contents()
+        .iter()
+        .map(|o| o.size().unwrap())
+        .collect();
+    assert!(sizes.contains(&(12 << 20)), "{sizes:?}");
     assert!(keys.iter().all(|k| k.starts_with("granary/")));
     let head = r
         .head_object()
@@ -184,16 +204,19 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
     assert_eq!(get_bytes(&c, "data", "old/b").await, b);
 
     // Deleting or replacing a version deletes its remote copy.
+    let left = async |n: usize| {
+        until("remote copies deleted", async || {
+            remote_keys(&r).await.len() == n
+        })
+        .await
+    };
     c.delete_object()
         .bucket("data")
         .key("old/a")
         .send()
         .await
         .unwrap();
-    until("one remote copy left", async || {
-        remote_keys(&r).await.len() == 1
-    })
-    .await;
+    left(2).await;
     c.put_object()
         .bucket("data")
         .key("old/b")
@@ -201,9 +224,13 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
         .send()
         .await
         .unwrap();
-    until("no remote copy left", async || {
-        remote_keys(&r).await.is_empty()
-    })
-    .await;
+    left(1).await;
     assert_eq!(get_bytes(&c, "data", "old/b").await, b"replaced");
+    c.delete_object()
+        .bucket("data")
+        .key("old/big")
+        .send()
+        .await
+        .unwrap();
+    left(0).await;
 }
