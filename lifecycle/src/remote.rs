@@ -15,6 +15,16 @@ use placement::{BodyError, BodyStream, Error, ObjectStream, TierBackend};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+/// Characters percent-encoded in object names (all but unreserved and '/').
+const PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~')
+    .remove(b'/');
+/// Characters percent-encoded in query values (all but unreserved).
+const QUERY: &percent_encoding::AsciiSet = &PATH.add(b'/');
+
 /// How long a request to the endpoint may take to start answering.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -95,27 +105,30 @@ impl RemoteTier {
         Ok(RemoteTier { http, cfg })
     }
 
-    fn url(&self, id: Uuid, query: &str) -> String {
+    /// The URL of object `id` (of the bucket without one) with `query`.
+    fn url(&self, id: Option<Uuid>, query: &str) -> String {
+        let object = id.map_or(String::new(), |id| {
+            let name = format!("{}{id}", self.cfg.prefix);
+            percent_encoding::utf8_percent_encode(&name, PATH).to_string()
+        });
         format!(
-            "{}/{}/{}{}{query}",
+            "{}/{}/{object}{query}",
             self.cfg.endpoint.trim_end_matches('/'),
             self.cfg.bucket,
-            self.cfg.prefix,
-            id
         )
     }
 
-    /// Sends a SigV4-signed request for object `id` (with `query`, e.g.
-    /// `?uploads`) with `headers` and `body`.
+    /// Sends a SigV4-signed request for object `id` (the bucket if `None`;
+    /// with `query`, e.g. `?uploads`) with `headers` and `body`.
     async fn send(
         &self,
         method: &str,
-        id: Uuid,
+        id: impl Into<Option<Uuid>>,
         query: &str,
         headers: &[(&str, String)],
         body: reqwest::Body,
     ) -> Result<reqwest::Response, Error> {
-        let url = self.url(id, query);
+        let url = self.url(id.into(), query);
         let parsed = reqwest::Url::parse(&url).map_err(|e| unavailable("url", e))?;
         let host = match (parsed.host_str(), parsed.port()) {
             (Some(h), Some(p)) => format!("{h}:{p}"),
@@ -347,6 +360,68 @@ impl TierBackend for RemoteTier {
             .bytes_stream()
             .map(|chunk| chunk.map_err(|e| unavailable("read", e)));
         Ok(ObjectStream::from_stream(stream))
+    }
+
+    async fn stale(&self, before_ns: u64) -> Result<Vec<(Uuid, String, String)>, Error> {
+        let enc = |v: &str| percent_encoding::utf8_percent_encode(v, QUERY).to_string();
+        let mut token: Option<String> = None;
+        let mut out = Vec::new();
+        loop {
+            let mut query = format!("?list-type=2&prefix={}", enc(&self.cfg.prefix));
+            if let Some(t) = &token {
+                query.push_str(&format!("&continuation-token={}", enc(t)));
+            }
+            let resp = self
+                .send("GET", None, &query, &[], reqwest::Body::from(Vec::new()))
+                .await?;
+            if !resp.status().is_success() {
+                return Err(failed("list", resp).await);
+            }
+            let text = resp.text().await.map_err(|e| unavailable("list", e))?;
+            for entry in text.split("<Contents>").skip(1) {
+                let name = element(entry, "Key")
+                    .map(|k| quick_xml::escape::unescape(&k).map(|k| k.into_owned()));
+                let Some(Ok(name)) = name else { continue };
+                let Some(Ok(id)) = name.strip_prefix(&self.cfg.prefix).map(str::parse::<Uuid>)
+                else {
+                    continue;
+                };
+                let modified = element(entry, "LastModified").and_then(|t| {
+                    time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
+                        .ok()
+                });
+                let Some(modified) = modified else { continue };
+                if modified.unix_timestamp_nanos() as u64 >= before_ns {
+                    continue;
+                }
+                let resp = self
+                    .send("HEAD", id, "", &[], reqwest::Body::from(Vec::new()))
+                    .await?;
+                let owner = |h: &str| {
+                    let v = resp.headers().get(h)?.to_str().ok()?;
+                    Some(
+                        percent_encoding::percent_decode_str(v)
+                            .decode_utf8()
+                            .ok()?
+                            .into_owned(),
+                    )
+                };
+                if let (Some(b), Some(k)) = (
+                    owner("x-amz-meta-granary-bucket"),
+                    owner("x-amz-meta-granary-key"),
+                ) {
+                    out.push((id, b, k));
+                }
+            }
+            token = element(&text, "NextContinuationToken").map(|t| {
+                quick_xml::escape::unescape(&t)
+                    .map(|t| t.into_owned())
+                    .unwrap_or(t)
+            });
+            if token.is_none() {
+                return Ok(out);
+            }
+        }
     }
 
     async fn delete(&self, id: Uuid) -> Result<(), Error> {

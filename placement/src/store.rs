@@ -32,6 +32,9 @@ pub struct Store {
     /// The cold pool, where versions of cold storage classes keep their
     /// bytes (see `tier.rs`).
     pub(crate) cold: std::sync::OnceLock<Arc<Store>>,
+    /// Tier objects transitions are writing and verifying now: the sweep
+    /// leaves them alone whatever their age.
+    pub(crate) in_flight: Mutex<std::collections::HashSet<uuid::Uuid>>,
     /// Tiers outside the deployment (other S3 endpoints), by name.
     pub(crate) remote: parking_lot::RwLock<std::collections::HashMap<String, Arc<dyn TierBackend>>>,
     pub(crate) shutdown: CancellationToken,
@@ -101,6 +104,7 @@ impl Store {
                 bucket_cache: Mutex::default(),
                 cold: std::sync::OnceLock::new(),
                 remote: Default::default(),
+                in_flight: Mutex::default(),
                 shutdown,
                 workers: Mutex::new(vec![worker, tiers]),
             }

@@ -285,4 +285,7 @@ pub trait TierBackend: Send + Sync {
     async fn read(&self, id: Uuid, range: Range<u64>) -> Result<ObjectStream, Error>;
     /// Deletes tier object `id` (a missing one is not an error).
     async fn delete(&self, id: Uuid) -> Result<(), Error>;
+    /// Every tier object last written before `before_ns` (ns since the
+    /// epoch), with its owner's bucket and key: what the sweep checks.
+    async fn stale(&self, before_ns: u64) -> Result<Vec<(Uuid, String, String)>, Error>;
 }

@@ -25,9 +25,28 @@ use crate::objects::VersionRef;
 use crate::record::{ObjectRecord, PartRef, TierRef};
 use crate::set::version_key;
 use crate::store::Store;
-use crate::tier::{COLD_TIER, TIER_NS};
+use crate::tier::{TierBackend, COLD_TIER, TIER_NS};
 use crate::write::BodyStream;
 use disk_engine::{ListStart, Tier};
+
+/// Marks a tier object as being written by a transition until dropped.
+struct InFlight<'a> {
+    store: &'a Store,
+    id: uuid::Uuid,
+}
+
+impl<'a> InFlight<'a> {
+    fn hold(store: &'a Store, id: uuid::Uuid) -> InFlight<'a> {
+        store.in_flight.lock().insert(id);
+        InFlight { store, id }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.store.in_flight.lock().remove(&self.id);
+    }
+}
 
 fn new_crc() -> crc_fast::Digest {
     crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi)
@@ -118,9 +137,11 @@ impl Store {
                 Ok(chunk)
             });
         let body: BodyStream = Box::pin(source);
+        let _held;
         let tier_ref = match to {
             Destination::Remote(name) => {
                 let id = uuid::Uuid::now_v7();
+                _held = InFlight::hold(self, id);
                 self.remote_tier(name)?
                     .put(id, bucket, key, body, size)
                     .await?;
@@ -131,6 +152,8 @@ impl Store {
             }
             _ => {
                 let staged = self.write_tier_data(body, Some(size)).await?;
+                let id = staged.tier.as_ref().map(|t| t.id).unwrap_or_default();
+                _held = InFlight::hold(self, id);
                 if staged.size != size {
                     return Err(Error::Corrupt(format!(
                         "transition read {} of {size} bytes",
@@ -214,14 +237,59 @@ impl Store {
         Ok(true)
     }
 
-    /// Deletes tier objects no version refers to that are older than
-    /// `grace` (younger ones may belong to a write or transition still in
-    /// progress). Returns how many were deleted.
+    /// Deletes tier objects (in the cold pool and in every remote tier)
+    /// no version refers to that are older than `grace` (younger ones may
+    /// belong to a write or transition still in progress). Returns how
+    /// many were deleted.
     pub async fn sweep_tier_objects(&self, grace: Duration) -> Result<usize, Error> {
+        let cutoff = crate::set::now_ns().saturating_sub(grace.as_nanos() as u64);
+        let mut deleted = self.sweep_cold(cutoff).await?;
+        let remote: Vec<(String, Arc<dyn TierBackend>)> = self
+            .remote
+            .read()
+            .iter()
+            .map(|(n, b)| (n.clone(), b.clone()))
+            .collect();
+        for (name, backend) in remote {
+            let stale = match backend.stale(cutoff).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(tier = %name, error = %e, "cannot sweep a remote tier");
+                    continue;
+                }
+            };
+            for (id, bucket, key) in stale {
+                if !self.in_flight.lock().contains(&id) && !self.refers_to(&bucket, &key, id).await
+                {
+                    tracing::info!(tier = %name, %id, %bucket, %key, "deleting an unreferenced remote tier object");
+                    self.set.release_tiered(vec![TierRef {
+                        tier: name.clone(),
+                        id,
+                    }]);
+                    deleted += 1;
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Whether a version of `bucket/key` refers to tier object `id` (true
+    /// when that cannot be told: disks missing).
+    async fn refers_to(&self, bucket: &str, key: &str, id: uuid::Uuid) -> bool {
+        match self.set.resolve_key(bucket, key).await {
+            Ok(state) => state
+                .versions
+                .iter()
+                .any(|v| v.object.tiered.as_ref().is_some_and(|t| t.id == id)),
+            Err(_) => true,
+        }
+    }
+
+    /// [`Self::sweep_tier_objects`] of the cold pool.
+    async fn sweep_cold(&self, cutoff: u64) -> Result<usize, Error> {
         let Some(cold) = self.cold_pool() else {
             return Ok(0);
         };
-        let cutoff = crate::set::now_ns().saturating_sub(grace.as_nanos() as u64);
         let mut start = ListStart::Beginning;
         let mut deleted = 0;
         loop {
@@ -253,29 +321,22 @@ impl Store {
                 ) else {
                     continue;
                 };
-                let referenced = match self.set.resolve_key(&bucket, &key).await {
-                    Ok(state) => state
-                        .versions
-                        .iter()
-                        .any(|v| v.object.tiered.as_ref().is_some_and(|t| t.id == id)),
-                    // Unsure (disks missing): keep it.
-                    Err(_) => true,
-                };
-                if !referenced {
-                    tracing::info!(%id, %bucket, %key, "deleting an unreferenced tier object");
-                    let tier = TierRef {
-                        tier: COLD_TIER.into(),
-                        id,
-                    };
-                    if tier_object.multipart {
-                        // Its parts belong to the upload it was completed
-                        // from, which still exists: only the record goes.
-                        self.forget_tier_object(&tier).await;
-                    } else {
-                        self.set.release_tiered(vec![tier]);
-                    }
-                    deleted += 1;
+                if self.in_flight.lock().contains(&id) || self.refers_to(&bucket, &key, id).await {
+                    continue;
                 }
+                tracing::info!(%id, %bucket, %key, "deleting an unreferenced tier object");
+                let tier = TierRef {
+                    tier: COLD_TIER.into(),
+                    id,
+                };
+                if tier_object.multipart {
+                    // Its parts belong to the upload it was completed
+                    // from, which still exists: only the record goes.
+                    self.forget_tier_object(&tier).await;
+                } else {
+                    self.set.release_tiered(vec![tier]);
+                }
+                deleted += 1;
             }
             match page.next {
                 Some(next) => start = ListStart::After(next),

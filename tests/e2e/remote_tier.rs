@@ -198,6 +198,37 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
         .unwrap();
     assert_eq!(head.metadata().unwrap()["granary-bucket"], "data");
 
+    // What a crash between the upload and the record flip leaves — an
+    // object no version refers to — is swept; other objects are not.
+    let orphan = format!("granary/{}", uuid::Uuid::now_v7());
+    for (name, meta) in [(orphan.as_str(), true), ("granary/notes.txt", false)] {
+        let mut p = r
+            .put_object()
+            .bucket("archive")
+            .key(name)
+            .body(ByteStream::from_static(b"left behind"));
+        if meta {
+            p = p
+                .metadata("granary-bucket", "data")
+                .metadata("granary-key", "old/a");
+        }
+        p.send().await.unwrap();
+    }
+    until("the orphan swept", async || {
+        !remote_keys(&r).await.contains(&orphan)
+    })
+    .await;
+    assert!(remote_keys(&r)
+        .await
+        .contains(&"granary/notes.txt".to_string()));
+    r.delete_object()
+        .bucket("archive")
+        .key("granary/notes.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get_bytes(&c, "data", "old/a").await, a);
+
     // The tier comes back after a restart.
     s.restart();
     let c = s.client();
