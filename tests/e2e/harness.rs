@@ -203,6 +203,37 @@ pub fn start_tiered(extra: &[&str]) -> (Server, Vec<PathBuf>) {
     (Server::start_in(root, hot, &args), cold)
 }
 
+/// The storage class of `bucket/key` (None if HEAD fails).
+pub async fn class_of(c: &Client, bucket: &str, key: &str) -> Option<String> {
+    let h = c.head_object().bucket(bucket).key(key).send().await.ok()?;
+    Some(
+        h.storage_class()
+            .map_or("STANDARD".into(), |s| s.as_str().to_string()),
+    )
+}
+
+/// Whether every key of `keys` in `bucket` has storage class `class`.
+pub async fn all_in_class(c: &Client, bucket: &str, keys: &[String], class: &str) -> bool {
+    for key in keys {
+        if class_of(c, bucket, key).await.as_deref() != Some(class) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Polls `f` every 100 ms until it returns true, for at most `secs`.
+pub async fn until(secs: u64, what: &str, mut f: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within {secs} s");
+}
+
 /// Sends a signal with the `kill` command.
 pub fn unsafe_kill(pid: u32, signal: &str) {
     let _ = Command::new("kill")

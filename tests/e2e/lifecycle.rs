@@ -4,7 +4,7 @@
 //! semantics, stale multipart uploads — and transitions interrupted by
 //! kill -9. Lifecycle days are shortened with `--lifecycle-day-secs`.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
@@ -15,7 +15,9 @@ use aws_sdk_s3::types::{
 };
 use aws_sdk_s3::Client;
 
-use crate::harness::{admin, code, get_bytes, start_tiered, Pattern};
+use crate::harness::{
+    admin, all_in_class, class_of, code, get_bytes, start_tiered, until, Pattern,
+};
 
 /// Seconds in a lifecycle day in these tests.
 const DAY: u64 = 2;
@@ -59,31 +61,6 @@ async fn put(c: &Client, bucket: &str, key: &str, body: Vec<u8>) {
         .send()
         .await
         .unwrap();
-}
-
-async fn class_of(c: &Client, bucket: &str, key: &str) -> Option<String> {
-    c.head_object()
-        .bucket(bucket)
-        .key(key)
-        .send()
-        .await
-        .ok()
-        .map(|h| {
-            h.storage_class()
-                .map_or("STANDARD".into(), |s| s.as_str().to_string())
-        })
-}
-
-/// Polls `f` every 100 ms until it returns true, for at most `secs`.
-async fn until(secs: u64, what: &str, mut f: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what}: not within {secs} s");
 }
 
 fn now_secs_f64() -> f64 {
@@ -611,17 +588,9 @@ async fn kill_9_during_transitions_loses_nothing() {
     }
     assert!(interrupted > 0, "no kill landed during the transitions");
     let c = s.client();
+    let keys: Vec<String> = (0..count).map(|i| format!("ckpt/{i:03}")).collect();
     until(60, "every object in COLD", async || {
-        for i in 0..count {
-            if class_of(&c, "move", &format!("ckpt/{i:03}"))
-                .await
-                .as_deref()
-                != Some("COLD")
-            {
-                return false;
-            }
-        }
-        true
+        all_in_class(&c, "move", &keys, "COLD").await
     })
     .await;
     for i in 0..count {
@@ -712,17 +681,12 @@ async fn checkpoint_retention_keeps_exactly_the_newest_complete_directories() {
     // Kept: the newest two complete (6, 7) and every third (3, 6); moved:
     // 1, 2, 4, 5 as a whole; untouched: 8 (incomplete) and the loose file.
     let moved = [1u32, 2, 4, 5];
+    let markers: Vec<String> = moved
+        .iter()
+        .map(|step| format!("ckpt/step-{step}/COMPLETE"))
+        .collect();
     until(60, "old checkpoints in COLD", async || {
-        for step in moved {
-            if class_of(&c, "train", &format!("ckpt/step-{step}/COMPLETE"))
-                .await
-                .as_deref()
-                != Some("COLD")
-            {
-                return false;
-            }
-        }
-        true
+        all_in_class(&c, "train", &markers, "COLD").await
     })
     .await;
     for step in 1..=8u32 {

@@ -3,8 +3,6 @@
 //! deletes the remote copy. The tier survives a restart (its secret key is
 //! stored sealed).
 
-use std::time::Duration;
-
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
     BucketLifecycleConfiguration, ExpirationStatus, LifecycleRule, LifecycleRuleFilter, Transition,
@@ -12,15 +10,7 @@ use aws_sdk_s3::types::{
 };
 use aws_sdk_s3::Client;
 
-use crate::harness::{admin, code, get_bytes, Pattern, Server, SECRET, USER};
-
-async fn class_of(c: &Client, bucket: &str, key: &str) -> Option<String> {
-    let h = c.head_object().bucket(bucket).key(key).send().await.ok()?;
-    Some(
-        h.storage_class()
-            .map_or("STANDARD".into(), |s| s.as_str().to_string()),
-    )
-}
+use crate::harness::{admin, class_of, code, get_bytes, until, Pattern, Server, SECRET, USER};
 
 async fn remote_keys(c: &Client) -> Vec<String> {
     let listed = c.list_objects_v2().bucket("archive").send().await.unwrap();
@@ -29,16 +19,6 @@ async fn remote_keys(c: &Client) -> Vec<String> {
         .iter()
         .map(|o| o.key().unwrap().to_string())
         .collect()
-}
-
-async fn until(what: &str, mut f: impl AsyncFnMut() -> bool) {
-    for _ in 0..300 {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what}: not within 30 s");
 }
 
 fn archive_rule(class: &str) -> BucketLifecycleConfiguration {
@@ -146,7 +126,7 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
         .send()
         .await
         .unwrap();
-    until("old/ in ARCHIVE", async || {
+    until(30, "old/ in ARCHIVE", async || {
         class_of(&c, "data", "old/a").await.as_deref() == Some("ARCHIVE")
             && class_of(&c, "data", "old/b").await.as_deref() == Some("ARCHIVE")
             && class_of(&c, "data", "old/big").await.as_deref() == Some("ARCHIVE")
@@ -214,7 +194,7 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
         }
         p.send().await.unwrap();
     }
-    until("the orphan swept", async || {
+    until(30, "the orphan swept", async || {
         !remote_keys(&r).await.contains(&orphan)
     })
     .await;
@@ -236,7 +216,7 @@ async fn lifecycle_moves_objects_to_another_s3_endpoint_and_reads_them_back() {
 
     // Deleting or replacing a version deletes its remote copy.
     let left = async |n: usize| {
-        until("remote copies deleted", async || {
+        until(30, "remote copies deleted", async || {
             remote_keys(&r).await.len() == n
         })
         .await
