@@ -199,11 +199,14 @@ impl Store {
 
     /// Streams bytes `range` of a version kept in a tier.
     pub(crate) fn read_tiered(&self, tier: TierRef, range: Range<u64>) -> ObjectStream {
+        // A tier that is not configured (any more) makes the version
+        // unavailable, not the request invalid.
+        let missing = |e: Error| Error::TierUnavailable(e.to_string());
         if tier.tier != COLD_TIER {
-            let backend = self.remote_tier(&tier.tier);
+            let backend = self.remote_tier(&tier.tier).map_err(missing);
             return ObjectStream::deferred(async move { backend?.read(tier.id, range).await });
         }
-        let cold = self.require_cold().cloned();
+        let cold = self.require_cold().cloned().map_err(missing);
         ObjectStream::deferred(async move {
             let cold = cold?;
             let name = tier.id.to_string();
