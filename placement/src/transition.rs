@@ -1,15 +1,16 @@
-//! Moving a version's bytes between pools (lifecycle transitions), and the
-//! sweep that finishes what a crash interrupted.
+//! Moving a version's bytes to a colder place — the cold pool or a remote
+//! tier (lifecycle transitions) — and the sweep that finishes what a crash
+//! interrupted.
 //!
-//! A transition to the cold pool is three steps: (1) the bytes are read
+//! A transition is three steps: (1) the bytes are read
 //! from the hot pool and written as a tier object, which is committed and
 //! then read back and compared (CRC32C) with what was read; (2) under the
 //! key's lock, if the version is still exactly the one that was read, its
 //! record is rewritten to refer to the tier object instead of its shards
 //! (same version id and modification time, the new storage class); (3) the
 //! rewrite frees the hot shards. Before (2) completes the version still
-//! reads from the hot pool and the tier object is unreferenced; after it,
-//! the version reads from the cold pool. A crash between the steps leaves
+//! reads from where it was and the tier object is unreferenced; after it,
+//! from the tier. A crash between the steps leaves
 //! one readable copy; the unreferenced tier object is deleted by
 //! [`Store::sweep_tier_objects`] (the scanner runs it at start and every
 //! pass).
