@@ -8,12 +8,14 @@
 //! put_record ─┘
 //! ```
 //! Concurrent small PUTs thereby share fsyncs while each is acknowledged
-//! only once its own write is durable. A write that arrives while a batch is
+//! only once its own write is durable. Deletions of the pieces of replaced
+//! or deleted objects ride along in the same batches. A write that arrives while a batch is
 //! being synced waits for the next batch, which starts at once.
 
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
 
 use crate::disk::PutRecordOutcome;
 use crate::error::DiskError;
@@ -26,11 +28,17 @@ const MAX_BATCH: usize = 256;
 
 type Reply = oneshot::Sender<Result<PutRecordOutcome, DiskError>>;
 
+/// One queued job: a record write, or a piece to delete in the next batch.
+enum Job {
+    Put(RecordWrite, Reply),
+    DropPiece(Uuid, oneshot::Sender<Result<(), DiskError>>),
+}
+
 /// Handle to a disk's committer thread. Dropping it ends the thread after
 /// the writes already queued, and waits for that, so the metadata store is
 /// closed once the disk is gone (a reopen finds it unlocked).
 pub(crate) struct Committer {
-    tx: Option<mpsc::Sender<(RecordWrite, Reply)>>,
+    tx: Option<mpsc::Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -60,46 +68,75 @@ impl Committer {
     /// is waiting.
     pub async fn put(&self, write: RecordWrite) -> Result<PutRecordOutcome, DiskError> {
         let (reply, answer) = oneshot::channel();
-        let gone = || DiskError::Io(std::io::Error::other("record committer stopped"));
-        let tx = self.tx.as_ref().ok_or_else(gone)?;
-        tx.send((write, reply)).await.map_err(|_| gone())?;
+        self.send(Job::Put(write, reply)).await?;
         answer.await.map_err(|_| gone())?
+    }
+
+    /// Deletes a piece in the next batch (the piece of an object replaced
+    /// or deleted: an overwrite then costs no separate metadata write).
+    pub async fn drop_piece(&self, id: Uuid) -> Result<(), DiskError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Job::DropPiece(id, reply)).await?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    async fn send(&self, job: Job) -> Result<(), DiskError> {
+        let tx = self.tx.as_ref().ok_or_else(gone)?;
+        tx.send(job).await.map_err(|_| gone())
     }
 }
 
-fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<(RecordWrite, Reply)>) {
+fn gone() -> DiskError {
+    DiskError::Io(std::io::Error::other("record committer stopped"))
+}
+
+fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<Job>) {
     let mut writes = Vec::with_capacity(MAX_BATCH);
     let mut replies = Vec::with_capacity(MAX_BATCH);
-    while let Some((w, r)) = rx.blocking_recv() {
-        writes.push(w);
-        replies.push(r);
-        while writes.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok((w, r)) => {
+    let mut dropped = Vec::new();
+    let mut drop_replies = Vec::new();
+    while let Some(job) = rx.blocking_recv() {
+        let mut next = Some(job);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Put(w, r) => {
                     writes.push(w);
                     replies.push(r);
                 }
-                Err(_) => break,
+                Job::DropPiece(id, r) => {
+                    dropped.push(id);
+                    drop_replies.push(r);
+                }
+            }
+            if writes.len() + dropped.len() < MAX_BATCH {
+                next = rx.try_recv().ok();
             }
         }
-        match meta.put_records(&writes) {
+        match meta.commit_batch(&writes, &dropped) {
             Ok(outcomes) => {
                 for (r, o) in replies.drain(..).zip(outcomes) {
                     let _ = r.send(o);
+                }
+                for r in drop_replies.drain(..) {
+                    let _ = r.send(Ok(()));
                 }
             }
             Err(e) => {
                 let text = e.to_string();
                 let full = matches!(e, DiskError::Full);
+                let err = || match full {
+                    true => DiskError::Full,
+                    false => DiskError::Meta(text.clone()),
+                };
                 for r in replies.drain(..) {
-                    let _ = r.send(Err(if full {
-                        DiskError::Full
-                    } else {
-                        DiskError::Meta(text.clone())
-                    }));
+                    let _ = r.send(Err(err()));
+                }
+                for r in drop_replies.drain(..) {
+                    let _ = r.send(Err(err()));
                 }
             }
         }
         writes.clear();
+        dropped.clear();
     }
 }

@@ -404,8 +404,7 @@ impl Disk for LocalDisk {
     }
 
     async fn delete_piece(&self, id: Uuid) -> Result<(), DiskError> {
-        let m = self.meta();
-        blocking(move || m.delete_piece(id)).await
+        self.committer.drop_piece(id).await
     }
 
     async fn collect_pieces(&self) -> Result<(), DiskError> {

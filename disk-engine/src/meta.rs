@@ -270,7 +270,7 @@ impl MetaStore {
     ///
     /// With a piece, the piece is stored in the same atomic batch. (The
     /// disk sends its writes through [`crate::commit::Committer`], which
-    /// calls [`Self::put_records`]; this form is for tests.)
+    /// calls [`Self::commit_batch`]; this form is for tests.)
     #[cfg(test)]
     pub fn put_record(
         &self,
@@ -293,9 +293,22 @@ impl MetaStore {
     /// version sees an earlier one of the batch as the stored record. A
     /// write whose stored record cannot be read fails alone; the outer error
     /// is the batch's own write failing, which fails every write in it.
+    #[cfg(test)]
     pub fn put_records(
         &self,
         writes: &[RecordWrite],
+    ) -> Result<Vec<Result<PutRecordOutcome, DiskError>>, DiskError> {
+        self.commit_batch(writes, &[])
+    }
+
+    /// Stores many record writes with one synced RocksDB write (group
+    /// commit), as [`Self::put_record`] describes each, and in the same
+    /// batch deletes the pieces `dropped` (of objects replaced or deleted
+    /// earlier), so freeing them costs no write of its own.
+    pub fn commit_batch(
+        &self,
+        writes: &[RecordWrite],
+        dropped: &[Uuid],
     ) -> Result<Vec<Result<PutRecordOutcome, DiskError>>, DiskError> {
         let keys: Vec<Vec<u8>> = writes
             .iter()
@@ -333,6 +346,9 @@ impl MetaStore {
             }
             written.insert(k, &w.record);
             out.push(Ok(PutRecordOutcome::Stored { replaced: previous }));
+        }
+        for id in dropped {
+            batch.delete_cf(self.cf(CF_PIECES), id.as_bytes());
         }
         if !batch.is_empty() {
             self.db.write_opt(batch, &sync_writes())?;
@@ -640,9 +656,11 @@ impl MetaStore {
 
     /// Deletes a piece (absent is fine). Not synced, like a shard deletion:
     /// after a crash the piece may come back as unreferenced garbage.
+    /// Deletes one piece now (the disk sends deletions through its
+    /// committer, [`Self::commit_batch`]; this form is for tests).
+    #[cfg(test)]
     pub fn delete_piece(&self, id: Uuid) -> Result<(), DiskError> {
-        self.db.delete_cf(self.cf(CF_PIECES), id.as_bytes())?;
-        Ok(())
+        self.commit_batch(&[], &[id]).map(|_| ())
     }
 
     /// Collects the space of deleted pieces now: compacts the pieces with
