@@ -85,6 +85,8 @@ pub struct Gateway {
     /// The lifecycle scanner, when the server runs one (admin status and
     /// runs, and the length of a lifecycle day for `x-amz-expiration`).
     pub lifecycle: Option<Arc<lifecycle::Scanner>>,
+    /// Parsed lifecycle configurations, for `x-amz-expiration`.
+    pub(crate) lifecycle_configs: lifecycle::ConfigCache,
     /// Owner shown in listings.
     pub owner: xml::Owner,
 }
@@ -109,6 +111,7 @@ impl Gateway {
             store,
             config,
             lifecycle: None,
+            lifecycle_configs: Default::default(),
             owner,
         }
     }

@@ -22,6 +22,6 @@ pub use config::{parse, Classes, ConfigError, LifecycleConfig};
 pub use eval::Clock;
 pub use remote::{RemoteTier, RemoteTierConfig};
 pub use scanner::{
-    bucket_checkpoints, bucket_config, BucketStatus, Plan, PlanEntry, RuleStats, Scanner,
-    ScannerOptions, CONFIG_KEY, MIN_SIZE_KEY,
+    bucket_checkpoints, bucket_config, BucketStatus, ConfigCache, Plan, PlanEntry, RuleStats,
+    Scanner, ScannerOptions, CONFIG_KEY, MIN_SIZE_KEY,
 };

@@ -61,6 +61,43 @@ pub fn bucket_checkpoints(bucket: &BucketRecord) -> Option<CheckpointRules> {
     }
 }
 
+/// Parsed lifecycle configurations by bucket, parsed again only when the
+/// stored document changes: the gateway consults them on every GET, HEAD
+/// and PUT of a bucket with rules (for `x-amz-expiration`).
+#[derive(Default)]
+pub struct ConfigCache {
+    entries: Mutex<BTreeMap<String, CachedConfig>>,
+}
+
+/// A bucket's stored document and minimum-size setting, and what they parse to.
+type CachedConfig = (String, Option<String>, Option<Arc<LifecycleConfig>>);
+
+/// Buckets a [`ConfigCache`] holds before it starts over.
+const CONFIG_CACHE_ENTRIES: usize = 10_000;
+
+impl ConfigCache {
+    /// The configuration of `bucket` (as [`bucket_config`]).
+    pub fn get(&self, bucket: &BucketRecord) -> Option<Arc<LifecycleConfig>> {
+        let doc = bucket.config.get(CONFIG_KEY)?;
+        let min = bucket.config.get(MIN_SIZE_KEY);
+        if let Some((d, m, cfg)) = self.entries.lock().get(&bucket.name) {
+            if d == doc && m.as_ref() == min {
+                return cfg.clone();
+            }
+        }
+        let cfg = bucket_config(bucket).map(Arc::new);
+        let mut entries = self.entries.lock();
+        if entries.len() >= CONFIG_CACHE_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(
+            bucket.name.clone(),
+            (doc.clone(), min.cloned(), cfg.clone()),
+        );
+        cfg
+    }
+}
+
 /// A bucket's lifecycle configuration, if it has one.
 pub fn bucket_config(bucket: &BucketRecord) -> Option<LifecycleConfig> {
     let doc = bucket.config.get(CONFIG_KEY)?;

@@ -1,10 +1,12 @@
 //! Get/Put/DeleteBucketLifecycleConfiguration, and the `x-amz-expiration`
 //! header of objects a rule will expire.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use lifecycle::eval::{expiration_header, Version};
-use lifecycle::{bucket_config, ConfigError, LifecycleConfig, CONFIG_KEY, MIN_SIZE_KEY};
+use lifecycle::{ConfigError, LifecycleConfig, CONFIG_KEY, MIN_SIZE_KEY};
 use placement::ObjectRecord;
 
 use super::{empty, named, read_document, xml};
@@ -28,13 +30,13 @@ impl From<ConfigError> for S3Error {
 }
 
 /// The bucket's lifecycle configuration, if any.
-pub async fn configuration(gw: &Gateway, bucket: &str) -> S3Result<Option<LifecycleConfig>> {
+pub async fn configuration(gw: &Gateway, bucket: &str) -> S3Result<Option<Arc<LifecycleConfig>>> {
     let b = gw
         .store
         .bucket(bucket)
         .await
         .map_err(|e| named(e, bucket, None))?;
-    Ok(bucket_config(&b))
+    Ok(gw.lifecycle_configs.get(&b))
 }
 
 fn with_min_size(mut resp: Response<Body>, cfg: &LifecycleConfig) -> Response<Body> {
