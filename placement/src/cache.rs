@@ -162,13 +162,20 @@ impl ReadCache {
             .cell
             .get_or_try_init(|| {
                 ran = true;
-                read()
+                let read = read();
+                // Cached before the waiters wake: a waiter's guard may drop
+                // the in-flight entry at once, and a request arriving then
+                // must find the unit in the cache, not read it again.
+                async move {
+                    let unit = read.await?;
+                    self.keep(key, unit.clone());
+                    Ok::<_, Error>(unit)
+                }
             })
             .await?
             .clone();
         if ran {
             self.misses.fetch_add(1, Ordering::Relaxed);
-            self.keep(key, unit.clone());
             Ok((unit, Source::Read))
         } else {
             self.coalesced.fetch_add(1, Ordering::Relaxed);
