@@ -363,25 +363,33 @@ async fn rules_expire_and_transition_when_due_and_not_before() {
     );
     assert!(plan.contains("tagged/a"), "{plan}");
 
-    // The expiration: not before it is due, and then it happens.
-    let mut gone_at = None;
-    until(30, "tmp/x expired", async || {
-        let gone = class_of(&c, "life", "tmp/x").await.is_none();
-        if gone {
-            gone_at = Some(now_secs_f64());
+    // Each action happens, and not before it is due: the first time each
+    // is seen done is no earlier than its rounded due time.
+    let mut seen: [Option<f64>; 3] = [None; 3];
+    until(30, "the expiration and both transitions", async || {
+        let done = [
+            class_of(&c, "life", "tmp/x").await.is_none(),
+            class_of(&c, "life", "ckpt/big").await.as_deref() == Some("COLD"),
+            class_of(&c, "life", "tagged/a").await.as_deref() == Some("GLACIER"),
+        ];
+        let now = now_secs_f64();
+        for (at, done) in seen.iter_mut().zip(done) {
+            if done && at.is_none() {
+                *at = Some(now);
+            }
         }
-        gone
+        seen.iter().all(Option::is_some)
     })
     .await;
-    assert!(gone_at.unwrap() >= due(t0, 2), "expired before it was due");
-    until(30, "ckpt/big in COLD", async || {
-        class_of(&c, "life", "ckpt/big").await.as_deref() == Some("COLD")
-    })
-    .await;
-    until(30, "tagged/a in GLACIER", async || {
-        class_of(&c, "life", "tagged/a").await.as_deref() == Some("GLACIER")
-    })
-    .await;
+    assert!(seen[0].unwrap() >= due(t0, 2), "expired before it was due");
+    assert!(
+        seen[1].unwrap() >= due(t0, 1),
+        "transitioned before it was due"
+    );
+    assert!(
+        seen[2].unwrap() >= due(t0, 1),
+        "transitioned before it was due"
+    );
     // Bytes are unchanged; objects the filters do not select stay hot.
     assert_eq!(get_bytes(&c, "life", "ckpt/big").await, big);
     assert_eq!(get_bytes(&c, "life", "tagged/a").await, small);
