@@ -307,18 +307,10 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
                     Ok(r) => r,
                     Err(e) => return error(StatusCode::BAD_REQUEST, "InvalidArgument", e),
                 };
-            let remote = gw.store.remote_tiers();
-            if let Err(e) = rules.validate(&remote) {
+            if let Err(e) = rules.validate(&gw.store.remote_tiers()) {
                 return error(StatusCode::BAD_REQUEST, "InvalidArgument", e);
             }
-            let transitions = rules.rules.iter().any(|r| {
-                matches!(
-                    &r.action,
-                    lifecycle::checkpoints::CheckpointAction::Transition { storage_class }
-                        if !remote.contains(storage_class)
-                )
-            });
-            if transitions && gw.store.cold_pool().is_none() {
+            if !crate::tiers::stores_all(&gw, rules.transition_classes()) {
                 return error(
                     StatusCode::BAD_REQUEST,
                     "InvalidRequest",

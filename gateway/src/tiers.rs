@@ -44,6 +44,14 @@ pub fn valid_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether this server can store data in every one of `classes`
+/// (transition targets of validated rules): not so for a cold class
+/// without a cold pool. A rule that could never fire is refused rather
+/// than kept.
+pub fn stores_all<'a>(gw: &Gateway, mut classes: impl Iterator<Item = &'a str>) -> bool {
+    classes.all(|c| gw.store.reaches(gw.store.destination(c)))
+}
+
 /// Stores a tier's configuration and registers it with the store.
 pub async fn put(gw: &Gateway, name: &str, cfg: RemoteTierConfig) -> Result<Value, String> {
     valid_name(name)?;

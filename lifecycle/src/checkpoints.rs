@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::TRANSITION_CLASSES;
+use crate::config::{Classes, TRANSITION_CLASSES};
 
 /// Key of the checkpoint rules among a bucket's documents.
 pub const CHECKPOINTS_KEY: &str = "granary-checkpoint-retention";
@@ -84,9 +84,7 @@ impl CheckpointRule {
             return Err("keep-every must be at least 1".into());
         }
         if let CheckpointAction::Transition { storage_class } = &self.action {
-            if !TRANSITION_CLASSES.contains(&storage_class.as_str())
-                && !remote.contains(storage_class)
-            {
+            if !Classes::Remote(remote).allows(storage_class) {
                 return Err(format!(
                     "storage class {storage_class:?} is not one of {}",
                     TRANSITION_CLASSES.join(", ")
@@ -116,6 +114,14 @@ impl CheckpointRule {
 }
 
 impl CheckpointRules {
+    /// Every storage class a rule transitions to.
+    pub fn transition_classes(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().filter_map(|r| match &r.action {
+            CheckpointAction::Transition { storage_class } => Some(storage_class.as_str()),
+            CheckpointAction::Expire => None,
+        })
+    }
+
     /// Checks every rule and that ids are unique.
     pub fn validate(&self, remote: &[String]) -> Result<(), String> {
         for (i, r) in self.rules.iter().enumerate() {

@@ -387,7 +387,8 @@ pub enum Classes<'a> {
 }
 
 impl Classes<'_> {
-    fn allows(&self, class: &str) -> bool {
+    /// Whether a transition may name `class`.
+    pub fn allows(&self, class: &str) -> bool {
         TRANSITION_CLASSES.contains(&class)
             || match self {
                 Classes::Remote(names) => names.iter().any(|n| n == class),
@@ -718,6 +719,17 @@ pub fn parse(
 }
 
 impl LifecycleConfig {
+    /// Every storage class a rule transitions to (current or noncurrent).
+    pub fn transition_classes(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().flat_map(|r| {
+            r.transitions.iter().map(|t| t.class.as_str()).chain(
+                r.noncurrent_transitions
+                    .iter()
+                    .filter_map(|n| n.class.as_deref()),
+            )
+        })
+    }
+
     /// The value of `x-amz-transition-default-minimum-object-size`.
     pub fn min_size_header(&self) -> &'static str {
         if self.small_objects_by_class {

@@ -11,10 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use parking_lot::Mutex;
-use placement::{
-    BucketRecord, Destination, Error, ListStart, Store, Tier, Transitioned, UploadListStart,
-    VersionRef,
-};
+use placement::{BucketRecord, Error, ListStart, Store, Transitioned, UploadListStart, VersionRef};
 use serde::Serialize;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -576,38 +573,34 @@ impl Scanner {
         let moved = matches!(action, Action::Transition(_)).then_some(s.size);
         self.pace(moved.unwrap_or(0)).await;
         let result = match action {
-            Action::Expire => self
-                .store
-                .expire_if_unchanged(bucket, key, s.version, s.mtime_ns, false)
-                .await
-                .map(|done| done.then_some(Transitioned::Unchanged)),
-            Action::RemoveMarker | Action::DeleteVersion => self
-                .store
-                .expire_if_unchanged(bucket, key, s.version, s.mtime_ns, true)
-                .await
-                .map(|done| done.then_some(Transitioned::Unchanged)),
+            Action::Expire => {
+                self.store
+                    .expire_if_unchanged(bucket, key, s.version, s.mtime_ns, false)
+                    .await
+            }
+            Action::RemoveMarker | Action::DeleteVersion => {
+                self.store
+                    .expire_if_unchanged(bucket, key, s.version, s.mtime_ns, true)
+                    .await
+            }
             Action::Transition(class) => {
-                let remote = self.store.remote_tiers().contains(class);
-                let to = match remote {
-                    true => Destination::Remote(class),
-                    false => Destination::Pool(Tier::Cold),
-                };
+                let to = self.store.destination(class);
                 self.store
                     .transition_version(bucket, key, Some(s.version), class, to)
                     .await
-                    .map(|t| (t != Transitioned::Unchanged).then_some(t))
+                    .map(|t| t != Transitioned::Unchanged)
             }
         };
         self.count(bucket, rule, |r| match (&result, action) {
-            (Ok(Some(_)), Action::Transition(_)) => {
+            (Ok(true), Action::Transition(_)) => {
                 r.transitioned_objects += 1;
                 r.transitioned_bytes += s.size;
             }
-            (Ok(Some(_)), _) => {
+            (Ok(true), _) => {
                 r.expired_objects += 1;
                 r.expired_bytes += s.size;
             }
-            (Ok(None), _) => {
+            (Ok(false), _) => {
                 r.pending_objects += 1;
                 r.pending_bytes += s.size;
             }

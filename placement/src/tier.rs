@@ -25,7 +25,9 @@ use crate::layout::ErasureLayout;
 use crate::read::ObjectStream;
 use crate::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
 use crate::store::Store;
+use crate::transition::Destination;
 use crate::write::{BodyStream, StagedData};
+use disk_engine::Tier;
 
 /// Name of the cold pool's tier in version records.
 pub const COLD_TIER: &str = "cold";
@@ -60,6 +62,24 @@ impl Store {
         let mut names: Vec<String> = self.remote.read().keys().cloned().collect();
         names.sort();
         names
+    }
+
+    /// Where a transition to storage class `class` goes: the remote tier
+    /// of that name if one is configured, the cold pool otherwise.
+    pub fn destination<'a>(&self, class: &'a str) -> Destination<'a> {
+        match self.remote.read().contains_key(class) {
+            true => Destination::Remote(class),
+            false => Destination::Pool(Tier::Cold),
+        }
+    }
+
+    /// Whether this server can store data at `to`.
+    pub fn reaches(&self, to: Destination<'_>) -> bool {
+        match to {
+            Destination::Pool(Tier::Hot) => true,
+            Destination::Pool(Tier::Cold) => self.cold.get().is_some(),
+            Destination::Remote(name) => self.remote.read().contains_key(name),
+        }
     }
 
     pub(crate) fn remote_tier(&self, name: &str) -> Result<Arc<dyn TierBackend>, Error> {

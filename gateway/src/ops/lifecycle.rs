@@ -65,19 +65,7 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
         req.header(MIN_SIZE_HEADER),
         lifecycle::Classes::Remote(&remote),
     )?;
-    let to_cold_pool = cfg.rules.iter().any(|r| {
-        r.transitions
-            .iter()
-            .map(|t| &t.class)
-            .chain(
-                r.noncurrent_transitions
-                    .iter()
-                    .filter_map(|n| n.class.as_ref()),
-            )
-            .any(|c| !remote.contains(c))
-    });
-    if to_cold_pool && gw.store.cold_pool().is_none() {
-        // A rule that could never fire is refused rather than kept.
+    if !crate::tiers::stores_all(gw, cfg.transition_classes()) {
         return Err(S3Error::InvalidRequest(
             "Transition actions need a cold pool, and this server has none (start it with --cold DIR...)".into(),
         ));
