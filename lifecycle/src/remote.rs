@@ -196,8 +196,9 @@ impl RemoteTier {
             return Err(failed("upload", resp).await);
         }
         let text = resp.text().await.map_err(|e| unavailable("upload", e))?;
-        let upload = element(&text, "UploadId")
-            .ok_or_else(|| unavailable("upload", "no UploadId in the answer"))?;
+        let upload = parse::<Initiated>(&text)
+            .map_err(|e| unavailable("upload", e))?
+            .upload_id;
         let result = self.send_parts(id, &upload, body, size).await;
         let done = match result {
             Ok(etags) => {
@@ -216,10 +217,7 @@ impl RemoteTier {
                 let text = resp.text().await.unwrap_or_default();
                 match ok && !text.contains("<Error>") {
                     true => Ok(()),
-                    false => Err(unavailable(
-                        "complete upload",
-                        element(&text, "Code").unwrap_or_default(),
-                    )),
+                    false => Err(unavailable("complete upload", error_code(&text))),
                 }
             }
             Err(e) => Err(e),
@@ -299,20 +297,53 @@ impl RemoteTier {
     }
 }
 
-/// The text of the first `<name>` element of an XML answer.
-fn element(xml: &str, name: &str) -> Option<String> {
-    let open = format!("<{name}>");
-    let start = xml.find(&open)? + open.len();
-    let end = xml[start..].find(&format!("</{name}>"))? + start;
-    Some(xml[start..end].to_string())
+/// The answer to CreateMultipartUpload.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Initiated {
+    upload_id: String,
+}
+
+/// An S3 error answer.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ErrorAnswer {
+    #[serde(default)]
+    code: String,
+}
+
+/// One page of ListObjectsV2.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Listing {
+    #[serde(default)]
+    contents: Vec<Listed>,
+    next_continuation_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Listed {
+    key: String,
+    last_modified: String,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(xml: &str) -> Result<T, quick_xml::DeError> {
+    quick_xml::de::from_str(xml)
+}
+
+/// The code of an S3 error answer ("" if it is none).
+fn error_code(xml: &str) -> String {
+    parse::<ErrorAnswer>(xml)
+        .map(|e| e.code)
+        .unwrap_or_default()
 }
 
 /// The endpoint's error answer as ours.
 async fn failed(what: &str, resp: reqwest::Response) -> Error {
     let status = resp.status();
     let text = resp.text().await.unwrap_or_default();
-    let code = element(&text, "Code").unwrap_or_default();
-    unavailable(what, format!("{} {code}", status.as_u16()))
+    unavailable(what, format!("{} {}", status.as_u16(), error_code(&text)))
 }
 
 #[async_trait::async_trait]
@@ -378,19 +409,20 @@ impl TierBackend for RemoteTier {
                 return Err(failed("list", resp).await);
             }
             let text = resp.text().await.map_err(|e| unavailable("list", e))?;
-            for entry in text.split("<Contents>").skip(1) {
-                let name = element(entry, "Key")
-                    .map(|k| quick_xml::escape::unescape(&k).map(|k| k.into_owned()));
-                let Some(Ok(name)) = name else { continue };
-                let Some(Ok(id)) = name.strip_prefix(&self.cfg.prefix).map(str::parse::<Uuid>)
+            let page = parse::<Listing>(&text).map_err(|e| unavailable("list", e))?;
+            for entry in page.contents {
+                let Some(Ok(id)) = entry
+                    .key
+                    .strip_prefix(&self.cfg.prefix)
+                    .map(str::parse::<Uuid>)
                 else {
                     continue;
                 };
-                let modified = element(entry, "LastModified").and_then(|t| {
-                    time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
-                        .ok()
-                });
-                let Some(modified) = modified else { continue };
+                let modified = time::OffsetDateTime::parse(
+                    &entry.last_modified,
+                    &time::format_description::well_known::Rfc3339,
+                );
+                let Ok(modified) = modified else { continue };
                 if modified.unix_timestamp_nanos() as u64 >= before_ns {
                     continue;
                 }
@@ -413,11 +445,7 @@ impl TierBackend for RemoteTier {
                     out.push((id, b, k));
                 }
             }
-            token = element(&text, "NextContinuationToken").map(|t| {
-                quick_xml::escape::unescape(&t)
-                    .map(|t| t.into_owned())
-                    .unwrap_or(t)
-            });
+            token = page.next_continuation_token;
             if token.is_none() {
                 return Ok(out);
             }
