@@ -8,7 +8,7 @@ use crate::error::DiskError;
 use crate::types::{KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
 
 /// How a new shard file is laid out.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ShardOptions {
     /// Bytes per block (a multiple of 4 KiB); each block has its own checksum.
     pub block_size: u32,
@@ -17,14 +17,14 @@ pub struct ShardOptions {
 }
 
 /// What a finished shard file holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ShardSummary {
     /// Bytes of shard data (excluding header and trailer).
     pub len: u64,
 }
 
 /// Whether a disk can be used, and how full it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DiskHealth {
     /// The disk answers.
     Online {
@@ -41,7 +41,7 @@ pub enum DiskHealth {
 }
 
 /// Result of [`Disk::put_record`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PutRecordOutcome {
     /// The record is stored; `replaced` is the older write of the same
     /// version it replaced, if any (its data may now be freed).
@@ -57,7 +57,7 @@ pub enum PutRecordOutcome {
 }
 
 /// Where a record listing starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ListStart {
     /// From the first key of the prefix.
     Beginning,
@@ -68,7 +68,7 @@ pub enum ListStart {
 }
 
 /// Where an upload listing starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum UploadListStart {
     /// From the first upload of the prefix.
     Beginning,
@@ -79,7 +79,7 @@ pub enum UploadListStart {
 }
 
 /// Arguments of [`Disk::list_records`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RecordListOptions {
     /// Only keys starting with these bytes.
     pub prefix: Vec<u8>,
@@ -90,7 +90,7 @@ pub struct RecordListOptions {
 }
 
 /// One page of a record listing.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RecordPage {
     /// Keys in ascending byte order, each with all its versions.
     pub keys: Vec<KeyRecords>,

@@ -146,7 +146,7 @@ impl FormatRecord {
 }
 
 /// What a directory given on the command line turned out to be.
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum DirState {
     /// The path does not exist.
     Missing,

@@ -27,6 +27,7 @@ mod local;
 mod meta;
 mod offline;
 mod ring_shard;
+pub mod rpc;
 mod shard_file;
 mod staging;
 mod types;

@@ -18,7 +18,9 @@ impl fmt::Display for DiskId {
 
 /// Names one shard file on a disk. All disks of a set use the same id for the
 /// shards of one (object version, part); the file name is derived from it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ShardId(pub Uuid);
 
 impl fmt::Display for ShardId {
@@ -29,7 +31,9 @@ impl fmt::Display for ShardId {
 
 /// Version id of a record under one key. [`VersionId::NULL`] is the single
 /// version a key has when it is overwritten in place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct VersionId(pub [u8; 16]);
 
 impl VersionId {
@@ -40,7 +44,7 @@ impl VersionId {
 /// Orders writes: (modification time in nanoseconds since the epoch, a
 /// UUIDv7 unique to the write). Every disk and gateway compares two stamps
 /// the same way, so all pick the same winner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     /// Modification time, nanoseconds since the Unix epoch.
     pub mtime_ns: u64,
@@ -61,7 +65,7 @@ impl PartialOrd for Stamp {
 }
 
 /// One version record as the disk sees it: an id, a stamp and opaque bytes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Record {
     /// Which version of the key this is.
     pub version: VersionId,
@@ -76,7 +80,7 @@ pub struct Record {
 /// together with the version record that refers to it. The disk maps the id
 /// to wherever the piece lives (RocksDB blob files), so compaction moves
 /// pieces without touching records.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Piece {
     /// The packed object's piece id (the same on every disk of the set).
     pub id: Uuid,
@@ -85,7 +89,7 @@ pub struct Piece {
 }
 
 /// All records stored under one key, as returned by a listing.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KeyRecords {
     /// The key (opaque bytes).
     pub key: Vec<u8>,
@@ -94,7 +98,7 @@ pub struct KeyRecords {
 }
 
 /// One multipart upload's state record.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UploadEntry {
     /// Key the upload will create.
     pub key: Vec<u8>,
@@ -105,7 +109,7 @@ pub struct UploadEntry {
 }
 
 /// One uploaded part of a multipart upload.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PartEntry {
     /// Part number (1..=10,000 in S3 terms; any u32 here).
     pub number: u32,

@@ -1,0 +1,440 @@
+//! The node side of internal RPC: `granary node` serves its local disks to
+//! gateways over HTTP/2. Every call is authenticated (see
+//! [`super::auth`]); a disk is addressed by the directory the node was
+//! given, and opens once it is formatted (by a gateway's `format` call or
+//! at start if it already was).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::RwLock;
+use uuid::Uuid;
+
+use super::auth::{self, ClusterSecret, NonceGuard};
+use super::wire::{self, Frame, FrameReader, WireError};
+use crate::disk::{Disk, RecordListOptions, ShardOptions, UploadListStart};
+use crate::error::DiskError;
+use crate::format::{probe_dir, DirState, FormatRecord};
+use crate::local::{LocalDisk, LocalDiskOptions};
+use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+
+/// Path of the unauthenticated liveness answer (it says nothing but "ok").
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// A node's disks and the secret its callers must know.
+pub struct NodeService {
+    secret: ClusterSecret,
+    nonces: NonceGuard,
+    disks: HashMap<String, Slot>,
+    opts: LocalDiskOptions,
+}
+
+struct Slot {
+    dir: PathBuf,
+    disk: RwLock<Option<Arc<LocalDisk>>>,
+}
+
+/// What a `format` call asks for.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct FormatCall {
+    /// The record to write.
+    pub record: FormatRecord,
+    /// The disk id the slot must hold now for the write to go ahead (`None`:
+    /// the directory must be empty or missing), so two gateways formatting
+    /// at once cannot both win.
+    pub expect: Option<crate::types::DiskId>,
+}
+
+type Answer = Result<Bytes, DiskError>;
+
+impl NodeService {
+    /// Serves `dirs`; each opens now if formatted. Blocking.
+    pub fn open(
+        dirs: &[PathBuf],
+        secret: ClusterSecret,
+        opts: LocalDiskOptions,
+    ) -> Result<NodeService, DiskError> {
+        let mut disks = HashMap::new();
+        for dir in dirs {
+            let key = dir.display().to_string();
+            let disk = match probe_dir(dir) {
+                DirState::Formatted(_) => Some(Arc::new(LocalDisk::open(dir, opts.clone())?)),
+                DirState::Foreign(why) => {
+                    tracing::error!(dir = %key, %why, "not a Granary disk; it stays offline");
+                    None
+                }
+                _ => None,
+            };
+            if disks
+                .insert(
+                    key.clone(),
+                    Slot {
+                        dir: dir.clone(),
+                        disk: RwLock::new(disk),
+                    },
+                )
+                .is_some()
+            {
+                return Err(DiskError::InvalidArgument(format!("{key} is given twice")));
+            }
+        }
+        Ok(NodeService {
+            secret,
+            nonces: NonceGuard::default(),
+            disks,
+            opts,
+        })
+    }
+
+    /// The disks that are open, for flushing at shutdown.
+    pub async fn open_disks(&self) -> Vec<Arc<LocalDisk>> {
+        let mut out = Vec::new();
+        for s in self.disks.values() {
+            if let Some(d) = s.disk.read().await.clone() {
+                out.push(d);
+            }
+        }
+        out
+    }
+
+    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        if req.uri().path() == HEALTH_PATH {
+            return Response::new(Full::new(Bytes::from_static(b"ok\n")));
+        }
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let (disk, date, nonce, digest, signature) = (
+            header(wire::DISK).unwrap_or_default(),
+            header(auth::DATE),
+            header(auth::NONCE),
+            header(auth::BODY),
+            header(auth::SIGNATURE),
+        );
+        let path = req.uri().path().to_string();
+        if let Err(why) = self.nonces.check(
+            &self.secret,
+            req.method().as_str(),
+            &path,
+            &disk,
+            date.as_deref(),
+            nonce.as_deref(),
+            digest.as_deref(),
+            signature.as_deref(),
+        ) {
+            tracing::warn!(?why, %path, "internal RPC refused");
+            let mut r = Response::new(Full::new(Bytes::from(format!("refused: {why:?}\n"))));
+            *r.status_mut() = StatusCode::UNAUTHORIZED;
+            return r;
+        }
+        let nonce = nonce.unwrap_or_default();
+        let digest = digest.unwrap_or_default();
+        let op = path
+            .strip_prefix(wire::PATH_PREFIX)
+            .unwrap_or("")
+            .to_string();
+        let answer = if op == "create_shard" {
+            self.create_shard(&disk, &digest, req).await
+        } else {
+            match read_unary(req.into_body(), &digest).await {
+                Ok(body) => self.dispatch(&op, &disk, body).await,
+                Err(e) => Err(e),
+            }
+        };
+        self.answer(&nonce, answer)
+    }
+
+    fn answer(&self, nonce: &str, answer: Answer) -> Response<Full<Bytes>> {
+        let (result, body) = match answer {
+            Ok(b) => ("ok", b),
+            Err(e) => ("err", wire::encode(&WireError::from(&e))),
+        };
+        let crc = format!("{:08x}", crc_fast::crc32_iscsi(&body));
+        let sig = self
+            .secret
+            .sign_answer(nonce, 200, &format!("{result}:{crc}"));
+        Response::builder()
+            .header(wire::RESULT, result)
+            .header(wire::ANSWER_CRC, crc)
+            .header(auth::SIGNATURE, sig)
+            .body(Full::new(body))
+            .expect("valid answer")
+    }
+
+    async fn slot_disk(&self, disk: &str) -> Result<Arc<LocalDisk>, DiskError> {
+        let slot = self
+            .disks
+            .get(disk)
+            .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))?;
+        slot.disk
+            .read()
+            .await
+            .clone()
+            .ok_or_else(|| DiskError::Offline(format!("{disk} is not formatted")))
+    }
+
+    async fn format(&self, disk: &str, call: FormatCall) -> Answer {
+        let slot = self
+            .disks
+            .get(disk)
+            .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))?;
+        let mut open = slot.disk.write().await;
+        let dir = slot.dir.clone();
+        let opts = self.opts.clone();
+        let reopen = open.is_none();
+        let opened = tokio::task::spawn_blocking(move || {
+            let current = match probe_dir(&dir) {
+                DirState::Formatted(f) => Some(f.disk_id),
+                DirState::Empty | DirState::Missing => None,
+                DirState::Foreign(why) => return Err(DiskError::Format(why)),
+            };
+            if current != call.expect {
+                return Err(DiskError::Format(format!(
+                    "{} changed under the formatting gateway (holds {:?}, expected {:?})",
+                    dir.display(),
+                    current,
+                    call.expect
+                )));
+            }
+            call.record.write_to(&dir)?;
+            Ok(if reopen {
+                Some(Arc::new(LocalDisk::open(&dir, opts)?))
+            } else {
+                None
+            })
+        })
+        .await
+        .map_err(|e| DiskError::Io(std::io::Error::other(e)))??;
+        if let Some(d) = opened {
+            *open = Some(d);
+        }
+        Ok(Bytes::new())
+    }
+
+    async fn create_shard(&self, disk: &str, digest: &str, req: Request<Incoming>) -> Answer {
+        let args = req
+            .headers()
+            .get(ARGS)
+            .and_then(|v| hex::decode(v.as_bytes()).ok())
+            .ok_or_else(|| DiskError::InvalidArgument("stream arguments missing".into()))?;
+        if digest != stream_digest(&args) {
+            return Err(DiskError::InvalidArgument(
+                "stream arguments do not match".into(),
+            ));
+        }
+        let (id, opts): (ShardId, ShardOptions) = wire::decode(&args)?;
+        let d = self.slot_disk(disk).await?;
+        let mut writer = d.create_shard(id, opts).await?;
+        let mut frames = FrameReader::default();
+        let mut body = req.into_body();
+        loop {
+            let chunk = match body.frame().await {
+                Some(Ok(f)) => match f.into_data() {
+                    Ok(c) => c,
+                    Err(_) => continue,
+                },
+                Some(Err(e)) => return Err(DiskError::Offline(format!("stream broke: {e}"))),
+                None => {
+                    return Err(DiskError::Offline(
+                        "stream ended before the shard was finished".into(),
+                    ))
+                }
+            };
+            frames.push(&chunk);
+            while let Some(frame) = frames.next_frame()? {
+                match frame {
+                    Frame::Data(block) => writer.append(block).await?,
+                    Frame::Finish => {
+                        let summary = writer.finish().await?;
+                        return Ok(wire::encode(&summary));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn dispatch(&self, op: &str, disk: &str, body: Bytes) -> Answer {
+        if op == "probe" {
+            let slot = self
+                .disks
+                .get(disk)
+                .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))?;
+            let dir = slot.dir.clone();
+            let state = tokio::task::spawn_blocking(move || probe_dir(&dir))
+                .await
+                .map_err(|e| DiskError::Io(std::io::Error::other(e)))?;
+            return Ok(wire::encode(&state));
+        }
+        if op == "format" {
+            return self.format(disk, wire::decode(&body)?).await;
+        }
+        let d = self.slot_disk(disk).await?;
+        let enc = |v| Ok(wire::encode(&v));
+        match op {
+            "health" => enc(d.health().await),
+            "read_shard" => {
+                let (id, offset, len): (ShardId, u64, u64) = wire::decode(&body)?;
+                d.read_shard(id, offset, len).await
+            }
+            "shard_len" => {
+                let id: ShardId = wire::decode(&body)?;
+                Ok(wire::encode(&d.shard_len(id).await?))
+            }
+            "delete_shard" => {
+                d.delete_shard(wire::decode(&body)?).await?;
+                Ok(Bytes::new())
+            }
+            "get_records" => {
+                let (ns, key): (Bytes, Bytes) = wire::decode(&body)?;
+                Ok(wire::encode(&d.get_records(&ns, &key).await?))
+            }
+            "put_record" => {
+                let (ns, key, record, piece): (Bytes, Bytes, Record, Option<Piece>) =
+                    wire::decode(&body)?;
+                Ok(wire::encode(&d.put_record(&ns, &key, record, piece).await?))
+            }
+            "read_piece" => d.read_piece(wire::decode::<Uuid>(&body)?).await,
+            "put_piece" => {
+                d.put_piece(wire::decode(&body)?).await?;
+                Ok(Bytes::new())
+            }
+            "delete_piece" => {
+                d.delete_piece(wire::decode(&body)?).await?;
+                Ok(Bytes::new())
+            }
+            "collect_pieces" => {
+                d.collect_pieces().await?;
+                Ok(Bytes::new())
+            }
+            "delete_record" => {
+                let (ns, key, version, stamp): (Bytes, Bytes, VersionId, Option<Stamp>) =
+                    wire::decode(&body)?;
+                Ok(wire::encode(
+                    &d.delete_record(&ns, &key, version, stamp).await?,
+                ))
+            }
+            "delete_records" => {
+                let (ns, items): (Bytes, Vec<(Vec<u8>, VersionId)>) = wire::decode(&body)?;
+                Ok(wire::encode(&d.delete_records(&ns, items).await?))
+            }
+            "list_records" => {
+                let (ns, opts): (Bytes, RecordListOptions) = wire::decode(&body)?;
+                Ok(wire::encode(&d.list_records(&ns, opts).await?))
+            }
+            "put_upload" => {
+                let (ns, entry): (Bytes, UploadEntry) = wire::decode(&body)?;
+                d.put_upload(&ns, entry).await?;
+                Ok(Bytes::new())
+            }
+            "get_upload" => {
+                let (ns, key, id): (Bytes, Bytes, Uuid) = wire::decode(&body)?;
+                d.get_upload(&ns, &key, id).await
+            }
+            "delete_upload" => {
+                let (ns, key, id): (Bytes, Bytes, Uuid) = wire::decode(&body)?;
+                Ok(wire::encode(&d.delete_upload(&ns, &key, id).await?))
+            }
+            "list_uploads" => {
+                let (ns, prefix, start, max): (Bytes, Bytes, UploadListStart, usize) =
+                    wire::decode(&body)?;
+                Ok(wire::encode(
+                    &d.list_uploads(&ns, &prefix, start, max).await?,
+                ))
+            }
+            "put_part" => {
+                let (ns, key, id, part): (Bytes, Bytes, Uuid, PartEntry) = wire::decode(&body)?;
+                Ok(wire::encode(&d.put_part(&ns, &key, id, part).await?))
+            }
+            "list_parts" => {
+                let (id, after, max): (Uuid, u32, usize) = wire::decode(&body)?;
+                Ok(wire::encode(&d.list_parts(id, after, max).await?))
+            }
+            other => Err(DiskError::InvalidArgument(format!(
+                "unknown call {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Header carrying a streamed call's arguments (hex of MessagePack).
+pub const ARGS: &str = "x-granary-args";
+
+/// The body digest a streamed call signs: its arguments' digest.
+pub fn stream_digest(args: &[u8]) -> String {
+    format!("{}:{}", auth::STREAMED, auth::body_digest(args))
+}
+
+async fn read_unary(body: Incoming, digest: &str) -> Result<Bytes, DiskError> {
+    let bytes = Limited::new(body, wire::MAX_UNARY_BODY)
+        .collect()
+        .await
+        .map_err(|e| DiskError::InvalidArgument(format!("call body: {e}")))?
+        .to_bytes();
+    if auth::body_digest(&bytes) != digest {
+        return Err(DiskError::InvalidArgument(
+            "call body does not match its digest".into(),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Serves `service` on `listener` (HTTP/2 without TLS, prior knowledge)
+/// until `shutdown` resolves; calls in flight then get a few seconds.
+pub async fn serve_node(
+    listener: TcpListener,
+    service: Arc<NodeService>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    builder
+        .timer(TokioTimer::new())
+        .initial_stream_window_size(super::STREAM_WINDOW)
+        .initial_connection_window_size(super::CONNECTION_WINDOW)
+        .max_frame_size(1 << 20)
+        .max_send_buf_size(4 << 20)
+        .max_concurrent_streams(4096)
+        .keep_alive_interval(Some(Duration::from_secs(10)))
+        .keep_alive_timeout(Duration::from_secs(20));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let svc = service.clone();
+        let conn = builder.serve_connection(
+            TokioIo::new(stream),
+            hyper::service::service_fn(move |req| {
+                let svc = svc.clone();
+                async move { Ok::<_, std::convert::Infallible>(svc.handle(req).await) }
+            }),
+        );
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "node connection ended");
+            }
+        });
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+}
