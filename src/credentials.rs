@@ -1,6 +1,7 @@
 //! The root access key: from `GRANARY_ROOT_USER` / `GRANARY_ROOT_PASSWORD`,
 //! or generated on first start, kept in a mode-0600 file under the first
-//! data directory and printed once.
+//! data directory and printed once. A gateway has no data directory: it
+//! takes both keys from the environment, the same on every gateway.
 
 use std::path::Path;
 
@@ -20,8 +21,12 @@ pub enum Origin {
     Generated,
 }
 
-/// Loads or creates the root key pair.
-pub fn root_key(first_dir: &Path) -> anyhow::Result<(String, String, Origin)> {
+/// What a gateway without a data directory says when a key is missing.
+const GATEWAY_KEYS: &str = "a gateway keeps no files: set GRANARY_ROOT_USER, GRANARY_ROOT_PASSWORD and GRANARY_MASTER_KEY, the same on every gateway";
+
+/// Loads or creates the root key pair (only from the environment without
+/// a data directory).
+pub fn root_key(first_dir: Option<&Path>) -> anyhow::Result<(String, String, Origin)> {
     let user = std::env::var("GRANARY_ROOT_USER")
         .ok()
         .filter(|v| !v.is_empty());
@@ -38,6 +43,9 @@ pub fn root_key(first_dir: &Path) -> anyhow::Result<(String, String, Origin)> {
         (None, None) => {}
         _ => bail!("set both GRANARY_ROOT_USER and GRANARY_ROOT_PASSWORD, or neither"),
     }
+    let Some(first_dir) = first_dir else {
+        bail!(GATEWAY_KEYS);
+    };
     let path = first_dir.join(CREDENTIALS_FILE);
     if let Ok(text) = std::fs::read_to_string(&path) {
         let mut lines = text.lines();
@@ -64,7 +72,7 @@ pub const MASTER_KEY_FILE: &str = "master-key";
 /// Loads the key user secrets are sealed with: `GRANARY_MASTER_KEY`
 /// (base64 of 32 bytes), else the master-key file of the first data
 /// directory, created (mode 0600) on first start.
-pub fn master_key(first_dir: &Path) -> anyhow::Result<MasterKey> {
+pub fn master_key(first_dir: Option<&Path>) -> anyhow::Result<MasterKey> {
     use base64::engine::general_purpose::STANDARD as B64;
     use base64::Engine as _;
     let decode = |text: &str, from: &str| -> anyhow::Result<MasterKey> {
@@ -81,6 +89,9 @@ pub fn master_key(first_dir: &Path) -> anyhow::Result<MasterKey> {
     {
         return decode(&v, "GRANARY_MASTER_KEY");
     }
+    let Some(first_dir) = first_dir else {
+        bail!(GATEWAY_KEYS);
+    };
     let path = first_dir.join(MASTER_KEY_FILE);
     match std::fs::read_to_string(&path) {
         Ok(text) => decode(&text, &path.display().to_string()),
@@ -97,4 +108,20 @@ pub fn master_key(first_dir: &Path) -> anyhow::Result<MasterKey> {
         }
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
+}
+
+/// The cluster secret of nodes and gateways: the first line of `file`, or
+/// `GRANARY_CLUSTER_SECRET`.
+pub fn cluster_secret(file: Option<&Path>) -> anyhow::Result<disk_engine::rpc::ClusterSecret> {
+    let text = match file {
+        Some(f) => std::fs::read_to_string(f)
+            .with_context(|| format!("reading the cluster secret from {}", f.display()))?,
+        None => std::env::var("GRANARY_CLUSTER_SECRET").map_err(|_| {
+            anyhow::anyhow!(
+                "give the cluster secret: --cluster-secret-file FILE or GRANARY_CLUSTER_SECRET"
+            )
+        })?,
+    };
+    disk_engine::rpc::ClusterSecret::new(text.lines().next().unwrap_or(""))
+        .map_err(anyhow::Error::msg)
 }

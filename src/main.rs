@@ -2,12 +2,16 @@
 //!
 //! `granary server DIR...` runs everything in one process over local
 //! directories (one directory: no parity; two or three: mirroring; four to
-//! sixteen: Reed–Solomon erasure coding). `granary admin ...` manages the
-//! users of a running server.
+//! sixteen: Reed–Solomon erasure coding). In a cluster, `granary node`
+//! serves a machine's disks and `granary gateway --cluster cluster.toml`
+//! answers S3 over them. `granary admin ...` manages a running server.
 
 mod admin;
+mod cluster;
 mod credentials;
+mod front;
 mod lifecycle_admin;
+mod node;
 mod server;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +33,10 @@ struct Cli {
 enum Command {
     /// Run the whole store in one process over local directories.
     Server(server::ServerArgs),
+    /// Serve this machine's disks to a cluster's gateways (internal RPC).
+    Node(node::NodeArgs),
+    /// Run a stateless S3 gateway over the nodes of a cluster file.
+    Gateway(cluster::GatewayArgs),
     /// Administer a running server (users and their access keys).
     Admin(admin::AdminArgs),
 }
@@ -45,6 +53,8 @@ fn main() {
         .init();
     let result = match cli.command {
         Command::Server(args) => server::run(args),
+        Command::Node(args) => node::run(args),
+        Command::Gateway(args) => cluster::run(args),
         Command::Admin(args) => admin::run(args),
     };
     if let Err(e) = result {

@@ -14,6 +14,7 @@
 
 mod buckets;
 mod cache;
+mod cluster;
 mod codec;
 mod error;
 mod layout;
@@ -27,6 +28,7 @@ mod read;
 pub mod record;
 mod repair;
 mod set;
+mod set_format;
 mod store;
 mod system;
 mod tier;
@@ -41,6 +43,7 @@ mod read_tests;
 mod store_tests;
 
 pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
+pub use cluster::{expand, open_cluster_pool, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
 pub use codec::Codec;
 pub use disk_engine::{at_bulk_priority, become_bulk_thread, ListStart, Tier, UploadListStart};
 pub use error::{BodyError, Error};

@@ -1,17 +1,18 @@
-//! Builds the erasure set of `granary server DIR...` from local directories:
-//! formats a new deployment, recognises its own disks, formats an empty
-//! directory in a known slot as a replacement, reports missing directories
-//! offline, and refuses anything that contradicts the stored format.
+//! Builds the erasure set of `granary server DIR...` from local directories
+//! (see [`crate::set_format`] for what opening a set checks); a missing
+//! directory's slot is offline.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use disk_engine::{
-    probe_dir, DirState, Disk, DiskId, FormatRecord, LocalDisk, LocalDiskOptions, OfflineDisk, Tier,
+    probe_dir, DirState, DiskId, FormatRecord, LocalDisk, LocalDiskOptions, OfflineDisk, Tier,
 };
 use uuid::Uuid;
 
 use crate::error::Error;
+pub use crate::set_format::LocalSet;
+use crate::set_format::{open_set, OpenedSlot, SetWant, Slots};
 
 /// Parity of a new cold pool unless `--cold-parity` says otherwise (or
 /// the pool has too few directories for it).
@@ -37,18 +38,6 @@ pub struct LocalSetConfig {
     pub deployment: Option<Uuid>,
     /// Disk options (durability).
     pub disk: LocalDiskOptions,
-}
-
-/// The opened set: disks by slot (offline slots included) and its parity.
-pub struct LocalSet {
-    /// One disk per slot; missing ones are [`OfflineDisk`]s.
-    pub disks: Vec<Arc<dyn Disk>>,
-    /// The local disks that opened, for shutdown flushing and tests.
-    pub local: Vec<Option<Arc<LocalDisk>>>,
-    /// Parity shards (m).
-    pub parity: usize,
-    /// Deployment id shared by every disk.
-    pub deployment_id: Uuid,
 }
 
 /// Default parity for `n` directories: none for one, mirroring for two or
@@ -91,168 +80,67 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
             )));
         }
     }
-    let states: Vec<DirState> = cfg.dirs.iter().map(|d| probe_dir(d)).collect();
-    for (dir, st) in cfg.dirs.iter().zip(&states) {
-        if let DirState::Foreign(why) = st {
-            return Err(setup(format!("{}: {why}", show(dir))));
-        }
-    }
-    let formatted: Vec<(usize, &FormatRecord)> = states
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| match s {
-            DirState::Formatted(f) => Some((i, f)),
-            _ => None,
-        })
-        .collect();
-
-    let Some(&(first_slot, reference)) = formatted.first() else {
-        return format_new(cfg);
+    let want = SetWant {
+        parity: cfg.parity,
+        tier: cfg.tier,
+        pool: cfg.pool,
+        deployment: cfg.deployment,
+        // Cold pools trade fault tolerance for space by default: parity 2
+        // (wider, cheaper stripes than the hot pool's on as many disks).
+        default_parity: match cfg.tier {
+            Tier::Hot => default_parity(n),
+            Tier::Cold => default_parity(n).min(DEFAULT_COLD_PARITY),
+        },
     };
-    let reference = reference.clone();
-    for &(slot, f) in &formatted {
-        let dir = show(&cfg.dirs[slot]);
-        if f.deployment_id != reference.deployment_id {
-            return Err(setup(format!(
-                "{dir} belongs to deployment {} but {} belongs to {}; refusing to mix disks of two deployments",
-                f.deployment_id,
-                show(&cfg.dirs[first_slot]),
-                reference.deployment_id
-            )));
-        }
-        if f.set_size() != n {
-            return Err(setup(format!(
-                "{dir} was formatted as one of {} disks, but {n} directories were given",
-                f.set_size()
-            )));
-        }
-        if f.position as usize != slot {
-            return Err(setup(format!(
-                "{dir} is disk {} of its set but was given in position {}; give the directories in their original order",
-                f.position + 1,
-                slot + 1
-            )));
-        }
-        if f.parity_shards != reference.parity_shards
-            || f.tier != reference.tier
-            || f.pool != reference.pool
-        {
-            return Err(setup(format!(
-                "{dir} disagrees with the other disks' format"
-            )));
-        }
-    }
-    if let Some(p) = cfg.parity {
-        if p != reference.parity_shards as usize {
-            return Err(setup(format!(
-                "these disks were formatted with parity {}; started with --parity {p}. Start without --parity or with --parity {}",
-                reference.parity_shards, reference.parity_shards
-            )));
-        }
-    }
-    if cfg.tier != reference.tier {
-        return Err(setup(format!(
-            "these disks were formatted as the {} tier; started as {}",
-            reference.tier, cfg.tier
-        )));
-    }
-    if let Some(dep) = cfg.deployment.filter(|d| *d != reference.deployment_id) {
-        return Err(setup(format!(
-            "{} belongs to deployment {} but the hot pool belongs to {dep}; refusing to mix disks of two deployments",
-            show(&cfg.dirs[first_slot]),
-            reference.deployment_id
-        )));
-    }
-    if cfg.pool != reference.pool {
-        return Err(setup(format!(
-            "{} was formatted as pool {} but given as pool {}",
-            show(&cfg.dirs[first_slot]),
-            reference.pool,
-            cfg.pool
-        )));
-    }
-
-    let mut set_disks = reference.set_disks.clone();
-    let mut replaced = Vec::new();
-    for (slot, st) in states.iter().enumerate() {
-        if let DirState::Empty = st {
-            let id = DiskId(Uuid::new_v4());
-            set_disks[slot] = id;
-            let f = FormatRecord {
-                disk_id: id,
-                position: slot as u32,
-                set_disks: set_disks.clone(),
-                ..reference.clone()
-            };
-            f.write_to(&cfg.dirs[slot])?;
-            tracing::warn!(dir = %show(&cfg.dirs[slot]), slot = slot + 1, "empty directory formatted as a replacement disk; repair will refill it");
-            replaced.push(slot);
-        }
-    }
-    if !replaced.is_empty() {
-        // Every formatted disk learns the new ids of its set.
-        for &(slot, f) in &formatted {
-            let updated = FormatRecord {
-                set_disks: set_disks.clone(),
-                ..f.clone()
-            };
-            updated.write_to(&cfg.dirs[slot])?;
-        }
-    }
-    open_all(
-        cfg,
-        reference.parity_shards as usize,
-        reference.deployment_id,
-    )
+    open_set(&LocalSlots(cfg), &want)
 }
 
-fn format_new(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
-    let n = cfg.dirs.len();
-    // Cold pools trade fault tolerance for space by default: parity 2
-    // (wider, cheaper stripes than the hot pool's on as many disks).
-    let parity = cfg.parity.unwrap_or_else(|| match cfg.tier {
-        Tier::Hot => default_parity(n),
-        Tier::Cold => default_parity(n).min(DEFAULT_COLD_PARITY),
-    });
-    let mut formats = FormatRecord::new_set(cfg.tier, (n - parity) as u32, parity as u32);
-    for f in &mut formats {
-        f.pool = cfg.pool;
-        f.deployment_id = cfg.deployment.unwrap_or(f.deployment_id);
-    }
-    let deployment_id = formats[0].deployment_id;
-    for (f, dir) in formats.iter().zip(&cfg.dirs) {
-        f.write_to(dir)?;
-    }
-    tracing::info!(disks = n, data = n - parity, parity, tier = %cfg.tier, %deployment_id, "formatted a new pool");
-    open_all(cfg, parity, deployment_id)
-}
+/// The slots of `granary server DIR...`: local directories.
+struct LocalSlots<'a>(&'a LocalSetConfig);
 
-fn open_all(cfg: &LocalSetConfig, parity: usize, deployment_id: Uuid) -> Result<LocalSet, Error> {
-    let mut disks: Vec<Arc<dyn Disk>> = Vec::new();
-    let mut local = Vec::new();
-    for dir in &cfg.dirs {
-        match probe_dir(dir) {
+impl Slots for LocalSlots<'_> {
+    fn count(&self) -> usize {
+        self.0.dirs.len()
+    }
+
+    fn show(&self, slot: usize) -> String {
+        show(&self.0.dirs[slot])
+    }
+
+    fn probe(&self, slot: usize) -> DirState {
+        probe_dir(&self.0.dirs[slot])
+    }
+
+    fn write_format(
+        &self,
+        slot: usize,
+        record: &FormatRecord,
+        _expect: Option<DiskId>,
+    ) -> Result<(), Error> {
+        // Local directories are this process's alone (each disk is locked
+        // once opened), so there is no one to race.
+        Ok(record.write_to(&self.0.dirs[slot])?)
+    }
+
+    fn open(&self, slot: usize) -> Result<OpenedSlot, Error> {
+        let dir = &self.0.dirs[slot];
+        Ok(match probe_dir(dir) {
             DirState::Missing => {
                 tracing::error!(dir = %show(dir), "disk missing: directory does not exist; its slot is offline");
-                disks.push(Arc::new(OfflineDisk::new(
-                    show(dir),
-                    "directory does not exist",
-                )));
-                local.push(None);
+                OpenedSlot {
+                    disk: Arc::new(OfflineDisk::new(show(dir), "directory does not exist")),
+                    local: None,
+                }
             }
             _ => {
-                let d = Arc::new(LocalDisk::open(dir, cfg.disk.clone())?);
-                disks.push(d.clone());
-                local.push(Some(d));
+                let d = Arc::new(LocalDisk::open(dir, self.0.disk.clone())?);
+                OpenedSlot {
+                    disk: d.clone(),
+                    local: Some(d),
+                }
             }
-        }
+        })
     }
-    Ok(LocalSet {
-        disks,
-        local,
-        parity,
-        deployment_id,
-    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,395 @@
+//! The cluster map of `granary gateway --cluster cluster.toml`: the
+//! deployment, its pools and the nodes' disks that form them, and the
+//! opening (formatting on first start) of each pool's erasure set over
+//! the nodes.
+//!
+//! ```toml
+//! deployment = "0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e"
+//!
+//! [[pool]]
+//! tier = "hot"
+//! parity = 2
+//! disks = ["node{1...4}:9100:/disks/d{1...2}"]
+//! ```
+//!
+//! A disk is `HOST[:PORT]:/PATH` (port 9100 by default); `{a...b}` expands
+//! to every number from a to b (keeping leading zeros), and several ranges
+//! in one pattern expand as nested loops, the leftmost outermost. A pool's
+//! disks form one erasure set whose slots alternate between nodes, so a
+//! node holds as few shards of the set as possible; a layout in which a
+//! node would hold more than the parity (its loss would lose data) is
+//! refused.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use disk_engine::rpc::{ClusterSecret, NodeClient, RemoteDisk};
+use disk_engine::{DirState, DiskId, FormatRecord, Tier};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::local_set::{default_parity, DEFAULT_COLD_PARITY, MAX_SET_DISKS};
+use crate::set_format::{open_set, LocalSet, OpenedSlot, SetWant, Slots};
+
+/// Port of a node when a disk does not name one.
+pub const DEFAULT_NODE_PORT: u16 = 9100;
+
+/// A parsed and checked cluster file.
+#[derive(Clone, Debug)]
+pub struct ClusterMap {
+    /// The deployment every disk must belong to.
+    pub deployment: Uuid,
+    /// Pools in order: the first is hot, an optional second cold.
+    pub pools: Vec<PoolMap>,
+}
+
+/// One pool: its tier, parity and disks in slot order.
+#[derive(Clone, Debug)]
+pub struct PoolMap {
+    /// Tier of the pool.
+    pub tier: Tier,
+    /// Parity shards (m) of its set.
+    pub parity: usize,
+    /// Disks in slot order (alternating between nodes).
+    pub disks: Vec<NodeDisk>,
+}
+
+/// One disk of a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeDisk {
+    /// `host:port` of the node.
+    pub node: String,
+    /// The disk's directory on the node.
+    pub path: String,
+}
+
+impl std::fmt::Display for NodeDisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.node, self.path)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileShape {
+    deployment: Uuid,
+    #[serde(rename = "pool")]
+    pools: Vec<PoolShape>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PoolShape {
+    tier: Tier,
+    parity: Option<usize>,
+    disks: Vec<String>,
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::Setup(msg.into())
+}
+
+/// Expands every `{a...b}` range of `pattern`.
+pub fn expand(pattern: &str) -> Result<Vec<String>, Error> {
+    let Some(open) = pattern.find('{') else {
+        return Ok(vec![pattern.to_string()]);
+    };
+    let close = pattern[open..]
+        .find('}')
+        .map(|c| open + c)
+        .ok_or_else(|| bad(format!("{pattern}: unclosed '{{'")))?;
+    let inner = &pattern[open + 1..close];
+    let (a, b) = inner
+        .split_once("...")
+        .ok_or_else(|| bad(format!("{pattern}: a range is written {{1...4}}")))?;
+    let (lo, hi): (u64, u64) = match (a.parse(), b.parse()) {
+        (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
+        _ => {
+            return Err(bad(format!(
+                "{pattern}: {{{inner}}} is not an ascending number range"
+            )))
+        }
+    };
+    if hi - lo >= 4096 {
+        return Err(bad(format!("{pattern}: {{{inner}}} is too large a range")));
+    }
+    let width = if a.starts_with('0') && a.len() > 1 {
+        a.len()
+    } else {
+        0
+    };
+    let rest = expand(&pattern[close + 1..])?;
+    let mut out = Vec::new();
+    for n in lo..=hi {
+        let head = format!("{}{:0width$}", &pattern[..open], n);
+        out.extend(rest.iter().map(|r| format!("{head}{r}")));
+    }
+    Ok(out)
+}
+
+fn parse_disk(spec: &str) -> Result<NodeDisk, Error> {
+    let (node, path) = spec
+        .split_once(":/")
+        .ok_or_else(|| bad(format!("{spec}: a disk is HOST[:PORT]:/PATH")))?;
+    if node.is_empty() {
+        return Err(bad(format!("{spec}: the node is missing")));
+    }
+    let node = match node.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => node.to_string(),
+        Some(_) => return Err(bad(format!("{spec}: bad port"))),
+        None => format!("{node}:{DEFAULT_NODE_PORT}"),
+    };
+    Ok(NodeDisk {
+        node,
+        path: format!("/{path}"),
+    })
+}
+
+/// Orders a pool's disks so consecutive slots are on different nodes:
+/// each node's first disk, then each node's second, and so on.
+fn interleave(disks: Vec<NodeDisk>) -> Vec<NodeDisk> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by_node: BTreeMap<String, std::collections::VecDeque<NodeDisk>> = BTreeMap::new();
+    for d in disks {
+        if !by_node.contains_key(&d.node) {
+            order.push(d.node.clone());
+        }
+        by_node.entry(d.node.clone()).or_default().push_back(d);
+    }
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        for n in &order {
+            if let Some(d) = by_node.get_mut(n).and_then(|q| q.pop_front()) {
+                out.push(d);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+impl ClusterMap {
+    /// Parses and checks a cluster file's text.
+    pub fn parse(text: &str) -> Result<ClusterMap, Error> {
+        let shape: FileShape =
+            toml::from_str(text).map_err(|e| bad(format!("cluster file: {e}")))?;
+        let mut pools = Vec::new();
+        for (i, p) in shape.pools.into_iter().enumerate() {
+            let expected = if i == 0 { Tier::Hot } else { Tier::Cold };
+            if i > 1 || p.tier != expected {
+                return Err(bad(
+                    "the cluster file takes a hot pool, then optionally a cold pool",
+                ));
+            }
+            let mut disks = Vec::new();
+            for pattern in &p.disks {
+                for spec in expand(pattern)? {
+                    let d = parse_disk(&spec)?;
+                    if disks.contains(&d) {
+                        return Err(bad(format!("{d} is listed twice")));
+                    }
+                    disks.push(d);
+                }
+            }
+            let n = disks.len();
+            if n == 0 || n > MAX_SET_DISKS {
+                return Err(bad(format!(
+                    "pool {i} has {n} disks; a pool is one erasure set of 1 to {MAX_SET_DISKS}"
+                )));
+            }
+            let parity = p.parity.unwrap_or(match p.tier {
+                Tier::Hot => default_parity(n),
+                Tier::Cold => default_parity(n).min(DEFAULT_COLD_PARITY),
+            });
+            if parity >= n {
+                return Err(bad(format!(
+                    "pool {i}: parity {parity} needs more than {parity} disks"
+                )));
+            }
+            let disks = interleave(disks);
+            let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+            for d in &disks {
+                *per_node.entry(&d.node).or_default() += 1;
+            }
+            if let Some((node, count)) = per_node.iter().find(|(_, c)| **c > parity) {
+                return Err(bad(format!(
+                    "pool {i}: node {node} would hold {count} shards of a set with parity {parity}, so losing it would lose data; spread the disks over more nodes or raise the parity"
+                )));
+            }
+            pools.push(PoolMap {
+                tier: p.tier,
+                parity,
+                disks,
+            });
+        }
+        if pools.is_empty() {
+            return Err(bad("the cluster file names no pool"));
+        }
+        Ok(ClusterMap {
+            deployment: shape.deployment,
+            pools,
+        })
+    }
+}
+
+/// The slots of a pool on its nodes.
+struct RemoteSlots {
+    disks: Vec<(Arc<NodeClient>, NodeDisk)>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Slots for RemoteSlots {
+    fn count(&self) -> usize {
+        self.disks.len()
+    }
+
+    fn show(&self, slot: usize) -> String {
+        self.disks[slot].1.to_string()
+    }
+
+    fn probe(&self, slot: usize) -> DirState {
+        let (node, d) = &self.disks[slot];
+        match self.runtime.block_on(node.probe(&d.path)) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(disk = %d, error = %e, "disk not reachable");
+                DirState::Missing
+            }
+        }
+    }
+
+    fn write_format(
+        &self,
+        slot: usize,
+        record: &FormatRecord,
+        expect: Option<DiskId>,
+    ) -> Result<(), Error> {
+        let (node, d) = &self.disks[slot];
+        self.runtime
+            .block_on(node.format(&d.path, record, expect))
+            .map_err(|e| bad(format!("cannot format {d}: {e}")))
+    }
+
+    fn open(&self, slot: usize) -> Result<OpenedSlot, Error> {
+        let (node, d) = &self.disks[slot];
+        Ok(OpenedSlot {
+            disk: Arc::new(RemoteDisk::new(node.clone(), &d.path)),
+            local: None,
+        })
+    }
+}
+
+/// Opens pool `index` of `map` over its nodes, formatting it on first
+/// start. A new pool is only formatted when every disk answers. Blocking:
+/// call it from a blocking thread of `runtime`.
+pub fn open_cluster_pool(
+    map: &ClusterMap,
+    index: usize,
+    secret: &ClusterSecret,
+    runtime: tokio::runtime::Handle,
+) -> Result<LocalSet, Error> {
+    let pool = &map.pools[index];
+    let mut nodes: BTreeMap<&str, Arc<NodeClient>> = BTreeMap::new();
+    let disks = pool
+        .disks
+        .iter()
+        .map(|d| {
+            let node = nodes
+                .entry(&d.node)
+                .or_insert_with(|| NodeClient::new(&d.node, secret.clone()))
+                .clone();
+            (node, d.clone())
+        })
+        .collect();
+    let slots = RemoteSlots { disks, runtime };
+    let mut any_formatted = false;
+    let mut unreachable = Vec::new();
+    for (node, d) in &slots.disks {
+        match slots.runtime.block_on(node.probe(&d.path)) {
+            Ok(DirState::Formatted(_)) => any_formatted = true,
+            Ok(_) => {}
+            Err(e) => unreachable.push(format!("{d} ({e})")),
+        }
+    }
+    if !any_formatted && !unreachable.is_empty() {
+        return Err(bad(format!(
+            "a new pool is formatted only when all its disks answer; not answering: {}",
+            unreachable.join(", ")
+        )));
+    }
+    let want = SetWant {
+        parity: Some(pool.parity),
+        tier: pool.tier,
+        pool: index as u32,
+        deployment: Some(map.deployment),
+        default_parity: pool.parity,
+    };
+    open_set(&slots, &want)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_expand_in_order_with_their_padding() {
+        assert_eq!(
+            expand("n{1...2}:/d{08...10}").unwrap(),
+            ["n1:/d08", "n1:/d09", "n1:/d10", "n2:/d08", "n2:/d09", "n2:/d10"]
+        );
+        assert_eq!(expand("plain:/x").unwrap(), ["plain:/x"]);
+        for bad in ["n{1..2}:/d", "n{2...1}:/d", "n{1...2:/d", "n{a...b}:/d"] {
+            assert!(expand(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_file_becomes_sets_no_node_can_sink() {
+        let map = ClusterMap::parse(
+            r#"
+deployment = "0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e"
+[[pool]]
+tier = "hot"
+parity = 2
+disks = ["127.0.0.{2...5}:9100:/srv/d{1...2}"]
+[[pool]]
+tier = "cold"
+disks = ["cold{1...4}:/q"]
+"#,
+        )
+        .unwrap();
+        let hot = &map.pools[0];
+        assert_eq!(hot.disks.len(), 8);
+        // Slots alternate between the four nodes.
+        let nodes: Vec<&str> = hot.disks.iter().map(|d| d.node.as_str()).collect();
+        assert_eq!(
+            &nodes[..4],
+            [
+                "127.0.0.2:9100",
+                "127.0.0.3:9100",
+                "127.0.0.4:9100",
+                "127.0.0.5:9100"
+            ]
+        );
+        assert_eq!(nodes[4], "127.0.0.2:9100");
+        assert_eq!(hot.disks[4].path, "/srv/d2");
+        assert_eq!(map.pools[1].parity, 2);
+        assert_eq!(map.pools[1].disks[0].node, "cold1:9100");
+        // A node holding more than the parity is refused, as are repeats,
+        // unknown fields and a cold pool first.
+        for text in [
+            "deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"hot\"\nparity = 1\ndisks = [\"a:/d{1...2}\", \"b:/d1\"]",
+            "deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"hot\"\ndisks = [\"a:/d1\", \"a:/d1\"]",
+            "deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"hot\"\nsize = 3\ndisks = [\"a:/d1\"]",
+            "deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"cold\"\ndisks = [\"a:/d1\"]",
+            "deployment = \"not-a-uuid\"\n[[pool]]\ntier = \"hot\"\ndisks = [\"a:/d1\"]",
+        ] {
+            assert!(ClusterMap::parse(text).is_err(), "{text}");
+        }
+        let err = ClusterMap::parse("deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"hot\"\nparity = 1\ndisks = [\"a:/d{1...2}\", \"b:/d1\"]").unwrap_err().to_string();
+        assert!(err.contains("would hold 2 shards"), "{err}");
+    }
+}

@@ -1,0 +1,105 @@
+//! `granary gateway --cluster cluster.toml`: a stateless S3 front end over
+//! the nodes named in the cluster file. It formats the deployment on first
+//! start (when every disk answers), and otherwise only reads and writes
+//! through the nodes; any number of gateways can serve the same cluster.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use gateway::AccessKey;
+use placement::{open_cluster_pool, ClusterMap, Store};
+
+use crate::credentials::{cluster_secret, master_key, root_key};
+use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
+use crate::server::store_options;
+
+/// Options of `granary gateway`.
+#[derive(Args, Debug)]
+pub struct GatewayArgs {
+    /// The cluster file: deployment id, pools and their nodes' disks.
+    #[arg(long, value_name = "FILE")]
+    pub cluster: PathBuf,
+    /// File whose first line is the cluster secret (else
+    /// GRANARY_CLUSTER_SECRET).
+    #[arg(long, value_name = "FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// How long to keep trying to open the pools at start (nodes may start
+    /// after the gateway).
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    pub wait: u64,
+    #[command(flatten)]
+    pub front: FrontArgs,
+}
+
+/// Runs the gateway until SIGINT or SIGTERM.
+pub fn run(args: GatewayArgs) -> anyhow::Result<()> {
+    run_runtimes(args.front.worker_threads, |bulk| serve(args, bulk))
+}
+
+async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.cluster)
+        .with_context(|| format!("reading {}", args.cluster.display()))?;
+    let map = ClusterMap::parse(&text)?;
+    let secret = cluster_secret(args.cluster_secret_file.as_deref())?;
+    let (user, password, _) = root_key(None)?;
+    let master = master_key(None)?;
+    let deadline = Instant::now() + Duration::from_secs(args.wait);
+    let mut sets = Vec::new();
+    for index in 0..map.pools.len() {
+        let set = loop {
+            let (map, secret) = (map.clone(), secret.clone());
+            let handle = tokio::runtime::Handle::current();
+            let tried = tokio::task::spawn_blocking(move || {
+                open_cluster_pool(&map, index, &secret, handle)
+            })
+            .await?;
+            match tried {
+                Ok(set) => break set,
+                Err(e) if Instant::now() < deadline => {
+                    tracing::warn!(pool = index, error = %e, "pool not ready; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => return Err(e).context(format!("cannot open pool {index}")),
+            }
+        };
+        sets.push(set);
+    }
+    let opts = store_options(&args.front);
+    let mut layout = Vec::new();
+    let mut stores = Vec::new();
+    for (set, pool) in sets.into_iter().zip(&map.pools) {
+        let nodes: std::collections::BTreeSet<&str> =
+            pool.disks.iter().map(|d| d.node.as_str()).collect();
+        layout.push(format!(
+            "{}: {} on {} nodes",
+            pool.tier,
+            describe_layout(set.disks.len(), set.parity),
+            nodes.len()
+        ));
+        stores.push(Store::new(set.disks, set.parity, opts)?);
+    }
+    let mut stores = stores.into_iter();
+    let store = stores.next().expect("a hot pool");
+    let cold = stores.next();
+    if let Some(cold) = &cold {
+        store.attach_cold_pool(cold.clone())?;
+    }
+    let opened = Opened {
+        store,
+        cold,
+        root: AccessKey {
+            access_key_id: user,
+            secret_key: password,
+        },
+        master,
+        layout: format!("deployment {}; {}", map.deployment, layout.join("; ")),
+        notes: vec![
+            "Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD".to_string(),
+        ],
+    };
+    front::serve(&args.front, opened, bulk).await?;
+    tracing::info!("gateway stopped");
+    Ok(())
+}
