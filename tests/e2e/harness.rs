@@ -86,38 +86,12 @@ impl Server {
     /// Starts the process and waits for its "listening" line. Returns the
     /// error output when it exits instead.
     pub fn launch(&mut self) -> Result<(), String> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.root.path().join("server.log"))
-            .unwrap();
-        let mut child = self
-            .command()
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("spawn granary");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    if let Some(url) = line.strip_prefix("Granary listening on ") {
-                        let url = url.split_whitespace().next().unwrap();
-                        let (_, addr) = url.split_once("://").unwrap();
-                        self.addr = addr.to_string();
-                        self.endpoint = url.to_string();
-                        break;
-                    }
-                }
-                _ => {
-                    let _ = child.wait();
-                    return Err(self.log());
-                }
-            }
-        }
-        // Keep draining stdout so the server never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
+        let log = self.root.path().join("server.log");
+        let (child, url) = spawn_until(self.command(), &log, "Granary listening on ")?;
+        let url = url.split_whitespace().next().unwrap();
+        let (_, addr) = url.split_once("://").unwrap();
+        self.addr = addr.to_string();
+        self.endpoint = url.to_string();
         self.child = Some(child);
         Ok(())
     }
@@ -178,6 +152,39 @@ impl Server {
             .iter()
             .map(|d| files_under(&d.join("shards")))
             .collect()
+    }
+}
+
+/// Spawns `cmd` with its error output appended to `log` and waits for the
+/// stdout line starting with `prefix`; returns the process and the rest of
+/// that line, or the log when the process exits first. Stdout keeps being
+/// drained so the process never blocks on it.
+pub fn spawn_until(mut cmd: Command, log: &Path, prefix: &str) -> Result<(Child, String), String> {
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(log_file)
+        .spawn()
+        .expect("spawn granary");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) => {
+                if let Some(rest) = line.strip_prefix(prefix) {
+                    std::thread::spawn(move || for _ in lines {});
+                    return Ok((child, rest.to_string()));
+                }
+            }
+            _ => {
+                let _ = child.wait();
+                return Err(std::fs::read_to_string(log).unwrap_or_default());
+            }
+        }
     }
 }
 

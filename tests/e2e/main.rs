@@ -2,6 +2,7 @@
 //! driven by the Rust AWS SDK (and by raw requests signed with AWS's SigV4
 //! signer where an SDK would refuse to send something malformed).
 
+mod cluster_harness;
 mod harness;
 
 mod access;
@@ -9,6 +10,7 @@ mod auth;
 mod bad_input;
 mod buckets;
 mod checksums;
+mod cluster;
 mod conditional_writes;
 mod copy;
 mod cors;

@@ -1,0 +1,205 @@
+//! A cluster of real processes on loopback: `granary node`s on
+//! 127.0.0.2, 127.0.0.3, … (one port shared by all, so the cluster file is
+//! written before any starts) and `granary gateway`s over them.
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+
+use aws_sdk_s3::Client;
+
+use crate::harness::{client_for, spawn_until, unsafe_kill, SECRET, USER};
+
+/// The cluster secret of test clusters.
+pub const CLUSTER_SECRET: &str = "e2e-cluster-secret-0123456789";
+/// The master key of test clusters (base64 of 32 bytes).
+pub const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+/// A cluster of nodes and gateways.
+pub struct Cluster {
+    pub root: tempfile::TempDir,
+    pub cluster_file: PathBuf,
+    pub nodes: Vec<Node>,
+    pub gateways: Vec<Gateway>,
+}
+
+/// One `granary node`.
+pub struct Node {
+    pub address: String,
+    pub disks: Vec<PathBuf>,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+/// One `granary gateway`.
+pub struct Gateway {
+    pub endpoint: String,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+/// A free TCP port on 127.0.0.2 (the nodes all use it, each on its own
+/// address).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+impl Node {
+    fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_granary"));
+        c.arg("node").arg("--disks").args(&self.disks);
+        c.args(["--address", &self.address]);
+        c.env("GRANARY_CLUSTER_SECRET", CLUSTER_SECRET)
+            .env("RUST_LOG", "info");
+        c
+    }
+
+    /// Starts the node and waits until it listens.
+    pub fn start(&mut self) {
+        let (child, _) = spawn_until(self.command(), &self.log, "Granary node listening on ")
+            .unwrap_or_else(|log| panic!("node {} did not start:\n{log}", self.address));
+        self.child = Some(child);
+    }
+
+    /// Kills the node with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops the node (SIGSTOP): it keeps its connections but answers
+    /// nothing, as a partitioned node would.
+    pub fn freeze(&self) {
+        unsafe_kill(self.child.as_ref().unwrap().id(), "STOP");
+    }
+
+    /// Resumes a frozen node.
+    pub fn thaw(&self) {
+        unsafe_kill(self.child.as_ref().unwrap().id(), "CONT");
+    }
+
+    /// The node's log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Gateway {
+    /// An SDK client of this gateway.
+    pub fn client(&self) -> Client {
+        client_for(&self.endpoint, USER, SECRET, "us-east-1")
+    }
+
+    /// The gateway's log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// The command of a gateway over `cluster_file`.
+pub fn gateway_command(cluster_file: &std::path::Path, secret: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_granary"));
+    c.arg("gateway").arg("--cluster").arg(cluster_file);
+    c.args(["--address", "127.0.0.1:0"]);
+    c.args(extra);
+    c.env("GRANARY_CLUSTER_SECRET", secret)
+        .env("GRANARY_ROOT_USER", USER)
+        .env("GRANARY_ROOT_PASSWORD", SECRET)
+        .env("GRANARY_MASTER_KEY", MASTER_KEY)
+        .env("RUST_LOG", "info");
+    c
+}
+
+impl Cluster {
+    /// Starts `nodes` nodes of `disks` disks each, a hot pool of all of
+    /// them with `parity`, and `gateways` gateways.
+    pub fn start(nodes: usize, disks: usize, parity: usize, gateways: usize) -> Cluster {
+        let root = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let nodes: Vec<Node> = (0..nodes)
+            .map(|i| Node {
+                address: format!("127.0.0.{}:{port}", i + 2),
+                disks: (1..=disks)
+                    .map(|d| {
+                        root.path()
+                            .join(format!("node{}", i + 1))
+                            .join(format!("d{d}"))
+                    })
+                    .collect(),
+                log: root.path().join(format!("node{}.log", i + 1)),
+                child: None,
+            })
+            .collect();
+        let specs: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                let dir = n.disks[0].parent().unwrap().display().to_string();
+                format!("\"{}:{dir}/d{{1...{disks}}}\"", n.address)
+            })
+            .collect();
+        let cluster_file = root.path().join("cluster.toml");
+        std::fs::write(
+            &cluster_file,
+            format!(
+                "deployment = \"{}\"\n\n[[pool]]\ntier = \"hot\"\nparity = {parity}\ndisks = [{}]\n",
+                uuid::Uuid::new_v4(),
+                specs.join(", ")
+            ),
+        )
+        .unwrap();
+        let mut c = Cluster {
+            root,
+            cluster_file,
+            nodes,
+            gateways: Vec::new(),
+        };
+        for n in &mut c.nodes {
+            n.start();
+        }
+        for _ in 0..gateways {
+            c.add_gateway();
+        }
+        c
+    }
+
+    /// Starts one more gateway.
+    pub fn add_gateway(&mut self) {
+        let log = self
+            .root
+            .path()
+            .join(format!("gateway{}.log", self.gateways.len() + 1));
+        let cmd = gateway_command(&self.cluster_file, CLUSTER_SECRET, &["--wait", "20"]);
+        let (child, url) = spawn_until(cmd, &log, "Granary listening on ")
+            .unwrap_or_else(|log| panic!("gateway did not start:\n{log}"));
+        self.gateways.push(Gateway {
+            endpoint: url.split_whitespace().next().unwrap().to_string(),
+            log,
+            child: Some(child),
+        });
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for g in &mut self.gateways {
+            if let Some(mut c) = g.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        for n in &mut self.nodes {
+            n.thaw_if_running();
+            n.kill();
+        }
+    }
+}
+
+impl Node {
+    fn thaw_if_running(&self) {
+        if self.child.is_some() {
+            self.thaw();
+        }
+    }
+}
