@@ -57,6 +57,21 @@ pub enum AdminCommand {
     /// The Prometheus metrics of the running server (lifecycle per bucket
     /// and rule, cache, repair).
     Metrics,
+    /// Run a healing pass now: every object is read from every disk, its
+    /// checksums verified, and whatever is missing or corrupt rebuilt.
+    /// Shows a progress bar until the pass ends.
+    Heal {
+        /// Start the pass and return at once.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Disks of every pool with their state and space, the healing pass
+    /// and the repair backlog.
+    Status {
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Counters of the running server: hot-object cache (hit rate) and repair.
     Stats {
         /// Print the raw JSON.
@@ -303,6 +318,8 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
             println!("tier {name} removed");
         }
         AdminCommand::Lifecycle(cmd) => crate::lifecycle_admin::execute(&client, cmd).await?,
+        AdminCommand::Heal { no_wait } => crate::heal_admin::heal(&client, *no_wait).await?,
+        AdminCommand::Status { json } => crate::heal_admin::status(&client, *json).await?,
         AdminCommand::Metrics => {
             let v = client.call("GET", "metrics", None).await?;
             print!("{}", v.as_str().unwrap_or_default());

@@ -86,6 +86,11 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     if let Some(cold) = &cold {
         store.attach_cold_pool(cold.clone())?;
     }
+    tokio::spawn(watch_replacements(
+        map.clone(),
+        secret.clone(),
+        [Some(store.clone()), cold.clone()],
+    ));
     let opened = Opened {
         store,
         cold,
@@ -102,4 +107,42 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     front::serve(&args.front, opened, bulk).await?;
     tracing::info!("gateway stopped");
     Ok(())
+}
+
+/// How often the gateway looks for replaced (empty) disks.
+const REPLACEMENT_CHECK: Duration = Duration::from_secs(10);
+
+/// Formats a disk that comes back empty in a known slot (a replaced disk)
+/// while the gateway runs, and starts a healing pass to refill it.
+async fn watch_replacements(
+    map: ClusterMap,
+    secret: disk_engine::rpc::ClusterSecret,
+    stores: [Option<std::sync::Arc<Store>>; 2],
+) {
+    loop {
+        tokio::time::sleep(REPLACEMENT_CHECK).await;
+        for (index, store) in stores.iter().enumerate() {
+            let Some(store) = store else { continue };
+            let (map, secret) = (map.clone(), secret.clone());
+            let handle = tokio::runtime::Handle::current();
+            let opened = tokio::task::spawn_blocking(move || {
+                open_cluster_pool(&map, index, &secret, handle)
+            })
+            .await;
+            match opened {
+                Ok(Ok(set)) if !set.replaced.is_empty() => {
+                    tracing::warn!(pool = index, slots = ?set.replaced, "replaced disks formatted; healing");
+                    // The hot store's pass covers the cold pool too.
+                    if let Some(hot) = &stores[0] {
+                        hot.start_heal();
+                    } else {
+                        store.start_heal();
+                    }
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::debug!(pool = index, error = %e, "replacement check"),
+                Err(e) => tracing::warn!(error = %e, "replacement check failed"),
+            }
+        }
+    }
 }

@@ -57,6 +57,14 @@ pub struct FrontArgs {
     /// foreground requests keep their latency during a pass.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub lifecycle_mib_per_sec: u64,
+    /// Hours between healing passes (scrubs), which read every object from
+    /// every disk, verify its checksums and rebuild what is missing or
+    /// corrupt (0: only on `granary admin heal`).
+    #[arg(long, default_value_t = 24, value_name = "HOURS")]
+    pub scrub_hours: u64,
+    /// Most bytes per second a healing pass verifies, in MiB.
+    #[arg(long, default_value_t = placement::DEFAULT_HEAL_BYTES_PER_SEC >> 20, value_name = "MIB")]
+    pub heal_mib_per_sec: u64,
     /// Serve Prometheus metrics at /granary/metrics to requests carrying
     /// `Authorization: Bearer TOKEN` (off without it).
     #[arg(long, env = "GRANARY_METRICS_TOKEN", value_name = "TOKEN")]
@@ -148,6 +156,10 @@ pub async fn serve(
         },
     );
     let scanner_task = scanner.spawn();
+    store.set_scrub(
+        (args.scrub_hours > 0).then(|| Duration::from_secs(args.scrub_hours * 3600)),
+        args.heal_mib_per_sec << 20,
+    );
     let mut gw = Gateway::new(store.clone(), root, master, config);
     gw.lifecycle = Some(scanner.clone());
     let gw = Arc::new(gw);

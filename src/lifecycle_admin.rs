@@ -16,7 +16,7 @@ fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn mib(v: &Value) -> String {
+pub(crate) fn mib(v: &Value) -> String {
     format!(
         "{:.1} MiB",
         v.as_u64().unwrap_or(0) as f64 / (1 << 20) as f64
@@ -35,10 +35,15 @@ fn progress(done: u64, total: u64) -> String {
     if total == 0 {
         return format!("[{}] {done} versions (first pass)", "?".repeat(BAR));
     }
+    bar(done, total, "versions")
+}
+
+/// A progress bar of `done` out of about `total` `things`.
+pub(crate) fn bar(done: u64, total: u64, things: &str) -> String {
     let frac = (done as f64 / total as f64).min(1.0);
     let filled = (frac * BAR as f64) as usize;
     format!(
-        "[{}{}] {:>3.0}% ({done} of ~{total} versions)",
+        "[{}{}] {:>3.0}% ({done} of ~{total} {things})",
         "#".repeat(filled),
         "-".repeat(BAR - filled),
         frac * 100.0

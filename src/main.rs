@@ -10,6 +10,7 @@ mod admin;
 mod cluster;
 mod credentials;
 mod front;
+mod heal_admin;
 mod lifecycle_admin;
 mod node;
 mod server;

@@ -148,6 +148,34 @@ fn stats(store: &placement::Store) -> Value {
     })
 }
 
+/// The pools' disks with their state, the heal pass and the repair backlog.
+async fn status(store: &placement::Store) -> Value {
+    let mut pools = vec![("hot", store.disk_status().await, store.repair_backlog())];
+    if let Some(cold) = store.cold_pool() {
+        pools.push(("cold", cold.disk_status().await, cold.repair_backlog()));
+    }
+    let pools: Vec<Value> = pools
+        .into_iter()
+        .map(|(tier, disks, backlog)| {
+            let disks: Vec<Value> = disks
+                .into_iter()
+                .map(|d| match d.health {
+                    placement::DiskHealth::Online {
+                        total_bytes,
+                        free_bytes,
+                    } => json!({"slot": d.slot + 1, "disk": d.label, "state": "online",
+                        "totalBytes": total_bytes, "freeBytes": free_bytes}),
+                    placement::DiskHealth::Offline { reason } => {
+                        json!({"slot": d.slot + 1, "disk": d.label, "state": "offline", "reason": reason})
+                    }
+                })
+                .collect();
+            json!({ "tier": tier, "disks": disks, "repairBacklog": backlog })
+        })
+        .collect();
+    json!({ "pools": pools, "heal": store.heal_progress() })
+}
+
 /// Handles every admin request.
 pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
     let (parts, body) = req.into_parts();
@@ -344,6 +372,15 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
             Ok(()) => reply(StatusCode::OK, json!({ "removed": name })),
             Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", e),
         },
+        (&Method::POST, ["heal"]) => {
+            let started = gw.store.start_heal();
+            reply(
+                StatusCode::OK,
+                json!({ "started": started, "progress": gw.store.heal_progress() }),
+            )
+        }
+        (&Method::GET, ["heal"]) => reply(StatusCode::OK, json!(gw.store.heal_progress())),
+        (&Method::GET, ["status"]) => reply(StatusCode::OK, status(&gw.store).await),
         (&Method::POST, ["gc"]) => {
             let disks = gw.store.collect_packed_garbage().await;
             reply(StatusCode::OK, json!({ "disksCollected": disks }))

@@ -17,6 +17,7 @@ mod cache;
 mod cluster;
 mod codec;
 mod error;
+mod heal;
 mod layout;
 mod listing;
 mod local_set;
@@ -45,8 +46,11 @@ mod store_tests;
 pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 pub use cluster::{expand, open_cluster_pool, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
 pub use codec::Codec;
-pub use disk_engine::{at_bulk_priority, become_bulk_thread, ListStart, Tier, UploadListStart};
+pub use disk_engine::{
+    at_bulk_priority, become_bulk_thread, DiskHealth, ListStart, Tier, UploadListStart,
+};
 pub use error::{BodyError, Error};
+pub use heal::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
 pub use layout::{ErasureLayout, PartGeometry, Quorum};
 pub use local_set::{
     default_parity, open_local_set, LocalSet, LocalSetConfig, DEFAULT_COLD_PARITY, MAX_SET_DISKS,

@@ -70,6 +70,11 @@ pub struct RepairQueue {
 pub struct RepairReceiver(mpsc::Receiver<RepairRequest>);
 
 impl RepairQueue {
+    /// Objects queued and not yet repaired.
+    pub fn backlog(&self) -> usize {
+        self.pending.lock().len()
+    }
+
     /// A new bounded queue and its receiver.
     pub fn new() -> (RepairQueue, RepairReceiver) {
         let (tx, rx) = mpsc::channel(REPAIR_QUEUE_DEPTH);

@@ -63,6 +63,8 @@ pub struct LocalSet {
     pub parity: usize,
     /// Deployment id shared by every disk.
     pub deployment_id: Uuid,
+    /// Slots whose empty disk was formatted as a replacement now.
+    pub replaced: Vec<usize>,
 }
 
 fn setup(msg: String) -> Error {
@@ -180,11 +182,13 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
             slots.write_format(slot, &updated, Some(f.disk_id))?;
         }
     }
-    open_all(
+    let mut set = open_all(
         slots,
         reference.parity_shards as usize,
         reference.deployment_id,
-    )
+    )?;
+    set.replaced = replaced;
+    Ok(set)
 }
 
 fn format_new(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Error> {
@@ -216,5 +220,6 @@ fn open_all(slots: &dyn Slots, parity: usize, deployment_id: Uuid) -> Result<Loc
         local,
         parity,
         deployment_id,
+        replaced: Vec::new(),
     })
 }

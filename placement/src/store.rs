@@ -38,6 +38,8 @@ pub struct Store {
     /// Tiers outside the deployment (other S3 endpoints), by name.
     pub(crate) remote: parking_lot::RwLock<std::collections::HashMap<String, Arc<dyn TierBackend>>>,
     pub(crate) shutdown: CancellationToken,
+    /// Healing passes (see `heal.rs`).
+    pub(crate) healer: Arc<crate::heal::Healer>,
     pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -99,14 +101,17 @@ impl Store {
         let _ = set.tier_release.set(release);
         Ok(Arc::new_cyclic(|me| {
             let tiers = spawn_tier_worker(me.clone(), released, shutdown.clone());
+            let healer = Arc::new(crate::heal::Healer::default());
+            let heal = crate::heal::spawn_heal_worker(me.clone(), healer.clone(), shutdown.clone());
             Store {
+                healer,
                 set,
                 bucket_cache: Mutex::default(),
                 cold: std::sync::OnceLock::new(),
                 remote: Default::default(),
                 in_flight: Mutex::default(),
                 shutdown,
-                workers: Mutex::new(vec![worker, tiers]),
+                workers: Mutex::new(vec![worker, tiers, heal]),
             }
         }))
     }
@@ -136,6 +141,11 @@ impl Store {
         }))
         .await;
         done.into_iter().filter(|ok| *ok).count()
+    }
+
+    /// Objects waiting in the repair queue.
+    pub fn repair_backlog(&self) -> usize {
+        self.set.repair.backlog()
     }
 
     /// Repair counters.

@@ -466,9 +466,14 @@ pub fn partial_request(
 
 /// Runs `granary admin ARGS...` against `s` as root; returns stdout.
 pub fn admin(s: &Server, args: &[&str]) -> Result<String, String> {
+    admin_at(&s.endpoint, args)
+}
+
+/// Runs `granary admin` against the server at `endpoint`.
+pub fn admin_at(endpoint: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_granary"))
         .arg("admin")
-        .args(["--endpoint", &s.endpoint])
+        .args(["--endpoint", endpoint])
         .args(args)
         .env("GRANARY_ROOT_USER", USER)
         .env("GRANARY_ROOT_PASSWORD", SECRET)

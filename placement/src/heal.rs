@@ -1,0 +1,272 @@
+//! Healing passes (scrub): every visible version of every key in the store
+//! — system documents, every bucket, tier objects, then the cold pool — is
+//! read completely from every disk (each block's checksum verified), and
+//! whatever is missing, short, corrupt or without its record is rebuilt
+//! from the other disks. A pass runs on demand (`granary admin heal`) and
+//! every scrub interval, paced to a byte rate so foreground requests keep
+//! their latency. Its progress is readable while it runs.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use disk_engine::ListStart;
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::record::ObjectSummary;
+use crate::store::{Store, SYSTEM_NS};
+use crate::tier::TIER_NS;
+
+/// Keys per listing page of a pass.
+const HEAL_PAGE: usize = 1000;
+/// Default pace of a pass: bytes verified per second.
+pub const DEFAULT_HEAL_BYTES_PER_SEC: u64 = 256 << 20;
+
+/// A pass's progress, as admins read it.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealProgress {
+    /// Whether a pass is running now.
+    pub running: bool,
+    /// Passes finished since the process started.
+    pub passes: u64,
+    /// When the current or last pass started (seconds since the epoch).
+    pub started_at: Option<u64>,
+    /// When the last pass finished.
+    pub finished_at: Option<u64>,
+    /// Keys the current (or last) pass has to look at.
+    pub total: u64,
+    /// Keys looked at so far.
+    pub scanned: u64,
+    /// Object bytes verified so far.
+    pub bytes: u64,
+    /// Shard files and pieces rebuilt by this pass.
+    pub shards_rebuilt: u64,
+    /// Records rewritten on disks that lacked them.
+    pub records_rewritten: u64,
+    /// Keys whose healing failed.
+    pub failed: u64,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// The namespace being healed.
+    pub namespace: String,
+}
+
+/// Runs passes for a store: on demand and every scrub interval.
+pub struct Healer {
+    progress: Mutex<HealProgress>,
+    run_now: Notify,
+    rearm: Notify,
+    interval: Mutex<Option<Duration>>,
+    bytes_per_sec: Mutex<u64>,
+}
+
+impl Default for Healer {
+    fn default() -> Self {
+        Healer {
+            progress: Mutex::default(),
+            run_now: Notify::new(),
+            rearm: Notify::new(),
+            interval: Mutex::new(None),
+            bytes_per_sec: Mutex::new(DEFAULT_HEAL_BYTES_PER_SEC),
+        }
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Healer {
+    /// The progress of the current or last pass.
+    pub fn progress(&self) -> HealProgress {
+        self.progress.lock().clone()
+    }
+}
+
+impl Store {
+    /// Starts a healing pass now (unless one is running); returns whether
+    /// one was started.
+    pub fn start_heal(&self) -> bool {
+        if self.healer.progress.lock().running {
+            return false;
+        }
+        self.healer.run_now.notify_one();
+        true
+    }
+
+    /// The progress of the current or last healing pass.
+    pub fn heal_progress(&self) -> HealProgress {
+        self.healer.progress()
+    }
+
+    /// Runs a pass every `interval` (`None`: only on demand), verifying at
+    /// most `bytes_per_sec`.
+    pub fn set_scrub(&self, interval: Option<Duration>, bytes_per_sec: u64) {
+        *self.healer.interval.lock() = interval;
+        *self.healer.bytes_per_sec.lock() = bytes_per_sec.max(1 << 20);
+        self.healer.rearm.notify_one();
+    }
+
+    /// Heals every key of this store and then of its cold pool.
+    pub async fn heal_pass(&self) {
+        {
+            let mut p = self.healer.progress.lock();
+            *p = HealProgress {
+                running: true,
+                passes: p.passes,
+                started_at: Some(now_secs()),
+                finished_at: p.finished_at,
+                ..HealProgress::default()
+            };
+        }
+        let mut stores: Vec<&Store> = vec![self];
+        if let Some(cold) = self.cold_pool() {
+            stores.push(cold);
+        }
+        let mut work = Vec::new();
+        for store in &stores {
+            for ns in store.heal_namespaces().await {
+                let keys = store.count_keys(&ns).await;
+                self.healer.progress.lock().total += keys;
+                work.push((*store, ns));
+            }
+        }
+        let rate = *self.healer.bytes_per_sec.lock();
+        let started = Instant::now();
+        for (store, ns) in work {
+            self.healer.progress.lock().namespace = ns.clone();
+            let mut start = ListStart::Beginning;
+            loop {
+                let page = match store
+                    .set
+                    .list_resolved::<ObjectSummary>(&ns, b"", start, HEAL_PAGE)
+                    .await
+                {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.heal_failed(format!("listing {ns}: {e}"));
+                        break;
+                    }
+                };
+                for (key, versions) in &page.keys {
+                    let stats = store.repair_stats();
+                    let (shards, records) = (
+                        stats.shards_rewritten.load(Relaxed),
+                        stats.records_rewritten.load(Relaxed),
+                    );
+                    let result = store.set.heal_object(&ns, key, &[]).await;
+                    let bytes: u64 = versions.iter().map(|v| v.object.size).sum();
+                    {
+                        let mut p = self.healer.progress.lock();
+                        p.scanned += 1;
+                        p.bytes += bytes;
+                        p.shards_rebuilt += stats.shards_rewritten.load(Relaxed) - shards;
+                        p.records_rewritten += stats.records_rewritten.load(Relaxed) - records;
+                    }
+                    if let Err(e) = result {
+                        self.heal_failed(format!("{ns}/{key}: {e}"));
+                    }
+                    // Pace: never ahead of the byte rate.
+                    let done = self.healer.progress.lock().bytes;
+                    let due = Duration::from_secs_f64(done as f64 / rate as f64);
+                    if let Some(wait) = due.checked_sub(started.elapsed()) {
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+                match page.next {
+                    Some(k) => start = ListStart::After(k),
+                    None => break,
+                }
+            }
+        }
+        let mut p = self.healer.progress.lock();
+        p.running = false;
+        p.passes += 1;
+        p.finished_at = Some(now_secs());
+        p.namespace.clear();
+        tracing::info!(
+            keys = p.scanned,
+            bytes = p.bytes,
+            shards = p.shards_rebuilt,
+            records = p.records_rewritten,
+            failed = p.failed,
+            "healing pass finished"
+        );
+    }
+
+    fn heal_failed(&self, why: String) {
+        tracing::warn!(error = %why, "healing failed");
+        let mut p = self.healer.progress.lock();
+        p.failed += 1;
+        p.last_error = Some(why);
+    }
+
+    /// The namespaces a pass looks at: system documents, buckets, tier
+    /// objects.
+    async fn heal_namespaces(&self) -> Vec<String> {
+        let mut out = vec![SYSTEM_NS.to_string()];
+        match self.list_buckets().await {
+            Ok(b) => out.extend(b.into_iter().map(|b| b.name)),
+            Err(e) => self.heal_failed(format!("listing buckets: {e}")),
+        }
+        out.push(TIER_NS.to_string());
+        out
+    }
+
+    async fn count_keys(&self, ns: &str) -> u64 {
+        let mut n = 0;
+        let mut start = ListStart::Beginning;
+        while let Ok(page) = self
+            .set
+            .list_resolved::<ObjectSummary>(ns, b"", start, HEAL_PAGE)
+            .await
+        {
+            n += page.keys.len() as u64;
+            match page.next {
+                Some(k) => start = ListStart::After(k),
+                None => break,
+            }
+        }
+        n
+    }
+}
+
+/// The worker running a store's passes: when asked, and every scrub
+/// interval.
+pub(crate) fn spawn_heal_worker(
+    store: Weak<Store>,
+    healer: Arc<Healer>,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut last = Instant::now();
+        loop {
+            let interval = *healer.interval.lock();
+            let wait = interval.map(|i| i.saturating_sub(last.elapsed()));
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = healer.run_now.notified() => {}
+                // A new interval or pace only re-arms the timer.
+                _ = healer.rearm.notified() => continue,
+                _ = async {
+                    match wait {
+                        Some(w) => tokio::time::sleep(w).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+            let Some(store) = store.upgrade() else { return };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = store.heal_pass() => {}
+            }
+            last = Instant::now();
+        }
+    })
+}

@@ -1,0 +1,108 @@
+//! `granary admin heal` and `granary admin status`: start a healing pass
+//! and follow it with a progress bar; show every pool's disks, the pass and
+//! the repair backlog.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::admin::Client;
+use crate::lifecycle_admin::{bar, mib};
+
+fn summary(p: &Value) -> String {
+    format!(
+        "{} keys, {} verified, {} shards rebuilt, {} records rewritten, {} failed",
+        p["scanned"],
+        mib(&p["bytes"]),
+        p["shardsRebuilt"],
+        p["recordsRewritten"],
+        p["failed"]
+    )
+}
+
+fn line(p: &Value) -> String {
+    let total = p["total"].as_u64().unwrap_or(0).max(1);
+    format!(
+        "{} {}",
+        bar(p["scanned"].as_u64().unwrap_or(0), total, "keys"),
+        p["namespace"].as_str().unwrap_or("")
+    )
+}
+
+/// Starts a pass; unless `no_wait`, follows it to the end.
+pub async fn heal(client: &Client, no_wait: bool) -> anyhow::Result<()> {
+    let before = client.call("GET", "heal", None).await?["passes"]
+        .as_u64()
+        .unwrap_or(0);
+    let v = client.call("POST", "heal", None).await?;
+    if v["started"] == Value::Bool(false) {
+        println!("a healing pass is already running; following it");
+    }
+    if no_wait {
+        println!("healing pass started");
+        return Ok(());
+    }
+    let mut out = std::io::stdout();
+    loop {
+        let p = client.call("GET", "heal", None).await?;
+        let finished = p["running"] == Value::Bool(false) && p["passes"].as_u64() > Some(before);
+        if finished {
+            println!("\rhealed: {}{}", summary(&p), " ".repeat(20));
+            if let Some(e) = p["lastError"].as_str() {
+                println!("last failure: {e}");
+            }
+            return Ok(());
+        }
+        print!("\r{}", line(&p));
+        let _ = out.flush();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Prints the pools' disks, the healing pass and the repair backlog.
+pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
+    let v = client.call("GET", "status", None).await?;
+    if json {
+        println!("{v}");
+        return Ok(());
+    }
+    for pool in v["pools"].as_array().into_iter().flatten() {
+        let disks = pool["disks"].as_array().cloned().unwrap_or_default();
+        let online = disks.iter().filter(|d| d["state"] == "online").count();
+        println!(
+            "{} pool: {online} of {} disks online, repair backlog {}",
+            pool["tier"].as_str().unwrap_or("?"),
+            disks.len(),
+            pool["repairBacklog"]
+        );
+        for d in &disks {
+            let detail = if d["state"] == "online" {
+                format!("{} free of {}", mib(&d["freeBytes"]), mib(&d["totalBytes"]))
+            } else {
+                d["reason"].as_str().unwrap_or("").to_string()
+            };
+            println!(
+                "  {:>2}  {:<7}  {}  {detail}",
+                d["slot"],
+                d["state"].as_str().unwrap_or("?"),
+                d["disk"].as_str().unwrap_or("?")
+            );
+        }
+    }
+    let p = &v["heal"];
+    if p["running"] == Value::Bool(true) {
+        println!("heal: running {}", line(p));
+    } else {
+        println!(
+            "heal: {} passes; last: {}",
+            p["passes"],
+            if p["passes"].as_u64().unwrap_or(0) == 0 {
+                "none yet".to_string()
+            } else {
+                summary(p)
+            }
+        );
+    }
+    Ok(())
+}
