@@ -2,7 +2,8 @@
 # Builds Granary and runs every test: unit tests of each crate, the
 # end-to-end tests (the real binary driven by the Rust AWS SDK), and the S3
 # compatibility suite (aws CLI and boto3 from PyPI, rclone; over HTTP and
-# HTTPS), after checking that the compatibility table names only real tests.
+# HTTPS), after checking that the compatibility table names only real tests
+# and that the Kubernetes manifests in ops/ are valid.
 #
 # GRANARY_E2E_LARGE_BYTES sets the size of the large-object test (default
 # 2 GiB). The full-disk test mounts a tmpfs and needs root; it says SKIPPED
@@ -14,6 +15,9 @@ target="${CARGO_TARGET_DIR:-$PWD/target}"
 
 echo "== compatibility table (every named test exists)"
 python3 scripts/check-compat-table.py
+
+echo "== Kubernetes manifests (validated against the API schemas)"
+scripts/check-manifests.sh
 
 echo "== cargo test (unit and end-to-end)"
 cargo test --workspace --locked

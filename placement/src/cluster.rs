@@ -335,6 +335,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_shipped_cluster_files_parse() {
+        let sample = ClusterMap::parse(include_str!("../../ops/cluster.toml")).unwrap();
+        assert_eq!(sample.pools[0].disks.len(), 8);
+        // The ConfigMap's embedded file, indentation removed.
+        let manifest = include_str!("../../ops/kubernetes/cluster-config.yaml");
+        let embedded: String = manifest
+            .split_once("cluster.toml: |\n")
+            .unwrap()
+            .1
+            .lines()
+            .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+            .collect();
+        let k8s = ClusterMap::parse(&embedded).unwrap();
+        assert_eq!(k8s.pools[0].disks.len(), 8);
+        assert_eq!(
+            k8s.pools[0].disks[1].node,
+            "granary-node-1.granary-node.granary.svc.cluster.local:9100"
+        );
+    }
+
+    #[test]
     fn ranges_expand_in_order_with_their_padding() {
         assert_eq!(
             expand("n{1...2}:/d{08...10}").unwrap(),
