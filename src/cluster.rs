@@ -80,6 +80,11 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
         ));
         stores.push(Store::new(set.disks, set.parity, opts)?);
     }
+    // Other gateways write the same disks: object locks become quorum
+    // leases on them.
+    for s in &stores {
+        s.share_locks();
+    }
     let mut stores = stores.into_iter();
     let store = stores.next().expect("a hot pool");
     let cold = stores.next();

@@ -241,6 +241,19 @@ pub trait Disk: Send + Sync + 'static {
         part: PartEntry,
     ) -> Result<Option<PartEntry>, DiskError>;
 
+    /// Takes (or renews) leases on every name in `names` for `owner`, for
+    /// `ttl_ms` milliseconds; all or none. False when another owner holds
+    /// one of them. Leases live in memory only (see `leases.rs`).
+    async fn acquire_leases(
+        &self,
+        names: Vec<Vec<u8>>,
+        owner: Uuid,
+        ttl_ms: u64,
+    ) -> Result<bool, DiskError>;
+
+    /// Gives up the leases `owner` holds on `names`.
+    async fn release_leases(&self, names: Vec<Vec<u8>>, owner: Uuid) -> Result<(), DiskError>;
+
     /// Lists parts numbered above `after`, ascending; returns the page and
     /// whether more follow.
     async fn list_parts(

@@ -268,4 +268,17 @@ impl Disk for FaultyDisk {
         self.enter().await?;
         self.inner.list_parts(upload_id, after, max).await
     }
+    async fn acquire_leases(
+        &self,
+        names: Vec<Vec<u8>>,
+        owner: Uuid,
+        ttl_ms: u64,
+    ) -> Result<bool, DiskError> {
+        self.enter().await?;
+        self.inner.acquire_leases(names, owner, ttl_ms).await
+    }
+    async fn release_leases(&self, names: Vec<Vec<u8>>, owner: Uuid) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.inner.release_leases(names, owner).await
+    }
 }

@@ -23,6 +23,7 @@ mod faulty;
 mod format;
 mod io;
 mod keys;
+mod leases;
 mod local;
 mod meta;
 mod offline;

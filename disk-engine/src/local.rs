@@ -119,6 +119,7 @@ pub struct LocalDisk {
     format: FormatRecord,
     meta: Arc<MetaStore>,
     committer: Committer,
+    leases: crate::leases::LeaseTable,
     opts: LocalDiskOptions,
     reserve: u64,
     io: ShardIo,
@@ -173,6 +174,7 @@ impl LocalDisk {
             format,
             meta,
             committer,
+            leases: Default::default(),
             opts,
             reserve: metadata_reserve(total),
             _lock: lock,
@@ -491,6 +493,22 @@ impl Disk for LocalDisk {
     ) -> Result<(Vec<PartEntry>, bool), DiskError> {
         let m = self.meta();
         blocking(move || m.list_parts(upload_id, after, max)).await
+    }
+
+    async fn acquire_leases(
+        &self,
+        names: Vec<Vec<u8>>,
+        owner: Uuid,
+        ttl_ms: u64,
+    ) -> Result<bool, DiskError> {
+        Ok(self
+            .leases
+            .acquire(&names, owner, std::time::Duration::from_millis(ttl_ms)))
+    }
+
+    async fn release_leases(&self, names: Vec<Vec<u8>>, owner: Uuid) -> Result<(), DiskError> {
+        self.leases.release(&names, owner);
+        Ok(())
     }
 }
 

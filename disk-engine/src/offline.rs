@@ -134,4 +134,12 @@ impl Disk for OfflineDisk {
     ) -> Result<(Vec<PartEntry>, bool), DiskError> {
         Err(self.err())
     }
+
+    async fn acquire_leases(&self, _: Vec<Vec<u8>>, _: Uuid, _: u64) -> Result<bool, DiskError> {
+        Err(self.err())
+    }
+
+    async fn release_leases(&self, _: Vec<Vec<u8>>, _: Uuid) -> Result<(), DiskError> {
+        Err(self.err())
+    }
 }

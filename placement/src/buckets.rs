@@ -111,7 +111,7 @@ impl Store {
                 }
             }
         }
-        let _guard = self.set.locks.lock(SYSTEM_NS, &key).await;
+        let _guard = self.set.locks.lock(SYSTEM_NS, &key).await?;
         self.bucket(name).await?;
         self.ensure_empty(name).await?;
         self.remove_system_doc(&key).await?;

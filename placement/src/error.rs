@@ -76,6 +76,9 @@ pub enum Error {
     /// A tier outside the deployment did not answer as it should.
     #[error("{0}")]
     TierUnavailable(String),
+    /// The object's lock stayed with another writer too long.
+    #[error("{0}")]
+    LockTimeout(String),
     /// A bug or an unexpected state.
     #[error("internal: {0}")]
     Internal(String),

@@ -1,14 +1,73 @@
-//! In-process locks on object names: serialise the commit phase of writes
-//! to one key (data streaming runs unlocked; only record writes wait).
+//! Locks on object names: serialise the commit phase of writes to one key
+//! (data streaming runs unlocked; only record writes wait), including its
+//! checks (conditional writes, multi-object deletes, version rewrites).
+//!
+//! In one process a striped table of async mutexes suffices. When several
+//! gateways share the set's disks ([`KeyLocks::share`]), a name is also
+//! leased on a majority of the set's disks before the guard is handed out,
+//! and renewed while it is held: two gateways can never both hold a
+//! majority, so they take turns exactly as two tasks of one process do.
+//! This is the quorum-lease scheme of MinIO's dsync, on the disks the data
+//! lives on, so it needs no coordination service and is as available as
+//! writes themselves (a majority of disks).
 
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use disk_engine::Disk;
+use futures::future::join_all;
 use tokio::sync::{Mutex, MutexGuard};
+use uuid::Uuid;
+
+use crate::error::Error;
 
 /// Number of lock stripes; two names share a lock only when they hash alike.
 const KEY_LOCK_STRIPES: usize = 1024;
+/// How long a lease lasts unless renewed; a gateway that dies holding one
+/// blocks its names at most this long.
+const LEASE: Duration = Duration::from_secs(30);
+/// How often a held lease is renewed.
+const RENEW: Duration = Duration::from_secs(10);
+/// How long to keep trying for a majority before giving up.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
 
-/// A striped table of async mutexes keyed by (namespace, key).
+/// A striped table of async mutexes keyed by (namespace, key), with quorum
+/// leases on the set's disks once shared.
 pub struct KeyLocks {
     stripes: Vec<Mutex<()>>,
+    shared: OnceLock<Arc<Vec<Arc<dyn Disk>>>>,
+}
+
+/// A held lock; dropping it releases the name (locally at once, and its
+/// leases in the background).
+pub struct KeyGuard<'a> {
+    _local: Vec<MutexGuard<'a, ()>>,
+    _lease: Option<Lease>,
+}
+
+struct Lease {
+    names: Vec<Vec<u8>>,
+    owner: Uuid,
+    disks: Arc<Vec<Arc<dyn Disk>>>,
+    renew: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.renew.abort();
+        let (names, owner, disks) = (
+            std::mem::take(&mut self.names),
+            self.owner,
+            self.disks.clone(),
+        );
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(release(disks, names, owner));
+        }
+    }
+}
+
+async fn release(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
+    join_all(disks.iter().map(|d| d.release_leases(names.clone(), owner))).await;
 }
 
 impl Default for KeyLocks {
@@ -22,38 +81,136 @@ impl KeyLocks {
     pub fn new() -> KeyLocks {
         KeyLocks {
             stripes: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            shared: OnceLock::new(),
         }
     }
 
+    /// From now on, also lease every locked name on a majority of `disks`
+    /// (for sets that other processes write too).
+    pub fn share(&self, disks: Vec<Arc<dyn Disk>>) {
+        let _ = self.shared.set(Arc::new(disks));
+    }
+
     /// Waits for and takes the lock of `ns/key`.
-    pub async fn lock(&self, ns: &str, key: &str) -> MutexGuard<'_, ()> {
-        self.stripes[stripe(ns, key)].lock().await
+    pub async fn lock(&self, ns: &str, key: &str) -> Result<KeyGuard<'_>, Error> {
+        self.lock_all(ns, std::iter::once(key)).await
     }
 
     /// Waits for and takes the locks of every `ns/key` in `keys`, in
-    /// ascending stripe order. Deadlock-free because every other caller
-    /// holds at most one lock at a time (no code path waits for a second
-    /// lock while holding one).
+    /// ascending stripe order, then leases them all at once. Deadlock-free
+    /// because every other caller holds at most one lock at a time (no code
+    /// path waits for a second lock while holding one), and a lease request
+    /// takes all its names or none.
     pub async fn lock_all<'a>(
         &self,
         ns: &str,
         keys: impl Iterator<Item = &'a str>,
-    ) -> Vec<MutexGuard<'_, ()>> {
-        let mut wanted: Vec<usize> = keys.map(|k| stripe(ns, k)).collect();
+    ) -> Result<KeyGuard<'_>, Error> {
+        let keys: Vec<&str> = keys.collect();
+        let mut wanted: Vec<usize> = keys.iter().map(|k| stripe(ns, k)).collect();
         wanted.sort_unstable();
         wanted.dedup();
         let mut held = Vec::with_capacity(wanted.len());
         for i in wanted {
             held.push(self.stripes[i].lock().await);
         }
-        held
+        let lease = match self.shared.get() {
+            Some(disks) => {
+                let names = keys.iter().map(|k| name(ns, k)).collect();
+                Some(acquire(disks.clone(), names).await?)
+            }
+            None => None,
+        };
+        Ok(KeyGuard {
+            _local: held,
+            _lease: lease,
+        })
     }
 }
 
-fn stripe(ns: &str, key: &str) -> usize {
+/// Leases `names` on a majority of `disks`, retrying with backoff while
+/// another owner holds them.
+async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<Lease, Error> {
+    let quorum = disks.len() / 2 + 1;
+    let owner = Uuid::new_v4();
+    let deadline = Instant::now() + LOCK_WAIT;
+    let mut backoff = Duration::from_millis(2);
+    loop {
+        let answers = join_all(
+            disks
+                .iter()
+                .map(|d| d.acquire_leases(names.clone(), owner, LEASE.as_millis() as u64)),
+        )
+        .await;
+        let granted = answers.iter().filter(|a| matches!(a, Ok(true))).count();
+        if granted >= quorum {
+            let renew = tokio::spawn(renew(disks.clone(), names.clone(), owner));
+            return Ok(Lease {
+                names,
+                owner,
+                disks,
+                renew,
+            });
+        }
+        let answered = answers.iter().filter(|a| a.is_ok()).count();
+        release(disks.clone(), names.clone(), owner).await;
+        if answered < quorum {
+            return Err(Error::WriteQuorum {
+                needed: quorum,
+                got: answered,
+            });
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::LockTimeout(format!(
+                "another writer held the object's lock for over {} s",
+                LOCK_WAIT.as_secs()
+            )));
+        }
+        let jitter = Duration::from_micros(rand_below(backoff.as_micros() as u64));
+        tokio::time::sleep(backoff + jitter).await;
+        backoff = (backoff * 2).min(Duration::from_millis(100));
+    }
+}
+
+async fn renew(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
+    let quorum = disks.len() / 2 + 1;
+    loop {
+        tokio::time::sleep(RENEW).await;
+        let answers = join_all(
+            disks
+                .iter()
+                .map(|d| d.acquire_leases(names.clone(), owner, LEASE.as_millis() as u64)),
+        )
+        .await;
+        let granted = answers.iter().filter(|a| matches!(a, Ok(true))).count();
+        if granted < quorum {
+            tracing::warn!(
+                granted,
+                quorum,
+                "a held lock could not be renewed on a majority"
+            );
+        }
+    }
+}
+
+/// A cheap random number below `n` (jitter only).
+fn rand_below(n: u64) -> u64 {
+    let seed = Uuid::new_v4().as_u128() as u64;
+    if n == 0 {
+        0
+    } else {
+        seed % n
+    }
+}
+
+fn name(ns: &str, key: &str) -> Vec<u8> {
     let mut name = Vec::with_capacity(ns.len() + key.len() + 1);
     name.extend_from_slice(ns.as_bytes());
     name.push(0);
     name.extend_from_slice(key.as_bytes());
-    crc_fast::crc32_iscsi(&name) as usize % KEY_LOCK_STRIPES
+    name
+}
+
+fn stripe(ns: &str, key: &str) -> usize {
+    crc_fast::crc32_iscsi(&name(ns, key)) as usize % KEY_LOCK_STRIPES
 }

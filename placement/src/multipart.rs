@@ -172,7 +172,7 @@ impl Store {
             number,
             body: record::encode(&rec),
         };
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         let results = self
             .set
             .each_disk(|_, d| {
@@ -294,7 +294,7 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         // The upload may have been completed or aborted while we waited.
         self.get_upload(bucket, key, upload_id).await?;
         if upload.cold {
@@ -402,7 +402,7 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         let keep: Vec<Uuid> = match self.set.resolve_key(bucket, key).await {
             Ok(state) => {
                 let mut keep: Vec<Uuid> = state

@@ -219,7 +219,7 @@ impl Store {
         opts: &WriteOptions,
         pieces: Option<&Pieces>,
     ) -> Result<ObjectRecord, Error> {
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         self.commit_version_locked(bucket, key, record, targets, opts, pieces)
             .await
     }
@@ -322,7 +322,7 @@ impl Store {
         key: &str,
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         self.add_delete_marker_locked(bucket, key, versioning).await
     }
 
@@ -341,7 +341,7 @@ impl Store {
         permanent: bool,
     ) -> Result<bool, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let Some(found) = find(&state, seen).filter(|r| r.object.mtime_ns == seen_mtime_ns) else {
             return Ok(false);
@@ -424,7 +424,7 @@ impl Store {
                 .set
                 .locks
                 .lock_all(bucket, batch.iter().map(|&i| items[i].0.as_str()))
-                .await;
+                .await?;
             // Whether each named version is a delete marker, for the reply.
             let markers = join_all(batch.iter().map(|&i| async move {
                 let (key, v) = &items[i];
@@ -494,7 +494,7 @@ impl Store {
         tags: Vec<(String, String)>,
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let found = match version {
             None => state.latest().ok_or(Error::NoSuchKey)?,

@@ -159,7 +159,7 @@ impl ErasureSet {
         key: &str,
         damaged: &[(Uuid, usize)],
     ) -> Result<(), Error> {
-        let _guard = self.locks.lock(ns, key).await;
+        let _guard = self.locks.lock(ns, key).await?;
         let state = self.resolve_key(ns, key).await?;
         for v in &state.versions {
             self.heal_version(ns, key, v, &state.responded, damaged)

@@ -143,6 +143,13 @@ impl Store {
         done.into_iter().filter(|ok| *ok).count()
     }
 
+    /// Declares that other processes (gateways) write this store's disks
+    /// too: from now on every object lock is also leased on a majority of
+    /// the set's disks (see `locks.rs`).
+    pub fn share_locks(&self) {
+        self.set.locks.share(self.set.disks.clone());
+    }
+
     /// Objects waiting in the repair queue.
     pub fn repair_backlog(&self) -> usize {
         self.set.repair.backlog()

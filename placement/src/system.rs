@@ -32,7 +32,7 @@ impl Store {
         path: &str,
         change: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, Error>,
     ) -> Result<(), Error> {
-        let _guard = self.set.locks.lock(SYSTEM_NS, path).await;
+        let _guard = self.set.locks.lock(SYSTEM_NS, path).await?;
         let current = self.get_system_doc(path).await?;
         match change(current)? {
             Some(value) => self.write_system_doc(path, value).await,

@@ -177,7 +177,7 @@ impl Store {
     ) -> Result<(), Error> {
         let cold = self.require_cold()?;
         let name = tier.id.to_string();
-        let _guard = cold.set.locks.lock(TIER_NS, &name).await;
+        let _guard = cold.set.locks.lock(TIER_NS, &name).await?;
         cold.set
             .commit_record(TIER_NS, &name, record, targets, false, pieces)
             .await?;
@@ -264,7 +264,7 @@ fn tier_record(
 /// Deletes one tier object from the cold pool (and frees its data).
 async fn delete_tier_object(cold: &Store, id: Uuid) -> Result<(), Error> {
     let name = id.to_string();
-    let _guard = cold.set.locks.lock(TIER_NS, &name).await;
+    let _guard = cold.set.locks.lock(TIER_NS, &name).await?;
     cold.set
         .delete_version(TIER_NS, &name, VersionId::NULL)
         .await

@@ -223,7 +223,7 @@ impl Store {
         before: &ObjectRecord,
         after: ObjectRecord,
     ) -> Result<bool, Error> {
-        let _guard = self.set.locks.lock(bucket, key).await;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let wanted = version_key(before.version_id);
         let unchanged = state

@@ -180,6 +180,47 @@ async fn same_key_writers_on_two_gateways_leave_one_whole_winner() {
         };
         assert_eq!(etag(a.clone()).await, etag(b.clone()).await);
     }
+    // Conditional creates racing on two gateways: exactly one wins, the
+    // others are refused, and the winner's bytes are what both serve.
+    for round in 0..6u64 {
+        let key = format!("create-once/{round}");
+        let tries: Vec<_> = (0..8u64)
+            .map(|i| {
+                let c = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let key = key.clone();
+                tokio::spawn(async move {
+                    let body = Pattern::bytes(round * 1000 + i, 5000);
+                    let r = c
+                        .put_object()
+                        .bucket("data")
+                        .key(&key)
+                        .if_none_match("*")
+                        .body(ByteStream::from(body.clone()))
+                        .send()
+                        .await;
+                    (r.map_err(|e| crate::harness::code(&e)), body)
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for t in tries {
+            match t.await.unwrap() {
+                (Ok(_), body) => winners.push(body),
+                (Err(code), _) => assert!(
+                    code == "PreconditionFailed" || code == "ConditionalRequestConflict",
+                    "{code}"
+                ),
+            }
+        }
+        assert_eq!(
+            winners.len(),
+            1,
+            "{key}: {} conditional creates won",
+            winners.len()
+        );
+        assert_eq!(get(&a, &key).await.unwrap(), winners[0]);
+        assert_eq!(get(&b, &key).await.unwrap(), winners[0]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

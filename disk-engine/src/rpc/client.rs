@@ -518,4 +518,17 @@ impl Disk for RemoteDisk {
     ) -> Result<(Vec<PartEntry>, bool), DiskError> {
         self.typed("list_parts", &(upload_id, after, max)).await
     }
+
+    async fn acquire_leases(
+        &self,
+        names: Vec<Vec<u8>>,
+        owner: Uuid,
+        ttl_ms: u64,
+    ) -> Result<bool, DiskError> {
+        self.typed("acquire_leases", &(names, owner, ttl_ms)).await
+    }
+
+    async fn release_leases(&self, names: Vec<Vec<u8>>, owner: Uuid) -> Result<(), DiskError> {
+        self.call("release_leases", &(names, owner)).await.map(drop)
+    }
 }

@@ -360,6 +360,15 @@ impl NodeService {
                 let (id, after, max): (Uuid, u32, usize) = wire::decode(&body)?;
                 Ok(wire::encode(&d.list_parts(id, after, max).await?))
             }
+            "acquire_leases" => {
+                let (names, owner, ttl): (Vec<Vec<u8>>, Uuid, u64) = wire::decode(&body)?;
+                Ok(wire::encode(&d.acquire_leases(names, owner, ttl).await?))
+            }
+            "release_leases" => {
+                let (names, owner): (Vec<Vec<u8>>, Uuid) = wire::decode(&body)?;
+                d.release_leases(names, owner).await?;
+                Ok(Bytes::new())
+            }
             other => Err(DiskError::InvalidArgument(format!(
                 "unknown call {other:?}"
             ))),

@@ -159,6 +159,13 @@ async fn a_remote_disk_behaves_like_the_local_one() {
         disk.read_piece(Uuid::now_v7()).await,
         Err(DiskError::NotFound)
     ));
+    // Leases: one owner at a time.
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let names = vec![b"b\0k".to_vec()];
+    assert!(disk.acquire_leases(names.clone(), a, 10_000).await.unwrap());
+    assert!(!disk.acquire_leases(names.clone(), b, 10_000).await.unwrap());
+    disk.release_leases(names.clone(), a).await.unwrap();
+    assert!(disk.acquire_leases(names, b, 10_000).await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
