@@ -326,6 +326,7 @@ pub fn open_cluster_pool(
         pool: index as u32,
         deployment: Some(map.deployment),
         default_parity: pool.parity,
+        parity_name: "the cluster file's parity",
     };
     open_set(&slots, &want)
 }

@@ -91,6 +91,10 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
             Tier::Hot => default_parity(n),
             Tier::Cold => default_parity(n).min(DEFAULT_COLD_PARITY),
         },
+        parity_name: match cfg.tier {
+            Tier::Hot => "--parity",
+            Tier::Cold => "--cold-parity",
+        },
     };
     open_set(&LocalSlots(cfg), &want)
 }

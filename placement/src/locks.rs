@@ -91,6 +91,11 @@ impl KeyLocks {
         let _ = self.shared.set(Arc::new(disks));
     }
 
+    /// Whether other processes write the same disks.
+    pub fn is_shared(&self) -> bool {
+        self.shared.get().is_some()
+    }
+
     /// Waits for and takes the lock of `ns/key`.
     pub async fn lock(&self, ns: &str, key: &str) -> Result<KeyGuard<'_>, Error> {
         self.lock_all(ns, std::iter::once(key)).await

@@ -235,9 +235,16 @@ impl Store {
         pieces: Option<&Pieces>,
     ) -> Result<ObjectRecord, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        if opts.condition.is_some() {
+        // With other gateways writing too, their clocks may run ahead of
+        // this one: the new version's time is taken past the key's newest,
+        // so a write committed later always wins (read-after-write holds
+        // across gateways).
+        if opts.condition.is_some() || self.set.locks.is_shared() {
             let state = self.set.resolve_key(bucket, key).await?;
             check_condition(&state, opts)?;
+            if let Some(newest) = state.versions.iter().map(|v| v.record.stamp.mtime_ns).max() {
+                self.set.clock_at_least(newest);
+            }
         }
         self.set
             .commit_record(

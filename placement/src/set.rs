@@ -130,10 +130,23 @@ pub(crate) fn version_key(id: Option<Uuid>) -> VersionId {
 
 /// Now, in nanoseconds since the epoch.
 pub(crate) fn now_ns() -> u64 {
-    SystemTime::now()
+    let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+        .unwrap_or(0);
+    now.saturating_add_signed(clock_skew_ns())
+}
+
+/// Fault injection for tests of clock skew between gateways: shifts this
+/// process's clock by `GRANARY_FAULT_CLOCK_SKEW_MS` milliseconds.
+fn clock_skew_ns() -> i64 {
+    static SKEW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *SKEW.get_or_init(|| {
+        std::env::var("GRANARY_FAULT_CLOCK_SKEW_MS")
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+            .map_or(0, |ms| ms.saturating_mul(1_000_000))
+    })
 }
 
 impl ErasureSet {
@@ -213,6 +226,11 @@ impl ErasureSet {
     }
 
     /// A fresh stamp: modification times never go backwards in this process.
+    /// Makes every later stamp of this set newer than `mtime_ns`.
+    pub(crate) fn clock_at_least(&self, mtime_ns: u64) {
+        self.last_mtime.fetch_max(mtime_ns, Ordering::Relaxed);
+    }
+
     pub(crate) fn next_stamp(&self) -> Stamp {
         let now = now_ns();
         let mut last = self.last_mtime.load(Ordering::Relaxed);

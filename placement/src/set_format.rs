@@ -51,6 +51,8 @@ pub(crate) struct SetWant {
     pub deployment: Option<Uuid>,
     /// Parity of a new set when `parity` is `None`.
     pub default_parity: usize,
+    /// What the caller calls the parity setting, for messages.
+    pub parity_name: &'static str,
 }
 
 /// The opened set: disks by slot (offline slots included) and its parity.
@@ -128,8 +130,8 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
     if let Some(p) = want.parity {
         if p != reference.parity_shards as usize {
             return Err(setup(format!(
-                "these disks were formatted with parity {}; started with parity {p}. Start without it or with parity {}",
-                reference.parity_shards, reference.parity_shards
+                "these disks were formatted with parity {}; started with {} {p}. Start without it or with {} {}",
+                reference.parity_shards, want.parity_name, want.parity_name, reference.parity_shards
             )));
         }
     }

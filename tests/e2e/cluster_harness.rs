@@ -166,11 +166,17 @@ impl Cluster {
 
     /// Starts one more gateway.
     pub fn add_gateway(&mut self) {
+        self.add_gateway_with(&[]);
+    }
+
+    /// Starts one more gateway with extra environment variables.
+    pub fn add_gateway_with(&mut self, env: &[(&str, &str)]) {
         let log = self
             .root
             .path()
             .join(format!("gateway{}.log", self.gateways.len() + 1));
-        let cmd = gateway_command(&self.cluster_file, CLUSTER_SECRET, &["--wait", "20"]);
+        let mut cmd = gateway_command(&self.cluster_file, CLUSTER_SECRET, &["--wait", "20"]);
+        cmd.envs(env.iter().copied());
         let (child, url) = spawn_until(cmd, &log, "Granary listening on ")
             .unwrap_or_else(|log| panic!("gateway did not start:\n{log}"));
         self.gateways.push(Gateway {

@@ -5,9 +5,10 @@
 //! that one call probes it again.
 
 use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -16,7 +17,6 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -32,8 +32,14 @@ use crate::error::DiskError;
 use crate::format::DirState;
 use crate::types::{DiskId, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
 
-/// How long a node that failed to answer is skipped.
-const SKIP_FOR: Duration = Duration::from_secs(2);
+/// How often a skipped node's liveness is probed; it is used again as soon
+/// as a probe succeeds.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+/// HTTP/2 pings on every connection to a node, and how long an answer may
+/// take before the connection (and every call on it) is given up: a node
+/// that stops answering is noticed within a few seconds.
+const PING_EVERY: Duration = Duration::from_secs(2);
+const PING_TIMEOUT: Duration = Duration::from_secs(4);
 /// Longest wait for a TCP connection to a node.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Longest wait for one call's answer.
@@ -46,7 +52,9 @@ pub struct NodeClient {
     base: String,
     secret: ClusterSecret,
     client: Client<HttpConnector, RpcBody>,
-    skipped_until: Mutex<Option<Instant>>,
+    /// Set while the node is skipped (a probe clears it).
+    skipped: std::sync::atomic::AtomicBool,
+    me: std::sync::Weak<NodeClient>,
 }
 
 impl NodeClient {
@@ -61,15 +69,16 @@ impl NodeClient {
             .http2_initial_stream_window_size(super::STREAM_WINDOW)
             .http2_initial_connection_window_size(super::CONNECTION_WINDOW)
             .http2_max_frame_size(1 << 20)
-            .http2_keep_alive_interval(Duration::from_secs(5))
-            .http2_keep_alive_timeout(Duration::from_secs(10))
+            .http2_keep_alive_interval(PING_EVERY)
+            .http2_keep_alive_timeout(PING_TIMEOUT)
             .http2_keep_alive_while_idle(true)
             .build(http);
-        Arc::new(NodeClient {
+        Arc::new_cyclic(|me| NodeClient {
             base: format!("http://{addr}"),
             secret,
             client,
-            skipped_until: Mutex::new(None),
+            skipped: Default::default(),
+            me: me.clone(),
         })
     }
 
@@ -79,22 +88,46 @@ impl NodeClient {
     }
 
     fn check_skipped(&self) -> Result<(), DiskError> {
-        let mut s = self.skipped_until.lock();
-        match *s {
-            Some(t) if Instant::now() < t => Err(DiskError::Offline(format!(
-                "node {} did not answer recently",
+        if self.skipped.load(Relaxed) {
+            return Err(DiskError::Offline(format!(
+                "node {} is not answering",
                 self.address()
-            ))),
-            Some(_) => {
-                *s = None;
-                Ok(())
-            }
-            None => Ok(()),
+            )));
         }
+        Ok(())
     }
 
+    /// Skips the node until a liveness probe succeeds again.
     fn skip(&self) {
-        *self.skipped_until.lock() = Some(Instant::now() + SKIP_FOR);
+        if self.skipped.swap(true, Relaxed) {
+            return;
+        }
+        tracing::warn!(
+            node = self.address(),
+            "node not answering; skipped until it does"
+        );
+        let Some(me) = self.me.upgrade() else { return };
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(PROBE_EVERY).await;
+                if me.alive().await {
+                    tracing::info!(node = me.address(), "node answers again");
+                    me.skipped.store(false, Relaxed);
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Whether the node answers its liveness path in time.
+    async fn alive(&self) -> bool {
+        let req = Request::get(format!("{}{}", self.base, super::HEALTH_PATH))
+            .body(RpcBody::Full(None))
+            .expect("valid request");
+        matches!(
+            tokio::time::timeout(PING_TIMEOUT, self.client.request(req)).await,
+            Ok(Ok(r)) if r.status().is_success()
+        )
     }
 
     fn request(
@@ -163,7 +196,11 @@ impl NodeClient {
             }),
             None => exchange.await,
         };
-        let (status, result, crc, sig, body) = answered.inspect_err(|_| self.skip())?;
+        let (status, result, crc, sig, body) = answered.inspect_err(|e| {
+            if e.is_disk_failure() {
+                self.skip()
+            }
+        })?;
         if status == 401 {
             return Err(DiskError::Offline(format!(
                 "node {} refused the call: {} (is the cluster secret the same?)",
