@@ -53,13 +53,14 @@ $L --op put --size $mib --count "$heal_mib" --objects "$heal_mib" --prefix heal 
 node 4
 sleep 3
 start=$(date +%s.%N)
-$A heal | tail -1
+$A heal | tr "\r" "\n" | tail -1
 end=$(date +%s.%N)
 $A status --json | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["heal"]
 secs = float(sys.argv[2]) - float(sys.argv[1])
-print(f"heal pass: {p[\"scanned\"]} keys, {p[\"bytes\"] / 2**20:.0f} MiB verified in {secs:.1f} s "
-      f"({p[\"bytes\"] / 2**20 / secs:.0f} MiB/s verified), {p[\"shardsRebuilt\"]} shards rebuilt")
+mib = p["bytes"] / 2**20
+print("heal pass: %d keys, %.0f MiB verified in %.1f s (%.0f MiB/s), %d shards rebuilt"
+      % (p["scanned"], mib, secs, mib / secs, p["shardsRebuilt"]))
 ' "$start" "$end"
 du -sh "$d"/n4

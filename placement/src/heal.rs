@@ -11,6 +11,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use disk_engine::ListStart;
+use futures::StreamExt;
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
@@ -22,6 +23,9 @@ use crate::tier::TIER_NS;
 
 /// Keys per listing page of a pass.
 const HEAL_PAGE: usize = 1000;
+/// Keys healed at once: a key's heal waits on every disk in turn (verify,
+/// rebuild, records), so several in flight keep the disks busy.
+const HEAL_IN_FLIGHT: usize = 8;
 /// Default pace of a pass: bytes verified per second.
 pub const DEFAULT_HEAL_BYTES_PER_SEC: u64 = 256 << 20;
 
@@ -154,20 +158,31 @@ impl Store {
                         break;
                     }
                 };
-                for (key, versions) in &page.keys {
-                    let stats = store.repair_stats();
-                    let (shards, records) = (
-                        stats.shards_rewritten.load(Relaxed),
-                        stats.records_rewritten.load(Relaxed),
-                    );
-                    let result = store.set.heal_object(&ns, key, &[]).await;
-                    let bytes: u64 = versions.iter().map(|v| v.object.size).sum();
+                let stats = store.repair_stats();
+                let (shards, records) = (
+                    stats.shards_rewritten.load(Relaxed),
+                    stats.records_rewritten.load(Relaxed),
+                );
+                let set = store.set.clone();
+                let jobs: Vec<(String, u64)> = page
+                    .keys
+                    .iter()
+                    .map(|(key, versions)| (key.clone(), versions.iter().map(|v| v.object.size).sum()))
+                    .collect();
+                let mut healing = futures::stream::iter(jobs)
+                    .map(|(key, bytes)| {
+                        let (set, ns) = (set.clone(), ns.clone());
+                        async move {
+                            let result = set.heal_object(&ns, &key, &[]).await;
+                            (key, result, bytes)
+                        }
+                    })
+                    .buffer_unordered(HEAL_IN_FLIGHT);
+                while let Some((key, result, bytes)) = healing.next().await {
                     {
                         let mut p = self.healer.progress.lock();
                         p.scanned += 1;
                         p.bytes += bytes;
-                        p.shards_rebuilt += stats.shards_rewritten.load(Relaxed) - shards;
-                        p.records_rewritten += stats.records_rewritten.load(Relaxed) - records;
                     }
                     if let Err(e) = result {
                         self.heal_failed(format!("{ns}/{key}: {e}"));
@@ -178,6 +193,13 @@ impl Store {
                     if let Some(wait) = due.checked_sub(started.elapsed()) {
                         tokio::time::sleep(wait).await;
                     }
+                }
+                {
+                    // What this page rebuilt (with any on-read repair that
+                    // ran meanwhile).
+                    let mut p = self.healer.progress.lock();
+                    p.shards_rebuilt += stats.shards_rewritten.load(Relaxed) - shards;
+                    p.records_rewritten += stats.records_rewritten.load(Relaxed) - records;
                 }
                 match page.next {
                     Some(k) => start = ListStart::After(k),
