@@ -11,7 +11,7 @@ use clap::Args;
 use gateway::AccessKey;
 use placement::{open_cluster_pool, ClusterMap, Store};
 
-use crate::credentials::{cluster_secret, master_key, root_key};
+use crate::credentials::{cluster_secret, master_key, root_key, KEYS_FROM_ENV};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
 use crate::server::store_options;
 
@@ -105,9 +105,7 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
         },
         master,
         layout: format!("deployment {}; {}", map.deployment, layout.join("; ")),
-        notes: vec![
-            "Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD".to_string(),
-        ],
+        notes: vec![KEYS_FROM_ENV.to_string()],
     };
     front::serve(&args.front, opened, bulk).await?;
     tracing::info!("gateway stopped");

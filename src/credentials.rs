@@ -21,6 +21,10 @@ pub enum Origin {
     Generated,
 }
 
+/// The start-up note of keys taken from the environment.
+pub const KEYS_FROM_ENV: &str =
+    "Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD";
+
 /// What a gateway without a data directory says when a key is missing.
 const GATEWAY_KEYS: &str = "a gateway keeps no files: set GRANARY_ROOT_USER, GRANARY_ROOT_PASSWORD and GRANARY_MASTER_KEY, the same on every gateway";
 

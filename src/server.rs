@@ -8,7 +8,7 @@ use disk_engine::{LocalDiskOptions, ShardIoMode, Tier};
 use gateway::AccessKey;
 use placement::{open_local_set, LocalSetConfig, Store, StoreOptions, DEFAULT_BLOCK_SIZE};
 
-use crate::credentials::{master_key, root_key, Origin, CREDENTIALS_FILE};
+use crate::credentials::{master_key, root_key, Origin, CREDENTIALS_FILE, KEYS_FROM_ENV};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
 
 /// Options of `granary server`.
@@ -139,9 +139,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
             "They are shown only this once.".to_string(),
         ],
         Origin::Stored => vec![format!("Using the root credentials stored in {stored}")],
-        Origin::Environment => vec![
-            "Using the root credentials from GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD".to_string(),
-        ],
+        Origin::Environment => vec![KEYS_FROM_ENV.to_string()],
     };
     let opened = Opened {
         store,

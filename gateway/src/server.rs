@@ -125,14 +125,7 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+            c = placement::accept(&listener) => c,
             _ = &mut shutdown => break,
         };
         if let Err(e) = stream.set_nodelay(true) {

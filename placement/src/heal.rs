@@ -167,7 +167,9 @@ impl Store {
                 let jobs: Vec<(String, u64)> = page
                     .keys
                     .iter()
-                    .map(|(key, versions)| (key.clone(), versions.iter().map(|v| v.object.size).sum()))
+                    .map(|(key, versions)| {
+                        (key.clone(), versions.iter().map(|v| v.object.size).sum())
+                    })
                     .collect();
                 let mut healing = futures::stream::iter(jobs)
                     .map(|(key, bytes)| {

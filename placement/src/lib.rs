@@ -46,6 +46,7 @@ mod store_tests;
 pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 pub use cluster::{expand, open_cluster_pool, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
 pub use codec::Codec;
+pub use disk_engine::rpc::accept;
 pub use disk_engine::{
     at_bulk_priority, become_bulk_thread, DiskHealth, ListStart, Tier, UploadListStart,
 };

@@ -141,13 +141,7 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
     let deadline = Instant::now() + LOCK_WAIT;
     let mut backoff = Duration::from_millis(2);
     loop {
-        let answers = join_all(
-            disks
-                .iter()
-                .map(|d| d.acquire_leases(names.clone(), owner, LEASE.as_millis() as u64)),
-        )
-        .await;
-        let granted = answers.iter().filter(|a| matches!(a, Ok(true))).count();
+        let (granted, answered) = ask(&disks, &names, owner).await;
         if granted >= quorum {
             let renew = tokio::spawn(renew(disks.clone(), names.clone(), owner));
             return Ok(Lease {
@@ -157,7 +151,6 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
                 renew,
             });
         }
-        let answered = answers.iter().filter(|a| a.is_ok()).count();
         release(disks.clone(), names.clone(), owner).await;
         if answered < quorum {
             return Err(Error::WriteQuorum {
@@ -177,17 +170,26 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
     }
 }
 
+/// Asks every disk for (or to renew) the leases; returns how many granted
+/// them and how many answered at all.
+async fn ask(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid) -> (usize, usize) {
+    let answers = join_all(
+        disks
+            .iter()
+            .map(|d| d.acquire_leases(names.to_vec(), owner, LEASE.as_millis() as u64)),
+    )
+    .await;
+    (
+        answers.iter().filter(|a| matches!(a, Ok(true))).count(),
+        answers.iter().filter(|a| a.is_ok()).count(),
+    )
+}
+
 async fn renew(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
     let quorum = disks.len() / 2 + 1;
     loop {
         tokio::time::sleep(RENEW).await;
-        let answers = join_all(
-            disks
-                .iter()
-                .map(|d| d.acquire_leases(names.clone(), owner, LEASE.as_millis() as u64)),
-        )
-        .await;
-        let granted = answers.iter().filter(|a| matches!(a, Ok(true))).count();
+        let (granted, _) = ask(&disks, &names, owner).await;
         if granted < quorum {
             tracing::warn!(
                 granted,

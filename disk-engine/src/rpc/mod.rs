@@ -15,7 +15,7 @@ pub mod wire;
 
 pub use auth::ClusterSecret;
 pub use client::{NodeClient, RemoteDisk};
-pub use server::{serve_node, NodeService, HEALTH_PATH};
+pub use server::{accept, serve_node, NodeService, HEALTH_PATH};
 
 /// HTTP/2 flow-control window of one call: a shard stream keeps several
 /// blocks in flight.

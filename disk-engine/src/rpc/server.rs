@@ -398,6 +398,21 @@ async fn read_unary(body: Incoming, digest: &str) -> Result<Bytes, DiskError> {
     Ok(bytes)
 }
 
+/// Waits for the next connection, riding out failed accepts (such as
+/// running out of file descriptors) with a short pause instead of a busy
+/// loop.
+pub async fn accept(listener: &TcpListener) -> (tokio::net::TcpStream, std::net::SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(c) => return c,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 /// Serves `service` on `listener` (HTTP/2 without TLS, prior knowledge)
 /// until `shutdown` resolves; calls in flight then get a few seconds.
 pub async fn serve_node(
@@ -419,14 +434,7 @@ pub async fn serve_node(
     tokio::pin!(shutdown);
     loop {
         let (stream, _) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+            c = accept(&listener) => c,
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
