@@ -90,6 +90,9 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
             );
         }
     }
+    if v["runsBackgroundWork"] == Value::Bool(false) {
+        println!("scheduled lifecycle passes and scrubs run on another gateway");
+    }
     let p = &v["heal"];
     if p["running"] == Value::Bool(true) {
         println!("heal: running {}", line(p));

@@ -173,7 +173,11 @@ async fn status(store: &placement::Store) -> Value {
             json!({ "tier": tier, "disks": disks, "repairBacklog": backlog })
         })
         .collect();
-    json!({ "pools": pools, "heal": store.heal_progress() })
+    json!({
+        "pools": pools,
+        "heal": store.heal_progress(),
+        "runsBackgroundWork": store.owns_background(),
+    })
 }
 
 /// Handles every admin request.

@@ -300,17 +300,22 @@ impl Scanner {
         let me = self.clone();
         let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
+            // Scheduled passes run in one gateway of a cluster (the
+            // store's background lease holder); asked-for ones anywhere.
+            let mut asked = false;
             loop {
-                let grace = (me.opts.clock.day / 4).clamp(Duration::from_secs(1), SWEEP_GRACE);
-                if let Err(e) = me.store.sweep_tier_objects(grace).await {
-                    tracing::warn!(error = %e, "tier sweep failed");
+                if asked || me.store.owns_background() {
+                    let grace = (me.opts.clock.day / 4).clamp(Duration::from_secs(1), SWEEP_GRACE);
+                    if let Err(e) = me.store.sweep_tier_objects(grace).await {
+                        tracing::warn!(error = %e, "tier sweep failed");
+                    }
+                    me.run_all().await;
                 }
-                me.run_all().await;
-                tokio::select! {
+                asked = tokio::select! {
                     _ = shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(me.opts.interval) => {}
-                    _ = me.wake.notified() => {}
-                }
+                    _ = tokio::time::sleep(me.opts.interval) => false,
+                    _ = me.wake.notified() => true,
+                };
             }
         })
     }

@@ -273,9 +273,9 @@ pub(crate) fn spawn_heal_worker(
         loop {
             let interval = *healer.interval.lock();
             let wait = interval.map(|i| i.saturating_sub(last.elapsed()));
-            tokio::select! {
+            let asked = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = healer.run_now.notified() => {}
+                _ = healer.run_now.notified() => true,
                 // A new interval or pace only re-arms the timer.
                 _ = healer.rearm.notified() => continue,
                 _ = async {
@@ -283,9 +283,15 @@ pub(crate) fn spawn_heal_worker(
                         Some(w) => tokio::time::sleep(w).await,
                         None => std::future::pending().await,
                     }
-                } => {}
-            }
+                } => false,
+            };
             let Some(store) = store.upgrade() else { return };
+            // Scheduled passes run in one gateway of a cluster; asked-for
+            // ones where they were asked.
+            if !asked && !store.owns_background() {
+                last = Instant::now();
+                continue;
+            }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = store.heal_pass() => {}

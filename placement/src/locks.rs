@@ -66,7 +66,7 @@ impl Drop for Lease {
     }
 }
 
-async fn release(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
+pub(crate) async fn release(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
     join_all(disks.iter().map(|d| d.release_leases(names.clone(), owner))).await;
 }
 
@@ -141,7 +141,7 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
     let deadline = Instant::now() + LOCK_WAIT;
     let mut backoff = Duration::from_millis(2);
     loop {
-        let (granted, answered) = ask(&disks, &names, owner).await;
+        let (granted, answered) = ask(&disks, &names, owner, LEASE).await;
         if granted >= quorum {
             let renew = tokio::spawn(renew(disks.clone(), names.clone(), owner));
             return Ok(Lease {
@@ -170,13 +170,18 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
     }
 }
 
-/// Asks every disk for (or to renew) the leases; returns how many granted
-/// them and how many answered at all.
-async fn ask(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid) -> (usize, usize) {
+/// Asks every disk for (or to renew) the leases for `ttl`; returns how many
+/// granted them and how many answered at all.
+pub(crate) async fn ask(
+    disks: &[Arc<dyn Disk>],
+    names: &[Vec<u8>],
+    owner: Uuid,
+    ttl: Duration,
+) -> (usize, usize) {
     let answers = join_all(
         disks
             .iter()
-            .map(|d| d.acquire_leases(names.to_vec(), owner, LEASE.as_millis() as u64)),
+            .map(|d| d.acquire_leases(names.to_vec(), owner, ttl.as_millis() as u64)),
     )
     .await;
     (
@@ -189,7 +194,7 @@ async fn renew(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid)
     let quorum = disks.len() / 2 + 1;
     loop {
         tokio::time::sleep(RENEW).await;
-        let (granted, _) = ask(&disks, &names, owner).await;
+        let (granted, _) = ask(&disks, &names, owner, LEASE).await;
         if granted < quorum {
             tracing::warn!(
                 granted,

@@ -40,6 +40,8 @@ pub struct Store {
     pub(crate) shutdown: CancellationToken,
     /// Healing passes (see `heal.rs`).
     pub(crate) healer: Arc<crate::heal::Healer>,
+    /// Whether this process runs scheduled background work.
+    pub(crate) background: Arc<crate::background::BackgroundLease>,
     pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -105,6 +107,7 @@ impl Store {
             let heal = crate::heal::spawn_heal_worker(me.clone(), healer.clone(), shutdown.clone());
             Store {
                 healer,
+                background: Default::default(),
                 set,
                 bucket_cache: Mutex::default(),
                 cold: std::sync::OnceLock::new(),
@@ -148,6 +151,18 @@ impl Store {
     /// the set's disks (see `locks.rs`).
     pub fn share_locks(&self) {
         self.set.locks.share(self.set.disks.clone());
+        let task = self
+            .background
+            .contend(self.set.disks.clone(), self.shutdown.clone());
+        self.workers.lock().push(task);
+    }
+
+    /// Whether this process runs the store's scheduled background work
+    /// (lifecycle passes, sweeps, scrubs): always for a store no other
+    /// process writes; otherwise only while it holds the background lease
+    /// (see `background.rs`).
+    pub fn owns_background(&self) -> bool {
+        self.background.owns()
     }
 
     /// Objects waiting in the repair queue.

@@ -142,6 +142,22 @@ async fn same_key_writers_on_two_gateways_leave_one_whole_winner() {
     let cluster = Cluster::start(4, 2, 4, 2);
     let (a, b) = (cluster.gateways[0].client(), cluster.gateways[1].client());
     a.create_bucket().bucket("data").send().await.unwrap();
+    // Scheduled background work belongs to exactly one of the gateways.
+    let owners = || {
+        cluster
+            .gateways
+            .iter()
+            .filter(|g| {
+                let out = admin_at(&g.endpoint, &["status", "--json"]).unwrap();
+                serde_json::from_str::<serde_json::Value>(&out).unwrap()["runsBackgroundWork"]
+                    == true
+            })
+            .count()
+    };
+    until(10, "one gateway to own background work", async || {
+        owners() == 1
+    })
+    .await;
     for round in 0..6u64 {
         let key = format!("race/{round}");
         let size = [900, 2 << 20][(round % 2) as usize];
