@@ -94,6 +94,10 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
         println!("scheduled lifecycle passes and scrubs run on another gateway");
     }
     let p = &v["heal"];
+    println!(
+        "heal backlog: {} writes acknowledged with disks missing since the last pass",
+        p["degradedWritesPending"]
+    );
     if p["running"] == Value::Bool(true) {
         println!("heal: running {}", line(p));
     } else {

@@ -144,6 +144,7 @@ fn stats(store: &placement::Store) -> Value {
             "shardsRewritten": r.shards_rewritten.load(Relaxed),
             "recordsRewritten": r.records_rewritten.load(Relaxed),
             "failed": r.failed.load(Relaxed),
+            "degradedWrites": r.degraded_writes.load(Relaxed),
         },
     })
 }

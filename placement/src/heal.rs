@@ -57,6 +57,10 @@ pub struct HealProgress {
     pub last_error: Option<String>,
     /// The namespace being healed.
     pub namespace: String,
+    /// Writes acknowledged with some disk missing since the last finished
+    /// pass started: what the next pass has to bring back to full
+    /// redundancy (filled in when read).
+    pub degraded_writes_pending: u64,
 }
 
 /// Runs passes for a store: on demand and every scrub interval.
@@ -66,6 +70,8 @@ pub struct Healer {
     rearm: Notify,
     interval: Mutex<Option<Duration>>,
     bytes_per_sec: Mutex<u64>,
+    /// Degraded writes counted when the last finished pass started.
+    healed_mark: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Healer {
@@ -76,6 +82,7 @@ impl Default for Healer {
             rearm: Notify::new(),
             interval: Mutex::new(None),
             bytes_per_sec: Mutex::new(DEFAULT_HEAL_BYTES_PER_SEC),
+            healed_mark: Default::default(),
         }
     }
 }
@@ -106,7 +113,19 @@ impl Store {
 
     /// The progress of the current or last healing pass.
     pub fn heal_progress(&self) -> HealProgress {
-        self.healer.progress()
+        let mut p = self.healer.progress();
+        p.degraded_writes_pending = self
+            .degraded_writes()
+            .saturating_sub(self.healer.healed_mark.load(Relaxed));
+        p
+    }
+
+    /// Degraded writes of this store and its cold pool since start.
+    fn degraded_writes(&self) -> u64 {
+        let cold = self
+            .cold_pool()
+            .map_or(0, |c| c.repair_stats().degraded_writes.load(Relaxed));
+        self.repair_stats().degraded_writes.load(Relaxed) + cold
     }
 
     /// Runs a pass every `interval` (`None`: only on demand), verifying at
@@ -119,6 +138,7 @@ impl Store {
 
     /// Heals every key of this store and then of its cold pool.
     pub async fn heal_pass(&self) {
+        let mark = self.degraded_writes();
         {
             let mut p = self.healer.progress.lock();
             *p = HealProgress {
@@ -208,6 +228,19 @@ impl Store {
                     None => break,
                 }
             }
+        }
+        // Degraded writes count as healed only if every disk was there to
+        // take its copies.
+        let mut all_online = true;
+        for store in &stores {
+            all_online &= store
+                .disk_status()
+                .await
+                .iter()
+                .all(|d| matches!(d.health, disk_engine::DiskHealth::Online { .. }));
+        }
+        if all_online {
+            self.healer.healed_mark.store(mark, Relaxed);
         }
         let mut p = self.healer.progress.lock();
         p.running = false;

@@ -56,6 +56,9 @@ pub struct RepairStats {
     pub records_rewritten: AtomicU64,
     /// Repairs that failed.
     pub failed: AtomicU64,
+    /// Writes acknowledged while some disk of the set did not take them:
+    /// below full redundancy until healed.
+    pub degraded_writes: AtomicU64,
 }
 
 /// The sending side of the repair queue, held by the set.

@@ -505,6 +505,12 @@ impl ErasureSet {
                 }
             });
         }
+        if stored < self.width() {
+            self.repair
+                .stats
+                .degraded_writes
+                .fetch_add(1, Ordering::Relaxed);
+        }
         let keep: Vec<Uuid> = object.data_ids().collect();
         let mut released = Vec::new();
         for (slot, r) in results.into_iter().enumerate() {

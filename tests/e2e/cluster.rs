@@ -124,7 +124,15 @@ async fn two_gateways_serve_one_cluster_through_a_node_kill() {
         cluster.gateways[0].log()
     );
     assert!(during > 10, "only {during} writes while the node was down");
-    // Everything acknowledged reads back through both gateways.
+    // All shards healed afterwards: after a heal pass, with another node
+    // gone, everything acknowledged still reads back through both gateways.
+    let out = admin_at(&cluster.gateways[0].endpoint, &["heal"]).unwrap();
+    assert!(
+        out.contains("healed:") && out.contains(" 0 failed"),
+        "{out}"
+    );
+    cluster.nodes[0].kill();
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let all = acked.lock().clone();
     for (k, s) in &all {
         let want = Pattern::bytes(*s, size_of(*s));
@@ -292,10 +300,15 @@ async fn a_node_that_missed_writes_and_a_wiped_disk_are_healed() {
     }
     cluster.nodes[2].start();
     tokio::time::sleep(Duration::from_secs(3)).await;
+    let pending = heal_progress(&gw)["degradedWritesPending"]
+        .as_u64()
+        .unwrap();
+    assert!(pending >= 24, "{pending} degraded writes counted");
     let out = admin_at(&gw, &["heal"]).unwrap();
     assert!(out.contains("healed:"), "{out}");
     let p = heal_progress(&gw);
     assert_eq!(p["failed"], 0, "{p}");
+    assert_eq!(p["degradedWritesPending"], 0, "{p}");
     assert!(p["shardsRebuilt"].as_u64().unwrap() >= 24, "{p}");
     assert!(p["recordsRewritten"].as_u64().unwrap() >= 24, "{p}");
     let secs = (p["finishedAt"].as_u64().unwrap() - p["startedAt"].as_u64().unwrap()).max(1);
