@@ -298,6 +298,9 @@ async fn a_node_that_missed_writes_and_a_wiped_disk_are_healed() {
         put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
         objects.push((key, i));
     }
+    // A gateway started while the node is down serves everything.
+    cluster.add_gateway();
+    read_all(&cluster.gateways[1].client(), &objects).await;
     cluster.nodes[2].start();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let pending = heal_progress(&gw)["degradedWritesPending"]
@@ -423,4 +426,56 @@ async fn a_partitioned_node_is_skipped_and_healed_when_it_returns() {
     read_all(&c, &objects).await;
     eprintln!("40 requests during the partition took {took:?}");
     assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_pool_added_to_a_running_cluster_takes_cold_objects() {
+    let mut cluster = Cluster::start(4, 1, 2, 1);
+    let c = cluster.gateways[0].client();
+    c.create_bucket().bucket("data").send().await.unwrap();
+    let old: Vec<(String, u64)> = (0..6u64).map(|i| (format!("old/{i}"), i)).collect();
+    for (k, s) in &old {
+        put(&c, k, &Pattern::bytes(*s, size_of(*s))).await.unwrap();
+    }
+    // Storage classes of the cold pool are refused while there is none.
+    let refused = c
+        .put_object()
+        .bucket("data")
+        .key("early")
+        .storage_class(aws_sdk_s3::types::StorageClass::Glacier)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await;
+    assert!(refused.is_err());
+    cluster.add_cold_pool(4, 1, 2);
+    cluster.restart_gateways();
+    let c = cluster.gateways[0].client();
+    read_all(&c, &old).await;
+    let body = Pattern::bytes(99, 3 << 20);
+    c.put_object()
+        .bucket("data")
+        .key("archived")
+        .storage_class(aws_sdk_s3::types::StorageClass::Glacier)
+        .body(ByteStream::from(body.clone()))
+        .send()
+        .await
+        .unwrap();
+    let head = c
+        .head_object()
+        .bucket("data")
+        .key("archived")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.storage_class().map(|s| s.as_str()), Some("GLACIER"));
+    assert_eq!(get(&c, "archived").await.unwrap(), body);
+    // Its bytes are on the cold pool's nodes.
+    let cold_files: usize = cluster.nodes[4..]
+        .iter()
+        .map(|n| crate::harness::files_under(&n.disks[0].join("shards")).len())
+        .sum();
+    assert!(
+        cold_files >= 4,
+        "{cold_files} shard files on the cold nodes"
+    );
 }

@@ -164,6 +164,57 @@ impl Cluster {
         c
     }
 
+    /// Starts `nodes` more nodes of `disks` disks each (on 127.0.0.20 and
+    /// up) and adds them to the cluster file as a cold pool with `parity`.
+    /// Running gateways see it once restarted.
+    pub fn add_cold_pool(&mut self, nodes: usize, disks: usize, parity: usize) {
+        let port = self.nodes[0]
+            .address
+            .rsplit_once(':')
+            .unwrap()
+            .1
+            .to_string();
+        let mut specs = Vec::new();
+        for i in 0..nodes {
+            let dir = self.root.path().join(format!("cold{}", i + 1));
+            let mut n = Node {
+                address: format!("127.0.0.{}:{port}", i + 20),
+                disks: (1..=disks).map(|d| dir.join(format!("d{d}"))).collect(),
+                log: self.root.path().join(format!("cold{}.log", i + 1)),
+                child: None,
+            };
+            specs.push(format!(
+                "\"{}:{}/d{{1...{disks}}}\"",
+                n.address,
+                dir.display()
+            ));
+            n.start();
+            self.nodes.push(n);
+        }
+        let mut text = std::fs::read_to_string(&self.cluster_file).unwrap();
+        text.push_str(&format!(
+            "\n[[pool]]\ntier = \"cold\"\nparity = {parity}\ndisks = [{}]\n",
+            specs.join(", ")
+        ));
+        std::fs::write(&self.cluster_file, text).unwrap();
+    }
+
+    /// Stops every gateway and starts as many again (they read the cluster
+    /// file anew).
+    pub fn restart_gateways(&mut self) {
+        let n = self.gateways.len();
+        for g in &mut self.gateways {
+            if let Some(mut c) = g.child.take() {
+                unsafe_kill(c.id(), "TERM");
+                let _ = c.wait();
+            }
+        }
+        self.gateways.clear();
+        for _ in 0..n {
+            self.add_gateway();
+        }
+    }
+
     /// Starts one more gateway.
     pub fn add_gateway(&mut self) {
         self.add_gateway_with(&[]);
