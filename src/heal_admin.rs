@@ -76,18 +76,35 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
             disks.len(),
             pool["repairBacklog"]
         );
+        // Disks of a cluster are labelled NODE:/PATH and shown under their
+        // node (slots alternate between nodes); local ones as they are.
+        let mut by_node: std::collections::BTreeMap<&str, Vec<(&Value, String)>> =
+            Default::default();
         for d in &disks {
-            let detail = if d["state"] == "online" {
-                format!("{} free of {}", mib(&d["freeBytes"]), mib(&d["totalBytes"]))
-            } else {
-                d["reason"].as_str().unwrap_or("").to_string()
+            let label = d["disk"].as_str().unwrap_or("?");
+            let (node, path) = match label.split_once(":/") {
+                Some((n, p)) => (n, format!("/{p}")),
+                None => ("", label.to_string()),
             };
-            println!(
-                "  {:>2}  {:<7}  {}  {detail}",
-                d["slot"],
-                d["state"].as_str().unwrap_or("?"),
-                d["disk"].as_str().unwrap_or("?")
-            );
+            by_node.entry(node).or_default().push((d, path));
+        }
+        for (node, disks) in by_node {
+            if !node.is_empty() {
+                let up = disks.iter().filter(|(d, _)| d["state"] == "online").count();
+                println!("  node {node}: {up} of {} disks online", disks.len());
+            }
+            for (d, path) in disks {
+                let detail = if d["state"] == "online" {
+                    format!("{} free of {}", mib(&d["freeBytes"]), mib(&d["totalBytes"]))
+                } else {
+                    d["reason"].as_str().unwrap_or("").to_string()
+                };
+                println!(
+                    "    slot {:>2}  {:<7}  {path}  {detail}",
+                    d["slot"],
+                    d["state"].as_str().unwrap_or("?")
+                );
+            }
         }
     }
     if v["runsBackgroundWork"] == Value::Bool(false) {

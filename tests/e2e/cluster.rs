@@ -343,6 +343,13 @@ async fn a_node_that_missed_writes_and_a_wiped_disk_are_healed() {
     assert!(wiped.join("format.json").exists());
     let status = admin_at(&gw, &["status"]).unwrap();
     assert!(status.contains("8 of 8 disks online"), "{status}");
+    assert!(
+        status.contains(&format!(
+            "node {}: 2 of 2 disks online",
+            cluster.nodes[1].address
+        )),
+        "{status}"
+    );
     // Prove the rebuild: lose node 4 and read everything again.
     cluster.nodes[3].kill();
     tokio::time::sleep(Duration::from_millis(500)).await;
