@@ -10,7 +10,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use parking_lot::Mutex;
 
-use crate::cluster_harness::{gateway_command, Cluster};
+use crate::cluster_harness::{gateway_command, Cluster, NetNs};
 use crate::harness::{admin_at, spawn_until, until, Pattern};
 
 async fn put(c: &Client, key: &str, body: &[u8]) -> Result<(), String> {
@@ -485,4 +485,48 @@ async fn a_cold_pool_added_to_a_running_cluster_takes_cold_objects() {
         cold_files >= 4,
         "{cold_files} shard files on the cold nodes"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_cut_off_by_a_network_partition_is_skipped_and_healed() {
+    if !NetNs::available() {
+        eprintln!("SKIPPED: network namespaces need root and `ip`");
+        return;
+    }
+    // Node 4 runs in a network namespace joined by a veth pair.
+    let mut cluster = Cluster::start_isolated(4, 2, 2, 1, 1);
+    let gw = cluster.gateways[0].endpoint.clone();
+    let c = cluster.gateways[0].client();
+    c.create_bucket().bucket("data").send().await.unwrap();
+    let mut objects = Vec::new();
+    for i in 0..8u64 {
+        let key = format!("before/{i}");
+        put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
+        objects.push((key, i));
+    }
+    // The partition: the node keeps running, its packets go nowhere.
+    let ns = cluster.nodes[3].netns.as_ref().unwrap();
+    ns.set_connected(false);
+    let started = std::time::Instant::now();
+    for i in 100..120u64 {
+        let key = format!("cut-off/{i}");
+        put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
+        objects.push((key, i));
+    }
+    read_all(&c, &objects).await;
+    let took = started.elapsed();
+    ns.set_connected(true);
+    // Back: used again once its liveness probe answers, then healed.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let out = admin_at(&gw, &["heal"]).unwrap();
+    assert!(
+        out.contains("healed:") && out.contains(" 0 failed"),
+        "{out}"
+    );
+    let status = admin_at(&gw, &["status"]).unwrap();
+    assert!(status.contains("8 of 8 disks online"), "{status}");
+    cluster.nodes[0].kill();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    read_all(&c, &objects).await;
+    eprintln!("48 requests across the partition took {took:?}");
 }

@@ -28,6 +28,103 @@ pub struct Node {
     pub disks: Vec<PathBuf>,
     log: PathBuf,
     child: Option<Child>,
+    /// The network namespace the node runs in, if any.
+    pub netns: Option<NetNs>,
+}
+
+/// A network namespace joined to the host by a veth pair: a node inside it
+/// can be cut off by a real partition (the host end's link goes down; the
+/// node keeps running and nothing answers its peers).
+pub struct NetNs {
+    name: String,
+    host_link: String,
+    /// The namespace side's address.
+    pub addr: String,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl NetNs {
+    /// Whether this process may create namespaces (root with `ip`).
+    pub fn available() -> bool {
+        let probe = format!("grprobe{}", std::process::id());
+        Command::new("ip")
+            .args(["netns", "add", &probe])
+            .output()
+            .is_ok_and(|o| o.status.success())
+            && Command::new("ip")
+                .args(["netns", "del", &probe])
+                .output()
+                .is_ok_and(|o| o.status.success())
+    }
+
+    /// A new namespace with a veth pair on its own /30.
+    pub fn new() -> NetNs {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("{}{n}", std::process::id() % 100_000);
+        let (name, host_link, ns_link) =
+            (format!("gr{tag}"), format!("grh{tag}"), format!("grn{tag}"));
+        let net = 4 * (n % 60);
+        let (a, b) = (160 + std::process::id() % 60, net);
+        let (host_addr, addr) = (
+            format!("10.{a}.{}.{}", 0, b + 1),
+            format!("10.{a}.{}.{}", 0, b + 2),
+        );
+        ip(&["netns", "add", &name]);
+        ip(&[
+            "link", "add", &host_link, "type", "veth", "peer", "name", &ns_link,
+        ]);
+        ip(&["link", "set", &ns_link, "netns", &name]);
+        ip(&["addr", "add", &format!("{host_addr}/30"), "dev", &host_link]);
+        ip(&["link", "set", &host_link, "up"]);
+        ip(&[
+            "netns",
+            "exec",
+            &name,
+            "ip",
+            "addr",
+            "add",
+            &format!("{addr}/30"),
+            "dev",
+            &ns_link,
+        ]);
+        ip(&["netns", "exec", &name, "ip", "link", "set", &ns_link, "up"]);
+        ip(&["netns", "exec", &name, "ip", "link", "set", "lo", "up"]);
+        NetNs {
+            name,
+            host_link,
+            addr,
+        }
+    }
+
+    /// Cuts the namespace off (or joins it again).
+    pub fn set_connected(&self, up: bool) {
+        ip(&[
+            "link",
+            "set",
+            &self.host_link,
+            if up { "up" } else { "down" },
+        ]);
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host_link])
+            .output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
 }
 
 /// One `granary gateway`.
@@ -46,7 +143,14 @@ fn free_port() -> u16 {
 
 impl Node {
     fn command(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_granary"));
+        let mut c = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_granary")]);
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_granary")),
+        };
         c.arg("node").arg("--disks").args(&self.disks);
         c.args(["--address", &self.address]);
         c.env("GRANARY_CLUSTER_SECRET", CLUSTER_SECRET)
@@ -116,11 +220,33 @@ impl Cluster {
     /// Starts `nodes` nodes of `disks` disks each, a hot pool of all of
     /// them with `parity`, and `gateways` gateways.
     pub fn start(nodes: usize, disks: usize, parity: usize, gateways: usize) -> Cluster {
+        Cluster::start_isolated(nodes, disks, parity, gateways, 0)
+    }
+
+    /// [`Cluster::start`] with the last `isolated` nodes each in a network
+    /// namespace of its own (see [`NetNs`]).
+    pub fn start_isolated(
+        nodes: usize,
+        disks: usize,
+        parity: usize,
+        gateways: usize,
+        isolated: usize,
+    ) -> Cluster {
         let root = tempfile::tempdir().unwrap();
         let port = free_port();
         let nodes: Vec<Node> = (0..nodes)
-            .map(|i| Node {
-                address: format!("127.0.0.{}:{port}", i + 2),
+            .map(|i| {
+                let netns = (i + isolated >= nodes).then(NetNs::new);
+                let host = match &netns {
+                    Some(ns) => ns.addr.clone(),
+                    None => format!("127.0.0.{}", i + 2),
+                };
+                (host, netns)
+            })
+            .enumerate()
+            .map(|(i, (host, netns))| Node {
+                address: format!("{host}:{port}"),
+                netns,
                 disks: (1..=disks)
                     .map(|d| {
                         root.path()
@@ -182,6 +308,7 @@ impl Cluster {
                 disks: (1..=disks).map(|d| dir.join(format!("d{d}"))).collect(),
                 log: self.root.path().join(format!("cold{}.log", i + 1)),
                 child: None,
+                netns: None,
             };
             specs.push(format!(
                 "\"{}:{}/d{{1...{disks}}}\"",
