@@ -40,6 +40,16 @@ async fn get(c: &Client, key: &str) -> Result<Vec<u8>, String> {
     Ok(body.into_bytes().to_vec())
 }
 
+/// How many times longer (and with how many more workers) the node-kill
+/// test runs than in CI: `GRANARY_E2E_CLUSTER_SCALE` (default 1).
+fn scale() -> u64 {
+    std::env::var("GRANARY_E2E_CLUSTER_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// Sizes cycling through packed, single-stripe and multi-stripe objects.
 fn size_of(i: u64) -> usize {
     [700, 40 << 10, 300 << 10, 3 << 20][(i % 4) as usize]
@@ -73,7 +83,8 @@ async fn two_gateways_serve_one_cluster_through_a_node_kill() {
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
-    for w in 0..4u64 {
+    let scale = scale();
+    for w in 0..4 * scale {
         let clients = [a.clone(), b.clone()];
         let (acked, errors, stop) = (acked.clone(), errors.clone(), stop.clone());
         workers.push(tokio::spawn(async move {
@@ -104,13 +115,13 @@ async fn two_gateways_serve_one_cluster_through_a_node_kill() {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(2 * scale)).await;
     let before_kill = acked.lock().len();
     cluster.nodes[2].kill();
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    tokio::time::sleep(Duration::from_secs(4 * scale)).await;
     let during = acked.lock().len() - before_kill;
     cluster.nodes[2].start();
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    tokio::time::sleep(Duration::from_secs(4 * scale)).await;
     stop.store(true, Ordering::Relaxed);
     for w in workers {
         w.await.unwrap();
