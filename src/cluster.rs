@@ -85,17 +85,22 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     for s in &stores {
         s.share_locks();
     }
-    let mut stores = stores.into_iter();
-    let store = stores.next().expect("a hot pool");
-    let cold = stores.next();
-    if let Some(cold) = &cold {
-        store.attach_cold_pool(cold.clone())?;
+    // Pool 0 holds every version record; later hot pools take new
+    // objects' bytes by free space, the cold pool those of cold classes.
+    let store = stores[0].clone();
+    let mut cold = None;
+    for (index, (pool, s)) in map.pools.iter().zip(&stores).enumerate().skip(1) {
+        match pool.tier {
+            disk_engine::Tier::Hot => {
+                store.attach_hot_pool(index as u32, s.clone());
+            }
+            disk_engine::Tier::Cold => {
+                store.attach_cold_pool(s.clone())?;
+                cold = Some(s.clone());
+            }
+        }
     }
-    tokio::spawn(watch_replacements(
-        map.clone(),
-        secret.clone(),
-        [Some(store.clone()), cold.clone()],
-    ));
+    tokio::spawn(watch_replacements(map.clone(), secret.clone(), stores));
     let opened = Opened {
         store,
         cold,
@@ -120,12 +125,11 @@ const REPLACEMENT_CHECK: Duration = Duration::from_secs(10);
 async fn watch_replacements(
     map: ClusterMap,
     secret: disk_engine::rpc::ClusterSecret,
-    stores: [Option<std::sync::Arc<Store>>; 2],
+    stores: Vec<std::sync::Arc<Store>>,
 ) {
     loop {
         tokio::time::sleep(REPLACEMENT_CHECK).await;
-        for (index, store) in stores.iter().enumerate() {
-            let Some(store) = store else { continue };
+        for index in 0..stores.len() {
             let (map, secret) = (map.clone(), secret.clone());
             let handle = tokio::runtime::Handle::current();
             let opened = tokio::task::spawn_blocking(move || {
@@ -135,12 +139,8 @@ async fn watch_replacements(
             match opened {
                 Ok(Ok(set)) if !set.replaced.is_empty() => {
                     tracing::warn!(pool = index, slots = ?set.replaced, "replaced disks formatted; healing");
-                    // The hot store's pass covers the cold pool too.
-                    if let Some(hot) = &stores[0] {
-                        hot.start_heal();
-                    } else {
-                        store.start_heal();
-                    }
+                    // The first pool's pass covers the others too.
+                    stores[0].start_heal();
                 }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => tracing::debug!(pool = index, error = %e, "replacement check"),

@@ -151,9 +151,24 @@ fn stats(store: &placement::Store) -> Value {
 
 /// The pools' disks with their state, the heal pass and the repair backlog.
 async fn status(store: &placement::Store) -> Value {
-    let mut pools = vec![("hot", store.disk_status().await, store.repair_backlog())];
+    let mut pools = vec![(
+        "hot".to_string(),
+        store.disk_status().await,
+        store.repair_backlog(),
+    )];
+    for (name, pool) in store.hot_pools() {
+        pools.push((
+            format!("hot ({name})"),
+            pool.disk_status().await,
+            pool.repair_backlog(),
+        ));
+    }
     if let Some(cold) = store.cold_pool() {
-        pools.push(("cold", cold.disk_status().await, cold.repair_backlog()));
+        pools.push((
+            "cold".to_string(),
+            cold.disk_status().await,
+            cold.repair_backlog(),
+        ));
     }
     let pools: Vec<Value> = pools
         .into_iter()

@@ -18,7 +18,9 @@
 //! disks form one erasure set whose slots alternate between nodes, so a
 //! node holds as few shards of the set as possible; a layout in which a
 //! node would hold more than the parity (its loss would lose data) is
-//! refused.
+//! refused. Pools are listed hot first (the first holds every version
+//! record; pools added later take new objects' bytes by free space, see
+//! `expansion.rs`), then at most one cold pool.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -177,11 +179,13 @@ impl ClusterMap {
         let shape: FileShape =
             toml::from_str(text).map_err(|e| bad(format!("cluster file: {e}")))?;
         let mut pools = Vec::new();
+        let count = shape.pools.len();
         for (i, p) in shape.pools.into_iter().enumerate() {
-            let expected = if i == 0 { Tier::Hot } else { Tier::Cold };
-            if i > 1 || p.tier != expected {
+            // Hot pools first (the first holds every version record), then
+            // at most one cold pool.
+            if (i == 0 && p.tier != Tier::Hot) || (p.tier == Tier::Cold && i + 1 != count) {
                 return Err(bad(
-                    "the cluster file takes a hot pool, then optionally a cold pool",
+                    "the cluster file lists hot pools (at least one), then at most one cold pool",
                 ));
             }
             let mut disks = Vec::new();

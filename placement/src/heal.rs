@@ -1,5 +1,6 @@
 //! Healing passes (scrub): every visible version of every key in the store
-//! — system documents, every bucket, tier objects, then the cold pool — is
+//! — system documents, every bucket, tier objects, then the cold pool and
+//! the hot pools added later — is
 //! read completely from every disk (each block's checksum verified), and
 //! whatever is missing, short, corrupt or without its record is rebuilt
 //! from the other disks. A pass runs on demand (`granary admin heal`) and
@@ -120,12 +121,14 @@ impl Store {
         p
     }
 
-    /// Degraded writes of this store and its cold pool since start.
+    /// Degraded writes of this store and its other pools since start.
     fn degraded_writes(&self) -> u64 {
-        let cold = self
-            .cold_pool()
-            .map_or(0, |c| c.repair_stats().degraded_writes.load(Relaxed));
-        self.repair_stats().degraded_writes.load(Relaxed) + cold
+        let others: u64 = self
+            .tier_pools()
+            .iter()
+            .map(|(_, p)| p.repair_stats().degraded_writes.load(Relaxed))
+            .sum();
+        self.repair_stats().degraded_writes.load(Relaxed) + others
     }
 
     /// Runs a pass every `interval` (`None`: only on demand), verifying at
@@ -149,10 +152,9 @@ impl Store {
                 ..HealProgress::default()
             };
         }
+        let pools: Vec<Arc<Store>> = self.tier_pools().into_iter().map(|(_, p)| p).collect();
         let mut stores: Vec<&Store> = vec![self];
-        if let Some(cold) = self.cold_pool() {
-            stores.push(cold);
-        }
+        stores.extend(pools.iter().map(|p| &**p));
         let mut work = Vec::new();
         for store in &stores {
             for ns in store.heal_namespaces().await {

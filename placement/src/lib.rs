@@ -18,6 +18,7 @@ mod cache;
 mod cluster;
 mod codec;
 mod error;
+mod expansion;
 mod heal;
 mod layout;
 mod listing;
@@ -70,6 +71,6 @@ pub use record::{
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
 pub use store::{DiskStatus, Store, StoreOptions};
-pub use tier::{TierBackend, COLD_TIER};
+pub use tier::{TierBackend, COLD_TIER, POOL_TIER_PREFIX};
 pub use transition::{Destination, Transitioned};
 pub use write::{BodyStream, StagedData};

@@ -44,12 +44,16 @@ impl Store {
     ) -> Result<Uuid, Error> {
         self.bucket(bucket).await?;
         let upload_id = Uuid::now_v7();
-        let layout = match cold {
-            true => self
-                .require_cold()?
+        let pool = match cold {
+            true => Some(crate::tier::COLD_TIER.to_string()),
+            false => self.pool_for_new_data(None).await,
+        };
+        let layout = match &pool {
+            Some(p) => self
+                .require_pool(p)?
                 .set
                 .layout_for(TIER_NS, &upload_id.to_string()),
-            false => self.set.layout_for(bucket, key),
+            None => self.set.layout_for(bucket, key),
         };
         let rec = UploadRecord {
             initiated_ns: now_ns(),
@@ -59,6 +63,7 @@ impl Store {
             checksum_algorithm: checksum.as_ref().map(|c| c.0.clone()),
             checksum_type: checksum.map(|c| c.1),
             cold,
+            pool,
         };
         let entry = UploadEntry {
             key: key.as_bytes().to_vec(),
@@ -123,10 +128,10 @@ impl Store {
     }
 
     /// The set an upload's parts are written to.
-    fn part_set(&self, upload: &UploadRecord) -> Result<&Arc<ErasureSet>, Error> {
-        match upload.cold {
-            true => Ok(&self.require_cold()?.set),
-            false => Ok(&self.set),
+    fn part_set(&self, upload: &UploadRecord) -> Result<Arc<ErasureSet>, Error> {
+        match upload.part_pool() {
+            Some(p) => Ok(self.require_pool(p)?.set.clone()),
+            None => Ok(self.set.clone()),
         }
     }
 
@@ -191,7 +196,7 @@ impl Store {
             return Err(Error::NoSuchUpload);
         }
         self.require_write_quorum(&results)?;
-        let cold = upload.cold;
+        let pool = upload.part_pool();
         let replaced: Vec<(usize, PartEntry)> = results
             .into_iter()
             .enumerate()
@@ -199,14 +204,19 @@ impl Store {
             .collect();
         let keep = [staged.data_id.unwrap_or_default()];
         staged.keep();
-        self.free_parts(cold, replaced, &keep).await;
+        self.free_parts(pool, replaced, &keep).await;
         Ok(rec)
     }
 
     /// Frees the data of dropped part records (each reported by a disk
-    /// slot), except ids in `keep`: on that slot's disk for parts in the hot
-    /// pool, on every disk of the cold pool for parts there.
-    async fn free_parts(&self, cold: bool, dropped: Vec<(usize, PartEntry)>, keep: &[Uuid]) {
+    /// slot), except ids in `keep`: on that slot's disk for parts in this
+    /// pool, on every disk of the pool named `pool` for parts there.
+    async fn free_parts(
+        &self,
+        pool: Option<&str>,
+        dropped: Vec<(usize, PartEntry)>,
+        keep: &[Uuid],
+    ) {
         let mut cold_ids = Vec::new();
         for (slot, old) in dropped {
             let Ok(p) = record::decode::<PartRecord>(&old.body) else {
@@ -215,7 +225,7 @@ impl Store {
             let Some(id) = p.part.data_id.filter(|id| !keep.contains(id)) else {
                 continue;
             };
-            if cold {
+            if pool.is_some() {
                 cold_ids.push(id);
             } else {
                 let _ = self.set.disks[slot].delete_shard(ShardId(id)).await;
@@ -223,7 +233,7 @@ impl Store {
         }
         cold_ids.sort();
         cold_ids.dedup();
-        if let (Some(pool), false) = (self.cold_pool(), cold_ids.is_empty()) {
+        if let (Some(pool), false) = (pool.and_then(|p| self.tier_pool(p)), cold_ids.is_empty()) {
             for id in cold_ids {
                 let _ = pool
                     .set
@@ -297,7 +307,7 @@ impl Store {
         let _guard = self.set.locks.lock(bucket, key).await?;
         // The upload may have been completed or aborted while we waited.
         self.get_upload(bucket, key, upload_id).await?;
-        if upload.cold {
+        if upload.part_pool().is_some() {
             return self
                 .complete_cold_upload(bucket, key, upload_id, upload, parts, meta, opts)
                 .await;
@@ -315,12 +325,12 @@ impl Store {
             .commit_version_locked(bucket, key, record, &all, opts, None)
             .await?;
         let keep: Vec<Uuid> = stored.data_ids().collect();
-        self.drop_upload(bucket, key, upload_id, false, &keep).await;
+        self.drop_upload(bucket, key, upload_id, None, &keep).await;
         Ok(stored)
     }
 
-    /// [`Self::complete_upload`] of an upload whose parts are in the cold
-    /// pool: the parts become a tier object there, then the version
+    /// [`Self::complete_upload`] of an upload whose parts are in another
+    /// pool (the cold pool, or a hot pool added later): the parts become a tier object there, then the version
     /// referring to it is committed. The caller holds the key lock.
     #[allow(clippy::too_many_arguments)]
     async fn complete_cold_upload(
@@ -335,7 +345,14 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
         let tier = self
-            .commit_tier_parts(upload.layout, chosen.clone(), bucket, key, &meta)
+            .commit_tier_parts(
+                upload.part_pool().unwrap_or(crate::tier::COLD_TIER),
+                upload.layout,
+                chosen.clone(),
+                bucket,
+                key,
+                &meta,
+            )
             .await?;
         let record = ObjectRecord::new_version(
             self.set.layout_for(bucket, key),
@@ -359,19 +376,21 @@ impl Store {
             }
         };
         let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
-        self.drop_upload(bucket, key, upload_id, true, &keep).await;
+        self.drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
+            .await;
         Ok(stored)
     }
 
     /// Removes the upload's records from every disk and frees the data of
-    /// its parts (in the cold pool with `cold`), except ids in `keep`.
+    /// its parts (in the pool named `pool`, else this one), except ids in
+    /// `keep`.
     /// Returns how many disks had it.
     async fn drop_upload(
         &self,
         bucket: &str,
         key: &str,
         upload_id: Uuid,
-        cold: bool,
+        pool: Option<&str>,
         keep: &[Uuid],
     ) -> usize {
         let results = self
@@ -389,7 +408,7 @@ impl Store {
                 dropped.extend(parts.into_iter().map(|p| (slot, p)));
             }
         }
-        self.free_parts(cold, dropped, keep).await;
+        self.free_parts(pool, dropped, keep).await;
         had
     }
 
@@ -428,7 +447,7 @@ impl Store {
             }
         };
         if self
-            .drop_upload(bucket, key, upload_id, upload.cold, &keep)
+            .drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
             .await
             == 0
         {

@@ -145,11 +145,17 @@ impl Store {
     ) -> Result<StagedData, Error> {
         self.bucket(bucket).await?;
         match tier {
-            Tier::Hot => {
-                let layout = self.set.layout_for(bucket, key);
-                self.set.write_data(layout, body, size_hint, true).await
+            Tier::Hot => match self.pool_for_new_data(size_hint).await {
+                Some(pool) => self.write_tier_data(&pool, body, size_hint).await,
+                None => {
+                    let layout = self.set.layout_for(bucket, key);
+                    self.set.write_data(layout, body, size_hint, true).await
+                }
+            },
+            Tier::Cold => {
+                self.write_tier_data(crate::tier::COLD_TIER, body, size_hint)
+                    .await
             }
-            Tier::Cold => self.write_tier_data(body, size_hint).await,
         }
     }
 

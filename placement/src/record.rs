@@ -236,6 +236,23 @@ pub struct UploadRecord {
     /// finished object is a tier object there.
     #[serde(default)]
     pub cold: bool,
+    /// The pool (tier name) the parts are written to when not this one:
+    /// the cold pool, or a hot pool added later. The finished object is a
+    /// tier object there. Uploads written before pools were named carry
+    /// only `cold`.
+    #[serde(default)]
+    pub pool: Option<String>,
+}
+
+impl UploadRecord {
+    /// The tier name of the pool holding the parts (`None`: this pool).
+    pub fn part_pool(&self) -> Option<&str> {
+        match (&self.pool, self.cold) {
+            (Some(p), _) => Some(p),
+            (None, true) => Some(crate::tier::COLD_TIER),
+            (None, false) => None,
+        }
+    }
 }
 
 /// One uploaded part of a multipart upload.

@@ -42,6 +42,10 @@ pub struct Store {
     pub(crate) healer: Arc<crate::heal::Healer>,
     /// Whether this process runs scheduled background work.
     pub(crate) background: Arc<crate::background::BackgroundLease>,
+    /// Hot pools added after this one, by tier name (see `expansion.rs`).
+    pub(crate) extra: parking_lot::RwLock<Vec<(String, Arc<Store>)>>,
+    /// Free space of the hot pools, cached for placing new data.
+    pub(crate) free_space: crate::expansion::FreeSpace,
     pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -108,6 +112,8 @@ impl Store {
             Store {
                 healer,
                 background: Default::default(),
+                extra: Default::default(),
+                free_space: Default::default(),
                 set,
                 bucket_cache: Mutex::default(),
                 cold: std::sync::OnceLock::new(),

@@ -31,6 +31,9 @@ use disk_engine::Tier;
 
 /// Name of the cold pool's tier in version records.
 pub const COLD_TIER: &str = "cold";
+/// Prefix of the names of hot pools added after the first ("pool-1", …):
+/// a new object's bytes may go to one of them, as a tier object.
+pub const POOL_TIER_PREFIX: &str = "pool-";
 /// Namespace of tier objects in the cold pool. Not a valid bucket name.
 pub(crate) const TIER_NS: &str = ".granary.tier";
 /// Metadata names of a tier object's owner.
@@ -43,6 +46,52 @@ impl Store {
         self.cold
             .set(cold)
             .map_err(|_| Error::InvalidArgument("a cold pool is already attached".into()))
+    }
+
+    /// Adds `pool` (pool `index` of the deployment) as a further hot pool:
+    /// new objects' bytes go to it by free space, as tier objects, while
+    /// their version records stay here. Returns its tier name.
+    pub fn attach_hot_pool(&self, index: u32, pool: Arc<Store>) -> String {
+        let name = format!("{POOL_TIER_PREFIX}{index}");
+        self.extra.write().push((name.clone(), pool));
+        name
+    }
+
+    /// The hot pools added after this one, with their tier names.
+    pub fn hot_pools(&self) -> Vec<(String, Arc<Store>)> {
+        self.extra.read().clone()
+    }
+
+    /// Every pool tier objects can live in, with its tier name: the cold
+    /// pool and the further hot pools.
+    pub(crate) fn tier_pools(&self) -> Vec<(String, Arc<Store>)> {
+        let mut out: Vec<(String, Arc<Store>)> = self
+            .cold
+            .get()
+            .map(|c| (COLD_TIER.to_string(), c.clone()))
+            .into_iter()
+            .collect();
+        out.extend(self.hot_pools());
+        out
+    }
+
+    /// The pool of the deployment named `tier` in version records.
+    pub(crate) fn tier_pool(&self, tier: &str) -> Option<Arc<Store>> {
+        if tier == COLD_TIER {
+            return self.cold.get().cloned();
+        }
+        self.extra
+            .read()
+            .iter()
+            .find(|(n, _)| n == tier)
+            .map(|(_, s)| s.clone())
+    }
+
+    pub(crate) fn require_pool(&self, tier: &str) -> Result<Arc<Store>, Error> {
+        self.tier_pool(tier).ok_or_else(|| match tier {
+            COLD_TIER => Error::InvalidArgument("this server has no cold pool".into()),
+            other => Error::InvalidArgument(format!("this server has no pool {other:?}")),
+        })
     }
 
     /// Adds (or with `None` removes) a tier outside the deployment under
@@ -92,8 +141,8 @@ impl Store {
 
     /// Deletes a tier object no version refers to any more.
     async fn delete_tiered(&self, tier: &TierRef) -> Result<(), Error> {
-        if tier.tier == COLD_TIER {
-            return delete_tier_object(self.require_cold()?, tier.id).await;
+        if let Some(pool) = self.tier_pool(&tier.tier) {
+            return delete_tier_object(&pool, tier.id).await;
         }
         self.remote_tier(&tier.tier)?.delete(tier.id).await
     }
@@ -103,25 +152,20 @@ impl Store {
         self.cold.get()
     }
 
-    pub(crate) fn require_cold(&self) -> Result<&Arc<Store>, Error> {
-        self.cold
-            .get()
-            .ok_or_else(|| Error::InvalidArgument("this server has no cold pool".into()))
-    }
-
-    /// Streams `body` into a new tier object of the cold pool; nothing
-    /// refers to it until it is committed with a version.
+    /// Streams `body` into a new tier object of the pool named `pool`;
+    /// nothing refers to it until it is committed with a version.
     pub(crate) async fn write_tier_data(
         &self,
+        pool: &str,
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
-        let cold = self.require_cold()?;
+        let store = self.require_pool(pool)?;
         let id = Uuid::now_v7();
-        let layout = cold.set.layout_for(TIER_NS, &id.to_string());
-        let mut staged = cold.set.write_data(layout, body, size_hint, true).await?;
+        let layout = store.set.layout_for(TIER_NS, &id.to_string());
+        let mut staged = store.set.write_data(layout, body, size_hint, true).await?;
         staged.tier = Some(TierRef {
-            tier: COLD_TIER.into(),
+            tier: pool.into(),
             id,
         });
         Ok(staged)
@@ -148,10 +192,12 @@ impl Store {
         Ok(tier)
     }
 
-    /// Commits the parts of a finished cold multipart upload (already in
-    /// the cold pool) as a new tier object owned by `bucket/key`.
+    /// Commits the parts of a finished multipart upload (already in the
+    /// pool named `pool`) as a new tier object owned by `bucket/key`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn commit_tier_parts(
         &self,
+        pool: &str,
         layout: ErasureLayout,
         parts: Vec<PartRef>,
         bucket: &str,
@@ -159,11 +205,11 @@ impl Store {
         meta: &ObjectMeta,
     ) -> Result<TierRef, Error> {
         let tier = TierRef {
-            tier: COLD_TIER.into(),
+            tier: pool.into(),
             id: Uuid::now_v7(),
         };
         let record = tier_record(layout, parts, true, bucket, key, meta);
-        let all = vec![true; self.require_cold()?.set.width()];
+        let all = vec![true; self.require_pool(pool)?.set.width()];
         self.commit_tier_record(&tier, record, &all, None).await?;
         Ok(tier)
     }
@@ -175,7 +221,7 @@ impl Store {
         targets: &[bool],
         pieces: Option<&crate::packed::Pieces>,
     ) -> Result<(), Error> {
-        let cold = self.require_cold()?;
+        let cold = self.require_pool(&tier.tier)?;
         let name = tier.id.to_string();
         let _guard = cold.set.locks.lock(TIER_NS, &name).await?;
         cold.set
@@ -187,7 +233,7 @@ impl Store {
     /// Removes a cold tier object's record but not its data (the parts of
     /// an upload whose completion failed stay with the upload).
     pub(crate) async fn forget_tier_object(&self, tier: &TierRef) {
-        let Ok(cold) = self.require_cold() else {
+        let Some(cold) = self.tier_pool(&tier.tier) else {
             return;
         };
         let name = tier.id.to_string();
@@ -204,7 +250,7 @@ impl Store {
     /// The shard ids a cold tier object's parts use (none for other tiers
     /// or when it cannot be read).
     pub(crate) async fn tier_object_data(&self, tier: &TierRef) -> Vec<Uuid> {
-        let (true, Some(cold)) = (tier.tier == COLD_TIER, self.cold_pool()) else {
+        let Some(cold) = self.tier_pool(&tier.tier) else {
             return Vec::new();
         };
         match cold.set.resolve_key(TIER_NS, &tier.id.to_string()).await {
@@ -222,11 +268,11 @@ impl Store {
         // A tier that is not configured (any more) makes the version
         // unavailable, not the request invalid.
         let missing = |e: Error| Error::TierUnavailable(e.to_string());
-        if tier.tier != COLD_TIER {
+        let Some(cold) = self.tier_pool(&tier.tier) else {
             let backend = self.remote_tier(&tier.tier).map_err(missing);
             return ObjectStream::deferred(async move { backend?.read(tier.id, range).await });
-        }
-        let cold = self.require_cold().cloned().map_err(missing);
+        };
+        let cold: Result<Arc<Store>, Error> = Ok(cold);
         ObjectStream::deferred(async move {
             let cold = cold?;
             let name = tier.id.to_string();

@@ -152,7 +152,7 @@ impl Store {
                 }
             }
             _ => {
-                let staged = self.write_tier_data(body, Some(size)).await?;
+                let staged = self.write_tier_data(COLD_TIER, body, Some(size)).await?;
                 let id = staged.tier.as_ref().map(|t| t.id).unwrap_or_default();
                 _held = InFlight::hold(self, id);
                 if staged.size != size {
@@ -244,7 +244,10 @@ impl Store {
     /// many were deleted.
     pub async fn sweep_tier_objects(&self, grace: Duration) -> Result<usize, Error> {
         let cutoff = crate::set::now_ns().saturating_sub(grace.as_nanos() as u64);
-        let mut deleted = self.sweep_cold(cutoff).await?;
+        let mut deleted = 0;
+        for (name, pool) in self.tier_pools() {
+            deleted += self.sweep_pool(&name, &pool, cutoff).await?;
+        }
         let remote: Vec<(String, Arc<dyn TierBackend>)> = self
             .remote
             .read()
@@ -286,11 +289,9 @@ impl Store {
         }
     }
 
-    /// [`Self::sweep_tier_objects`] of the cold pool.
-    async fn sweep_cold(&self, cutoff: u64) -> Result<usize, Error> {
-        let Some(cold) = self.cold_pool() else {
-            return Ok(0);
-        };
+    /// [`Self::sweep_tier_objects`] of one pool of the deployment (the
+    /// cold pool or a further hot pool), named `tier` in version records.
+    async fn sweep_pool(&self, tier: &str, cold: &Store, cutoff: u64) -> Result<usize, Error> {
         let mut start = ListStart::Beginning;
         let mut deleted = 0;
         loop {
@@ -327,7 +328,7 @@ impl Store {
                 }
                 tracing::info!(%id, %bucket, %key, "deleting an unreferenced tier object");
                 let tier = TierRef {
-                    tier: COLD_TIER.into(),
+                    tier: tier.into(),
                     id,
                 };
                 if tier_object.multipart {

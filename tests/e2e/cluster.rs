@@ -541,3 +541,132 @@ async fn a_node_cut_off_by_a_network_partition_is_skipped_and_healed() {
     read_all(&c, &objects).await;
     eprintln!("48 requests across the partition took {took:?}");
 }
+
+fn shard_files_of(nodes: &[crate::cluster_harness::Node]) -> usize {
+    nodes
+        .iter()
+        .flat_map(|n| &n.disks)
+        .map(|d| crate::harness::files_under(&d.join("shards")).len())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hot_pool_added_later_takes_new_objects_by_free_space() {
+    let mut cluster = Cluster::start(4, 1, 2, 1);
+    let gw = cluster.gateways[0].client();
+    gw.create_bucket().bucket("data").send().await.unwrap();
+    let old: Vec<(String, u64)> = (0..8u64).map(|i| (format!("old/{i}"), i)).collect();
+    for (k, s) in &old {
+        put(&gw, k, &Pattern::bytes(*s, size_of(*s))).await.unwrap();
+    }
+    // A second hot pool joins the cluster file; the gateway restarts.
+    cluster.add_hot_pool(4, 1, 2);
+    cluster.restart_gateways();
+    let endpoint = cluster.gateways[0].endpoint.clone();
+    let c = cluster.gateways[0].client();
+    read_all(&c, &old).await;
+    let (first, second) = (
+        shard_files_of(&cluster.nodes[..4]),
+        shard_files_of(&cluster.nodes[4..]),
+    );
+    assert_eq!(second, 0);
+    // New objects spread over both pools (the disks share one filesystem,
+    // so the two pools have the same free space: about half each).
+    let new: Vec<(String, u64)> = (0..40u64).map(|i| (format!("new/{i}"), 1000 + i)).collect();
+    let body_of = |s: u64| Pattern::bytes(s, 300 << 10);
+    for (k, s) in &new {
+        put(&c, k, &body_of(*s)).await.unwrap();
+    }
+    let multipart = Pattern::bytes(77, 11 << 20);
+    let up = c
+        .create_multipart_upload()
+        .bucket("data")
+        .key("new/multipart")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let mut done = Vec::new();
+    for (n, chunk) in multipart.chunks(6 << 20).enumerate() {
+        let part = c
+            .upload_part()
+            .bucket("data")
+            .key("new/multipart")
+            .upload_id(id)
+            .part_number(n as i32 + 1)
+            .body(ByteStream::from(chunk.to_vec()))
+            .send()
+            .await
+            .unwrap();
+        done.push(
+            aws_sdk_s3::types::CompletedPart::builder()
+                .part_number(n as i32 + 1)
+                .e_tag(part.e_tag().unwrap())
+                .build(),
+        );
+    }
+    c.complete_multipart_upload()
+        .bucket("data")
+        .key("new/multipart")
+        .upload_id(id)
+        .multipart_upload(
+            aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                .set_parts(Some(done))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (first_now, second_now) = (
+        shard_files_of(&cluster.nodes[..4]),
+        shard_files_of(&cluster.nodes[4..]),
+    );
+    assert!(
+        second_now >= 4 * 5,
+        "only {second_now} shard files in the new pool"
+    );
+    assert!(
+        first_now >= first + 4 * 5,
+        "the first pool took almost nothing new"
+    );
+    for (k, s) in &new {
+        assert_eq!(get(&c, k).await.unwrap(), body_of(*s), "{k}");
+    }
+    assert_eq!(get(&c, "new/multipart").await.unwrap(), multipart);
+    read_all(&c, &old).await;
+    let listed = c
+        .list_objects_v2()
+        .bucket("data")
+        .prefix("new/")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.contents().len(), 41);
+    let status = admin_at(&endpoint, &["status"]).unwrap();
+    assert!(
+        status.contains("hot (pool-1) pool: 4 of 4 disks online"),
+        "{status}"
+    );
+    // A heal pass covers the new pool; deleting objects frees its space.
+    let out = admin_at(&endpoint, &["heal"]).unwrap();
+    assert!(out.contains(" 0 failed"), "{out}");
+    for (k, _) in &new {
+        c.delete_object()
+            .bucket("data")
+            .key(k)
+            .send()
+            .await
+            .unwrap();
+    }
+    c.delete_object()
+        .bucket("data")
+        .key("new/multipart")
+        .send()
+        .await
+        .unwrap();
+    until(30, "the new pool's shard files to be freed", async || {
+        shard_files_of(&cluster.nodes[4..]) == 0
+    })
+    .await;
+    read_all(&c, &old).await;
+}

@@ -294,6 +294,16 @@ impl Cluster {
     /// up) and adds them to the cluster file as a cold pool with `parity`.
     /// Running gateways see it once restarted.
     pub fn add_cold_pool(&mut self, nodes: usize, disks: usize, parity: usize) {
+        self.add_pool("cold", 20, nodes, disks, parity);
+    }
+
+    /// [`Cluster::add_cold_pool`] for a further hot pool (on 127.0.0.30
+    /// and up).
+    pub fn add_hot_pool(&mut self, nodes: usize, disks: usize, parity: usize) {
+        self.add_pool("hot", 30, nodes, disks, parity);
+    }
+
+    fn add_pool(&mut self, tier: &str, first: usize, nodes: usize, disks: usize, parity: usize) {
         let port = self.nodes[0]
             .address
             .rsplit_once(':')
@@ -302,11 +312,11 @@ impl Cluster {
             .to_string();
         let mut specs = Vec::new();
         for i in 0..nodes {
-            let dir = self.root.path().join(format!("cold{}", i + 1));
+            let dir = self.root.path().join(format!("{tier}{}", first + i));
             let mut n = Node {
-                address: format!("127.0.0.{}:{port}", i + 20),
+                address: format!("127.0.0.{}:{port}", first + i),
                 disks: (1..=disks).map(|d| dir.join(format!("d{d}"))).collect(),
-                log: self.root.path().join(format!("cold{}.log", i + 1)),
+                log: self.root.path().join(format!("{tier}{}.log", first + i)),
                 child: None,
                 netns: None,
             };
@@ -320,7 +330,7 @@ impl Cluster {
         }
         let mut text = std::fs::read_to_string(&self.cluster_file).unwrap();
         text.push_str(&format!(
-            "\n[[pool]]\ntier = \"cold\"\nparity = {parity}\ndisks = [{}]\n",
+            "\n[[pool]]\ntier = \"{tier}\"\nparity = {parity}\ndisks = [{}]\n",
             specs.join(", ")
         ));
         std::fs::write(&self.cluster_file, text).unwrap();
