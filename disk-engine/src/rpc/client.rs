@@ -44,6 +44,21 @@ const PING_TIMEOUT: Duration = Duration::from_secs(4);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Longest wait for one call's answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Calls that only read, and so may be repeated once when they fail fast.
+const READ_ONLY: &[&str] = &[
+    "probe",
+    "health",
+    "read_shard",
+    "shard_len",
+    "get_records",
+    "read_piece",
+    "list_records",
+    "get_upload",
+    "list_uploads",
+    "list_parts",
+];
+/// A read that failed within this long is tried once more.
+const RETRY_WITHIN: Duration = Duration::from_secs(1);
 /// Blocks of a shard stream queued ahead of the connection.
 const STREAM_QUEUE: usize = 4;
 
@@ -161,6 +176,18 @@ impl NodeClient {
         req: Request<RpcBody>,
         timeout: Option<Duration>,
     ) -> Result<Bytes, DiskError> {
+        self.send_once(nonce, req, timeout, true).await
+    }
+
+    /// [`Self::send`]; a failure to reach the node marks it skipped only
+    /// with `final_try`.
+    async fn send_once(
+        &self,
+        nonce: String,
+        req: Request<RpcBody>,
+        timeout: Option<Duration>,
+        final_try: bool,
+    ) -> Result<Bytes, DiskError> {
         let exchange = async {
             let resp = self
                 .client
@@ -197,7 +224,7 @@ impl NodeClient {
             None => exchange.await,
         };
         let (status, result, crc, sig, body) = answered.inspect_err(|e| {
-            if e.is_disk_failure() {
+            if final_try && e.is_disk_failure() {
                 self.skip()
             }
         })?;
@@ -244,8 +271,26 @@ impl NodeClient {
         self.check_skipped()?;
         let body = wire::encode(args);
         let digest = auth::body_digest(&body);
-        let (nonce, req) = self.request(op, disk, digest, RpcBody::Full(Some(body)));
-        self.send(nonce, req, Some(CALL_TIMEOUT)).await
+        // A read that failed fast (a pooled connection the node had
+        // closed, a reset) is tried once more on a fresh connection before
+        // the node counts as gone; writes are not repeated.
+        let retry = READ_ONLY.contains(&op);
+        let started = std::time::Instant::now();
+        let (nonce, req) =
+            self.request(op, disk, digest.clone(), RpcBody::Full(Some(body.clone())));
+        match self.send_once(nonce, req, Some(CALL_TIMEOUT), !retry).await {
+            Err(e) if retry && e.is_disk_failure() && started.elapsed() < RETRY_WITHIN => {
+                tracing::debug!(node = self.address(), op, error = %e, "retrying a read");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let (nonce, req) = self.request(op, disk, digest, RpcBody::Full(Some(body)));
+                self.send_once(nonce, req, Some(CALL_TIMEOUT), true).await
+            }
+            Err(e) if retry && e.is_disk_failure() => {
+                self.skip();
+                Err(e)
+            }
+            other => other,
+        }
     }
 
     /// What the node's directory `disk` holds.
