@@ -275,6 +275,21 @@ async fn a_gateway_without_the_cluster_secret_gets_nothing() {
     assert!(cluster.nodes[0].log().contains("internal RPC refused"));
 }
 
+/// Writes objects `prefix/i` for `i` in `seeds`, each the pattern of its
+/// seed in the size `size_of` gives, and adds them to `objects`.
+async fn write_batch(
+    c: &Client,
+    prefix: &str,
+    seeds: std::ops::Range<u64>,
+    objects: &mut Vec<(String, u64)>,
+) {
+    for i in seeds {
+        let key = format!("{prefix}/{i}");
+        put(c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
+        objects.push((key, i));
+    }
+}
+
 fn heal_progress(endpoint: &str) -> serde_json::Value {
     let out = admin_at(endpoint, &["status", "--json"]).unwrap();
     serde_json::from_str::<serde_json::Value>(&out).unwrap()["heal"].clone()
@@ -297,18 +312,10 @@ async fn a_node_that_missed_writes_and_a_wiped_disk_are_healed() {
     let c = cluster.gateways[0].client();
     c.create_bucket().bucket("data").send().await.unwrap();
     let mut objects = Vec::new();
-    for i in 0..12u64 {
-        let key = format!("before/{i}");
-        put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
-        objects.push((key, i));
-    }
+    write_batch(&c, "before", 0..12, &mut objects).await;
     // Node 3 misses a batch of writes.
     cluster.nodes[2].kill();
-    for i in 100..124u64 {
-        let key = format!("while-down/{i}");
-        put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
-        objects.push((key, i));
-    }
+    write_batch(&c, "while-down", 100..124, &mut objects).await;
     // A gateway started while the node is down serves everything.
     cluster.add_gateway();
     read_all(&cluster.gateways[1].client(), &objects).await;
@@ -424,11 +431,7 @@ async fn a_partitioned_node_is_skipped_and_healed_when_it_returns() {
     cluster.nodes[1].freeze();
     let started = std::time::Instant::now();
     let mut objects = Vec::new();
-    for i in 0..20u64 {
-        let key = format!("partitioned/{i}");
-        put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
-        objects.push((key, i));
-    }
+    write_batch(&c, "partitioned", 0..20, &mut objects).await;
     read_all(&c, &objects).await;
     let took = started.elapsed();
     cluster.nodes[1].thaw();
@@ -451,10 +454,8 @@ async fn a_cold_pool_added_to_a_running_cluster_takes_cold_objects() {
     let mut cluster = Cluster::start(4, 1, 2, 1);
     let c = cluster.gateways[0].client();
     c.create_bucket().bucket("data").send().await.unwrap();
-    let old: Vec<(String, u64)> = (0..6u64).map(|i| (format!("old/{i}"), i)).collect();
-    for (k, s) in &old {
-        put(&c, k, &Pattern::bytes(*s, size_of(*s))).await.unwrap();
-    }
+    let mut old = Vec::new();
+    write_batch(&c, "old", 0..6, &mut old).await;
     // Storage classes of the cold pool are refused while there is none.
     let refused = c
         .put_object()
@@ -510,20 +511,12 @@ async fn a_node_cut_off_by_a_network_partition_is_skipped_and_healed() {
     let c = cluster.gateways[0].client();
     c.create_bucket().bucket("data").send().await.unwrap();
     let mut objects = Vec::new();
-    for i in 0..8u64 {
-        let key = format!("before/{i}");
-        put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
-        objects.push((key, i));
-    }
+    write_batch(&c, "before", 0..8, &mut objects).await;
     // The partition: the node keeps running, its packets go nowhere.
     let ns = cluster.nodes[3].netns.as_ref().unwrap();
     ns.set_connected(false);
     let started = std::time::Instant::now();
-    for i in 100..120u64 {
-        let key = format!("cut-off/{i}");
-        put(&c, &key, &Pattern::bytes(i, size_of(i))).await.unwrap();
-        objects.push((key, i));
-    }
+    write_batch(&c, "cut-off", 100..120, &mut objects).await;
     read_all(&c, &objects).await;
     let took = started.elapsed();
     ns.set_connected(true);
@@ -555,10 +548,8 @@ async fn a_hot_pool_added_later_takes_new_objects_by_free_space() {
     let mut cluster = Cluster::start(4, 1, 2, 1);
     let gw = cluster.gateways[0].client();
     gw.create_bucket().bucket("data").send().await.unwrap();
-    let old: Vec<(String, u64)> = (0..8u64).map(|i| (format!("old/{i}"), i)).collect();
-    for (k, s) in &old {
-        put(&gw, k, &Pattern::bytes(*s, size_of(*s))).await.unwrap();
-    }
+    let mut old = Vec::new();
+    write_batch(&gw, "old", 0..8, &mut old).await;
     // A second hot pool joins the cluster file; the gateway restarts.
     cluster.add_hot_pool(4, 1, 2);
     cluster.restart_gateways();
