@@ -241,17 +241,14 @@ impl Store {
         pieces: Option<&Pieces>,
     ) -> Result<ObjectRecord, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        // With other gateways writing too, their clocks may run ahead of
-        // this one: the new version's time is taken past the key's newest,
-        // so a write committed later always wins (read-after-write holds
-        // across gateways).
-        if opts.condition.is_some() || self.set.locks.is_shared() {
-            let state = self.set.resolve_key(bucket, key).await?;
-            check_condition(&state, opts)?;
-            if let Some(newest) = state.versions.iter().map(|v| v.record.stamp.mtime_ns).max() {
-                self.set.clock_at_least(newest);
+        let state = match opts.condition {
+            Some(_) => {
+                let state = self.set.resolve_key(bucket, key).await?;
+                check_condition(&state, opts)?;
+                Some(state)
             }
-        }
+            None => None,
+        };
         self.set
             .commit_record(
                 bucket,
@@ -260,6 +257,7 @@ impl Store {
                 targets,
                 versioning == Versioning::Enabled,
                 pieces,
+                state.as_ref(),
             )
             .await
     }
@@ -408,6 +406,7 @@ impl Store {
                 &all,
                 versioning == Versioning::Enabled,
                 None,
+                None,
             )
             .await?;
         Ok(DeleteOutcome {
@@ -519,7 +518,7 @@ impl Store {
         let mut object = found.object.clone();
         object.tags = tags;
         self.set
-            .rewrite_record(bucket, key, object, &found.holders)
+            .rewrite_record(bucket, key, object, &found.holders, &state)
             .await
     }
 

@@ -226,9 +226,33 @@ impl ErasureSet {
     }
 
     /// A fresh stamp: modification times never go backwards in this process.
-    /// Makes every later stamp of this set newer than `mtime_ns`.
-    pub(crate) fn clock_at_least(&self, mtime_ns: u64) {
-        self.last_mtime.fetch_max(mtime_ns, Ordering::Relaxed);
+    /// A stamp for a new write of `ns/key`, taken by the holder of the
+    /// key's lock. When other gateways write the same disks their clocks
+    /// may run ahead of this one: the stamp then goes past the key's newest
+    /// write — from `seen`, the key as the caller just resolved it, or read
+    /// now — so a write committed later always wins (read-after-write
+    /// holds across gateways, for overwrites, delete markers and rewrites
+    /// alike).
+    async fn stamp_for(
+        &self,
+        ns: &str,
+        key: &str,
+        seen: Option<&KeyState>,
+    ) -> Result<Stamp, Error> {
+        if self.locks.is_shared() {
+            let resolved;
+            let state = match seen {
+                Some(s) => s,
+                None => {
+                    resolved = self.resolve_key(ns, key).await?;
+                    &resolved
+                }
+            };
+            if let Some(newest) = state.versions.iter().map(|v| v.record.stamp.mtime_ns).max() {
+                self.last_mtime.fetch_max(newest, Ordering::Relaxed);
+            }
+        }
+        Ok(self.next_stamp())
     }
 
     pub(crate) fn next_stamp(&self) -> Stamp {
@@ -426,8 +450,11 @@ impl ErasureSet {
     /// Writes `object` as a new version of `key` to the disks in `targets`
     /// and returns the stored record: with `versioned`, under a new version
     /// id (the write's UUIDv7); otherwise as the null version, replacing the
-    /// previous null version. The modification time is set now. The caller
-    /// holds the key lock. See [`Self::write_record`] for durability.
+    /// previous null version. The modification time is set now (see
+    /// [`Self::stamp_for`]; `seen` is the key as the caller resolved it
+    /// under the lock, if it did). The caller holds the key lock. See
+    /// [`Self::write_record`] for durability.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn commit_record(
         &self,
         ns: &str,
@@ -436,8 +463,9 @@ impl ErasureSet {
         targets: &[bool],
         versioned: bool,
         pieces: Option<&Pieces>,
+        seen: Option<&KeyState>,
     ) -> Result<ObjectRecord, Error> {
-        let stamp = self.next_stamp();
+        let stamp = self.stamp_for(ns, key, seen).await?;
         object.mtime_ns = stamp.mtime_ns;
         object.version_id = versioned.then_some(stamp.write_id);
         self.write_record(ns, key, object, targets, stamp, pieces)
@@ -446,15 +474,17 @@ impl ErasureSet {
 
     /// Writes a changed copy of an existing version (same id and
     /// modification time, e.g. new tags) under a fresh stamp, so it wins
-    /// over the copy it replaces on every disk. The caller holds the key lock.
+    /// over the copy it replaces on every disk. The caller holds the key lock
+    /// and resolved the key under it (`seen`).
     pub(crate) async fn rewrite_record(
         &self,
         ns: &str,
         key: &str,
         object: ObjectRecord,
         targets: &[bool],
+        seen: &KeyState,
     ) -> Result<ObjectRecord, Error> {
-        let stamp = self.next_stamp();
+        let stamp = self.stamp_for(ns, key, Some(seen)).await?;
         self.write_record(ns, key, object, targets, stamp, None)
             .await
     }

@@ -89,7 +89,7 @@ impl Store {
         };
         let all = vec![true; self.set.width()];
         self.set
-            .commit_record(SYSTEM_NS, path, obj, &all, false, None)
+            .commit_record(SYSTEM_NS, path, obj, &all, false, None, None)
             .await?;
         Ok(())
     }

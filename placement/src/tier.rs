@@ -224,8 +224,13 @@ impl Store {
         let cold = self.require_pool(&tier.tier)?;
         let name = tier.id.to_string();
         let _guard = cold.set.locks.lock(TIER_NS, &name).await?;
+        // A tier object's id is new: there is no earlier write of it.
+        let fresh = crate::set::KeyState {
+            versions: Vec::new(),
+            responded: Vec::new(),
+        };
         cold.set
-            .commit_record(TIER_NS, &name, record, targets, false, pieces)
+            .commit_record(TIER_NS, &name, record, targets, false, pieces, Some(&fresh))
             .await?;
         Ok(())
     }

@@ -234,7 +234,9 @@ impl Store {
             return Ok(false);
         }
         let all = vec![true; self.set.width()];
-        self.set.rewrite_record(bucket, key, after, &all).await?;
+        self.set
+            .rewrite_record(bucket, key, after, &all, &state)
+            .await?;
         Ok(true)
     }
 

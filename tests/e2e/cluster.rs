@@ -388,6 +388,44 @@ async fn a_later_write_wins_even_from_a_gateway_whose_clock_lags() {
         for c in [&fast, &slow] {
             assert_eq!(get(c, &key).await.unwrap(), b"written later, behind");
         }
+        // Tags set and a delete made later from the lagging gateway win too.
+        put(&fast, &key, b"again from the gateway ahead")
+            .await
+            .unwrap();
+        let tags = aws_sdk_s3::types::Tagging::builder()
+            .tag_set(
+                aws_sdk_s3::types::Tag::builder()
+                    .key("by")
+                    .value("slow")
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap();
+        slow.put_object_tagging()
+            .bucket("data")
+            .key(&key)
+            .tagging(tags)
+            .send()
+            .await
+            .unwrap();
+        let seen = fast
+            .get_object_tagging()
+            .bucket("data")
+            .key(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(seen.tag_set().len(), 1, "the later tagging was lost");
+        slow.delete_object()
+            .bucket("data")
+            .key(&key)
+            .send()
+            .await
+            .unwrap();
+        for c in [&fast, &slow] {
+            assert!(get(c, &key).await.is_err(), "{key} survived a later delete");
+        }
     }
 }
 
