@@ -95,46 +95,36 @@ pub fn render(gw: &Gateway) -> String {
         return o.0;
     };
     let status = scanner.status();
-    o.family(
-        "granary_lifecycle_passes_total",
-        "counter",
-        "Lifecycle passes finished per bucket.",
-    );
-    for (bucket, b) in &status {
-        o.sample(
-            "granary_lifecycle_passes_total",
-            &[("bucket", bucket)],
-            b.passes as f64,
-        );
-    }
-    o.family(
-        "granary_lifecycle_last_pass_age_seconds",
-        "gauge",
-        "Seconds since the last finished lifecycle pass of the bucket (-1: none yet).",
-    );
     let now = now_ns();
-    for (bucket, b) in &status {
-        let age = match b.last_finished_ns {
-            0 => -1.0,
-            t => now.saturating_sub(t) as f64 / 1e9,
-        };
-        o.sample(
+    type BucketField = fn(&lifecycle::BucketStatus, u64) -> f64;
+    let per_bucket: [(&str, &str, &str, BucketField); 3] = [
+        (
+            "granary_lifecycle_passes_total",
+            "counter",
+            "Lifecycle passes finished per bucket.",
+            |b, _| b.passes as f64,
+        ),
+        (
             "granary_lifecycle_last_pass_age_seconds",
-            &[("bucket", bucket)],
-            age,
-        );
-    }
-    o.family(
-        "granary_lifecycle_running",
-        "gauge",
-        "1 while a lifecycle pass of the bucket runs.",
-    );
-    for (bucket, b) in &status {
-        o.sample(
+            "gauge",
+            "Seconds since the last finished lifecycle pass of the bucket (-1: none yet).",
+            |b, now| match b.last_finished_ns {
+                0 => -1.0,
+                t => now.saturating_sub(t) as f64 / 1e9,
+            },
+        ),
+        (
             "granary_lifecycle_running",
-            &[("bucket", bucket)],
-            u8::from(b.running) as f64,
-        );
+            "gauge",
+            "1 while a lifecycle pass of the bucket runs.",
+            |b, _| u8::from(b.running) as f64,
+        ),
+    ];
+    for (name, kind, help, field) in per_bucket {
+        o.family(name, kind, help);
+        for (bucket, b) in &status {
+            o.sample(name, &[("bucket", bucket)], field(b, now));
+        }
     }
     type Field = fn(&lifecycle::RuleStats) -> u64;
     let per_rule: [(&str, &str, &str, Field); 8] = [

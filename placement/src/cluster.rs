@@ -242,6 +242,9 @@ impl ClusterMap {
 /// The slots of a pool on its nodes.
 struct RemoteSlots {
     disks: Vec<(Arc<NodeClient>, NodeDisk)>,
+    /// What each disk held when the pool was opened (or why it did not
+    /// answer), asked once of all of them at the same time.
+    probed: Vec<Result<DirState, String>>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -255,11 +258,10 @@ impl Slots for RemoteSlots {
     }
 
     fn probe(&self, slot: usize) -> DirState {
-        let (node, d) = &self.disks[slot];
-        match self.runtime.block_on(node.probe(&d.path)) {
-            Ok(s) => s,
+        match &self.probed[slot] {
+            Ok(s) => s.clone(),
             Err(e) => {
-                tracing::warn!(disk = %d, error = %e, "disk not reachable");
+                tracing::warn!(disk = %self.disks[slot].1, error = %e, "disk not reachable");
                 DirState::Missing
             }
         }
@@ -297,7 +299,7 @@ pub fn open_cluster_pool(
 ) -> Result<LocalSet, Error> {
     let pool = &map.pools[index];
     let mut nodes: BTreeMap<&str, Arc<NodeClient>> = BTreeMap::new();
-    let disks = pool
+    let disks: Vec<(Arc<NodeClient>, NodeDisk)> = pool
         .disks
         .iter()
         .map(|d| {
@@ -308,16 +310,25 @@ pub fn open_cluster_pool(
             (node, d.clone())
         })
         .collect();
-    let slots = RemoteSlots { disks, runtime };
-    let mut any_formatted = false;
-    let mut unreachable = Vec::new();
-    for (node, d) in &slots.disks {
-        match slots.runtime.block_on(node.probe(&d.path)) {
-            Ok(DirState::Formatted(_)) => any_formatted = true,
-            Ok(_) => {}
-            Err(e) => unreachable.push(format!("{d} ({e})")),
-        }
-    }
+    let probed: Vec<Result<DirState, String>> =
+        runtime.block_on(futures::future::join_all(disks.iter().map(
+            |(node, d)| async move { node.probe(&d.path).await.map_err(|e| e.to_string()) },
+        )));
+    let slots = RemoteSlots {
+        disks,
+        probed,
+        runtime,
+    };
+    let any_formatted = slots
+        .probed
+        .iter()
+        .any(|p| matches!(p, Ok(DirState::Formatted(_))));
+    let unreachable: Vec<String> = slots
+        .disks
+        .iter()
+        .zip(&slots.probed)
+        .filter_map(|((_, d), p)| p.as_ref().err().map(|e| format!("{d} ({e})")))
+        .collect();
     if !any_formatted && !unreachable.is_empty() {
         return Err(bad(format!(
             "a new pool is formatted only when all its disks answer; not answering: {}",

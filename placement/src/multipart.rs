@@ -217,7 +217,7 @@ impl Store {
         dropped: Vec<(usize, PartEntry)>,
         keep: &[Uuid],
     ) {
-        let mut cold_ids = Vec::new();
+        let mut elsewhere = Vec::new();
         for (slot, old) in dropped {
             let Ok(p) = record::decode::<PartRecord>(&old.body) else {
                 continue;
@@ -226,15 +226,15 @@ impl Store {
                 continue;
             };
             if pool.is_some() {
-                cold_ids.push(id);
+                elsewhere.push(id);
             } else {
                 let _ = self.set.disks[slot].delete_shard(ShardId(id)).await;
             }
         }
-        cold_ids.sort();
-        cold_ids.dedup();
-        if let (Some(pool), false) = (pool.and_then(|p| self.tier_pool(p)), cold_ids.is_empty()) {
-            for id in cold_ids {
+        elsewhere.sort();
+        elsewhere.dedup();
+        if let (Some(pool), false) = (pool.and_then(|p| self.tier_pool(p)), elsewhere.is_empty()) {
+            for id in elsewhere {
                 let _ = pool
                     .set
                     .each_disk(|_, d| async move { d.delete_shard(ShardId(id)).await })

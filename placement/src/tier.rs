@@ -34,7 +34,8 @@ pub const COLD_TIER: &str = "cold";
 /// Prefix of the names of hot pools added after the first ("pool-1", …):
 /// a new object's bytes may go to one of them, as a tier object.
 pub const POOL_TIER_PREFIX: &str = "pool-";
-/// Namespace of tier objects in the cold pool. Not a valid bucket name.
+/// Namespace of tier objects in the pools that hold them. Not a valid
+/// bucket name.
 pub(crate) const TIER_NS: &str = ".granary.tier";
 /// Metadata names of a tier object's owner.
 pub(crate) const OWNER_BUCKET: &str = "owner-bucket";
@@ -221,29 +222,29 @@ impl Store {
         targets: &[bool],
         pieces: Option<&crate::packed::Pieces>,
     ) -> Result<(), Error> {
-        let cold = self.require_pool(&tier.tier)?;
+        let pool = self.require_pool(&tier.tier)?;
         let name = tier.id.to_string();
-        let _guard = cold.set.locks.lock(TIER_NS, &name).await?;
+        let _guard = pool.set.locks.lock(TIER_NS, &name).await?;
         // A tier object's id is new: there is no earlier write of it.
         let fresh = crate::set::KeyState {
             versions: Vec::new(),
             responded: Vec::new(),
         };
-        cold.set
+        pool.set
             .commit_record(TIER_NS, &name, record, targets, false, pieces, Some(&fresh))
             .await?;
         Ok(())
     }
 
-    /// Removes a cold tier object's record but not its data (the parts of
+    /// Removes a tier object's record but not its data (the parts of
     /// an upload whose completion failed stay with the upload).
     pub(crate) async fn forget_tier_object(&self, tier: &TierRef) {
-        let Some(cold) = self.tier_pool(&tier.tier) else {
+        let Some(pool) = self.tier_pool(&tier.tier) else {
             return;
         };
         let name = tier.id.to_string();
         let item = vec![(name.into_bytes(), VersionId::NULL)];
-        let _ = cold
+        let _ = pool
             .set
             .each_disk(|_, d| {
                 let item = item.clone();
@@ -252,13 +253,13 @@ impl Store {
             .await;
     }
 
-    /// The shard ids a cold tier object's parts use (none for other tiers
+    /// The shard ids a tier object's parts use (none for remote tiers
     /// or when it cannot be read).
     pub(crate) async fn tier_object_data(&self, tier: &TierRef) -> Vec<Uuid> {
-        let Some(cold) = self.tier_pool(&tier.tier) else {
+        let Some(pool) = self.tier_pool(&tier.tier) else {
             return Vec::new();
         };
-        match cold.set.resolve_key(TIER_NS, &tier.id.to_string()).await {
+        match pool.set.resolve_key(TIER_NS, &tier.id.to_string()).await {
             Ok(state) => state
                 .versions
                 .iter()
@@ -273,21 +274,19 @@ impl Store {
         // A tier that is not configured (any more) makes the version
         // unavailable, not the request invalid.
         let missing = |e: Error| Error::TierUnavailable(e.to_string());
-        let Some(cold) = self.tier_pool(&tier.tier) else {
+        let Some(pool) = self.tier_pool(&tier.tier) else {
             let backend = self.remote_tier(&tier.tier).map_err(missing);
             return ObjectStream::deferred(async move { backend?.read(tier.id, range).await });
         };
-        let cold: Result<Arc<Store>, Error> = Ok(cold);
         ObjectStream::deferred(async move {
-            let cold = cold?;
             let name = tier.id.to_string();
-            let state = cold.set.resolve_key(TIER_NS, &name).await?;
+            let state = pool.set.resolve_key(TIER_NS, &name).await?;
             let object = state
                 .latest()
                 .ok_or_else(|| Error::Corrupt(format!("tier object {name} is missing")))?
                 .object
                 .clone();
-            Ok(cold.set.read_object(TIER_NS, &name, object, range))
+            Ok(pool.set.read_object(TIER_NS, &name, object, range))
         })
     }
 }
@@ -312,11 +311,11 @@ fn tier_record(
     ObjectRecord::new_version(layout, parts, multipart, owner, Vec::new(), None)
 }
 
-/// Deletes one tier object from the cold pool (and frees its data).
-async fn delete_tier_object(cold: &Store, id: Uuid) -> Result<(), Error> {
+/// Deletes one tier object from its pool (and frees its data).
+async fn delete_tier_object(pool: &Store, id: Uuid) -> Result<(), Error> {
     let name = id.to_string();
-    let _guard = cold.set.locks.lock(TIER_NS, &name).await?;
-    cold.set
+    let _guard = pool.set.locks.lock(TIER_NS, &name).await?;
+    pool.set
         .delete_version(TIER_NS, &name, VersionId::NULL)
         .await
 }

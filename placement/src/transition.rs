@@ -240,7 +240,7 @@ impl Store {
         Ok(true)
     }
 
-    /// Deletes tier objects (in the cold pool and in every remote tier)
+    /// Deletes tier objects (in the cold pool, the later hot pools and every remote tier)
     /// no version refers to that are older than `grace` (younger ones may
     /// belong to a write or transition still in progress). Returns how
     /// many were deleted.
@@ -293,11 +293,11 @@ impl Store {
 
     /// [`Self::sweep_tier_objects`] of one pool of the deployment (the
     /// cold pool or a further hot pool), named `tier` in version records.
-    async fn sweep_pool(&self, tier: &str, cold: &Store, cutoff: u64) -> Result<usize, Error> {
+    async fn sweep_pool(&self, tier: &str, pool: &Store, cutoff: u64) -> Result<usize, Error> {
         let mut start = ListStart::Beginning;
         let mut deleted = 0;
         loop {
-            let page = cold
+            let page = pool
                 .set
                 .list_resolved::<ObjectRecord>(TIER_NS, b"", start, SWEEP_PAGE)
                 .await?;

@@ -172,12 +172,15 @@ impl NodeService {
             .expect("valid answer")
     }
 
-    async fn slot_disk(&self, disk: &str) -> Result<Arc<LocalDisk>, DiskError> {
-        let slot = self
-            .disks
+    fn slot(&self, disk: &str) -> Result<&Slot, DiskError> {
+        self.disks
             .get(disk)
-            .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))?;
-        slot.disk
+            .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))
+    }
+
+    async fn slot_disk(&self, disk: &str) -> Result<Arc<LocalDisk>, DiskError> {
+        self.slot(disk)?
+            .disk
             .read()
             .await
             .clone()
@@ -185,10 +188,7 @@ impl NodeService {
     }
 
     async fn format(&self, disk: &str, call: FormatCall) -> Answer {
-        let slot = self
-            .disks
-            .get(disk)
-            .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))?;
+        let slot = self.slot(disk)?;
         let mut open = slot.disk.write().await;
         let dir = slot.dir.clone();
         let opts = self.opts.clone();
@@ -266,11 +266,7 @@ impl NodeService {
 
     async fn dispatch(&self, op: &str, disk: &str, body: Bytes) -> Answer {
         if op == "probe" {
-            let slot = self
-                .disks
-                .get(disk)
-                .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))?;
-            let dir = slot.dir.clone();
+            let dir = self.slot(disk)?.dir.clone();
             let state = tokio::task::spawn_blocking(move || probe_dir(&dir))
                 .await
                 .map_err(|e| DiskError::Io(std::io::Error::other(e)))?;
