@@ -527,10 +527,7 @@ async fn a_cold_pool_added_to_a_running_cluster_takes_cold_objects() {
     assert_eq!(head.storage_class().map(|s| s.as_str()), Some("GLACIER"));
     assert_eq!(get(&c, "archived").await.unwrap(), body);
     // Its bytes are on the cold pool's nodes.
-    let cold_files: usize = cluster.nodes[4..]
-        .iter()
-        .map(|n| crate::harness::files_under(&n.disks[0].join("shards")).len())
-        .sum();
+    let cold_files = shard_files_of(&cluster.nodes[4..]);
     assert!(
         cold_files >= 4,
         "{cold_files} shard files on the cold nodes"
@@ -574,11 +571,7 @@ async fn a_node_cut_off_by_a_network_partition_is_skipped_and_healed() {
 }
 
 fn shard_files_of(nodes: &[crate::cluster_harness::Node]) -> usize {
-    nodes
-        .iter()
-        .flat_map(|n| &n.disks)
-        .map(|d| crate::harness::files_under(&d.join("shards")).len())
-        .sum()
+    crate::harness::count_shard_files(nodes.iter().flat_map(|n| &n.disks))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -250,6 +250,13 @@ pub fn unsafe_kill(pid: u32, signal: &str) {
 }
 
 /// All regular files below `dir`, sorted.
+/// How many shard files the data directories `dirs` hold together.
+pub fn count_shard_files<'a>(dirs: impl IntoIterator<Item = &'a PathBuf>) -> usize {
+    dirs.into_iter()
+        .map(|d| files_under(&d.join("shards")).len())
+        .sum()
+}
+
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];

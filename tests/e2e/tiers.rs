@@ -3,29 +3,11 @@
 //! them frees the cold pool's space.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::StorageClass;
 
-use crate::harness::{code, files_under, get_bytes, start_tiered, Pattern, Server};
-
-fn shard_files(dirs: &[PathBuf]) -> usize {
-    dirs.iter()
-        .map(|d| files_under(&d.join("shards")).len())
-        .sum()
-}
-
-/// Waits until `f` holds (the tier worker frees space after the reply).
-async fn eventually(what: &str, f: impl Fn() -> bool) {
-    for _ in 0..100 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{what} did not happen");
-}
+use crate::harness::{code, count_shard_files, get_bytes, start_tiered, until, Pattern, Server};
 
 #[tokio::test]
 async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
@@ -35,7 +17,7 @@ async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
     let big = Pattern::bytes(1, 3 << 20);
     let small = Pattern::bytes(2, 1000);
 
-    let hot_before = shard_files(&s.dirs);
+    let hot_before = count_shard_files(&s.dirs);
     c.put_object()
         .bucket("tiers")
         .key("ckpt/big")
@@ -61,8 +43,8 @@ async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
         .unwrap();
     // The large cold object's shards are in the cold pool only; the small
     // ones are packed (no files of their own anywhere).
-    assert_eq!(shard_files(&s.dirs), hot_before);
-    assert_eq!(shard_files(&cold), 4);
+    assert_eq!(count_shard_files(&s.dirs), hot_before);
+    assert_eq!(count_shard_files(&cold), 4);
 
     // Read directly, whole and in ranges, with the class shown everywhere.
     assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, big);
@@ -140,9 +122,9 @@ async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
         .unwrap();
     assert_eq!(head.storage_class(), None);
     assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, big);
-    assert!(shard_files(&s.dirs) > hot_before);
-    eventually("cold shards freed after the copy", || {
-        shard_files(&cold) == 0
+    assert!(count_shard_files(&s.dirs) > hot_before);
+    until(5, "cold shards freed after the copy", async || {
+        count_shard_files(&cold) == 0
     })
     .await;
 
@@ -155,11 +137,11 @@ async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
         .send()
         .await
         .unwrap();
-    eventually("hot shards freed after the copy", || {
-        shard_files(&s.dirs) == hot_before
+    until(5, "hot shards freed after the copy", async || {
+        count_shard_files(&s.dirs) == hot_before
     })
     .await;
-    assert_eq!(shard_files(&cold), 4);
+    assert_eq!(count_shard_files(&cold), 4);
     assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, big);
     c.put_object()
         .bucket("tiers")
@@ -170,8 +152,8 @@ async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
         .await
         .unwrap();
     assert_eq!(get_bytes(&c, "tiers", "ckpt/big").await, &big[..2 << 20]);
-    eventually("the overwritten cold object freed", || {
-        shard_files(&cold) == 4
+    until(5, "the overwritten cold object freed", async || {
+        count_shard_files(&cold) == 4
     })
     .await;
     c.delete_object()
@@ -180,7 +162,10 @@ async fn cold_classes_live_in_the_cold_pool_and_are_read_directly() {
         .send()
         .await
         .unwrap();
-    eventually("the deleted cold object freed", || shard_files(&cold) == 0).await;
+    until(5, "the deleted cold object freed", async || {
+        count_shard_files(&cold) == 0
+    })
+    .await;
     assert_eq!(get_bytes(&c, "tiers", "ckpt/small").await, small);
 
     // Classes Granary does not store are refused, and nothing changes.
@@ -282,7 +267,7 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
         Pattern::bytes(12, 5 << 20),
         Pattern::bytes(13, 1 << 20),
     ];
-    let hot_before = shard_files(&s.dirs);
+    let hot_before = count_shard_files(&s.dirs);
     let up = c
         .create_multipart_upload()
         .bucket("tiers")
@@ -336,8 +321,8 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
         listed.uploads()[0].storage_class().map(|s| s.as_str()),
         Some("GLACIER")
     );
-    assert_eq!(shard_files(&s.dirs), hot_before);
-    assert_eq!(shard_files(&cold), 12);
+    assert_eq!(count_shard_files(&s.dirs), hot_before);
+    assert_eq!(count_shard_files(&cold), 12);
     c.complete_multipart_upload()
         .bucket("tiers")
         .key("ckpt/weights")
@@ -375,8 +360,8 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
         .unwrap()
         .into_bytes();
     assert_eq!(&second[..], &parts[1][..]);
-    assert_eq!(shard_files(&s.dirs), hot_before);
-    assert_eq!(shard_files(&cold), 12);
+    assert_eq!(count_shard_files(&s.dirs), hot_before);
+    assert_eq!(count_shard_files(&cold), 12);
 
     // An aborted cold upload leaves nothing behind.
     let up = c
@@ -396,7 +381,7 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
         .send()
         .await
         .unwrap();
-    assert_eq!(shard_files(&cold), 16);
+    assert_eq!(count_shard_files(&cold), 16);
     c.abort_multipart_upload()
         .bucket("tiers")
         .key("ckpt/aborted")
@@ -404,7 +389,7 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
         .send()
         .await
         .unwrap();
-    assert_eq!(shard_files(&cold), 12);
+    assert_eq!(count_shard_files(&cold), 12);
     // Deleting the object frees the cold pool.
     c.delete_object()
         .bucket("tiers")
@@ -412,5 +397,8 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
         .send()
         .await
         .unwrap();
-    eventually("the cold object freed", || shard_files(&cold) == 0).await;
+    until(5, "the cold object freed", async || {
+        count_shard_files(&cold) == 0
+    })
+    .await;
 }
