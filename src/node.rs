@@ -51,6 +51,7 @@ async fn serve(args: NodeArgs) -> anyhow::Result<()> {
     let opts = LocalDiskOptions {
         fsync: !args.unsafe_no_fsync,
         io: args.shard_io.into(),
+        listing_of: Some(placement::listing_of_body),
     };
     let dirs = args.disks.clone();
     let service = tokio::task::spawn_blocking(move || NodeService::open(&dirs, secret, opts))

@@ -85,6 +85,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let disk = LocalDiskOptions {
         fsync: !args.unsafe_no_fsync,
         io: args.shard_io.into(),
+        listing_of: Some(placement::listing_of_body),
     };
     let cfg = LocalSetConfig {
         dirs: hot_dirs.clone(),

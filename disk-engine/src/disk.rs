@@ -98,6 +98,33 @@ pub struct RecordPage {
     pub truncated: bool,
 }
 
+/// One page of a heads listing, as stored: each key (encoded, without its
+/// namespace; see [`crate::decode_listed_key`]) followed by its head (see
+/// [`crate::head_versions`]) in one buffer. A page costs one allocation,
+/// and disks that hold the same writes of a key hold the same head bytes,
+/// so a listing compares them without decoding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HeadPage {
+    /// Every key and head of the page.
+    pub bytes: Bytes,
+    /// Per key in ascending order: where its encoded key starts, where its
+    /// head starts (the key's end) and where the head ends, in `bytes`.
+    pub spans: Vec<(u32, u32, u32)>,
+    /// True when more keys follow the last one returned.
+    pub truncated: bool,
+}
+
+impl HeadPage {
+    /// The encoded key and the head of entry `i`.
+    pub fn entry(&self, i: usize) -> (&[u8], &[u8]) {
+        let (a, b, c) = self.spans[i];
+        (
+            &self.bytes[a as usize..b as usize],
+            &self.bytes[b as usize..c as usize],
+        )
+    }
+}
+
 /// Streams one shard file onto a disk.
 ///
 /// Blocks are appended in order; every block but the last must be exactly
@@ -205,6 +232,11 @@ pub trait Disk: Send + Sync + 'static {
         ns: &[u8],
         opts: RecordListOptions,
     ) -> Result<RecordPage, DiskError>;
+
+    /// Lists keys of `ns` in byte order from the disk's heads index: each
+    /// key's versions with their stamps and listing projections, without
+    /// reading the records.
+    async fn list_heads(&self, ns: &[u8], opts: RecordListOptions) -> Result<HeadPage, DiskError>;
 
     /// Creates or overwrites a multipart upload's state. Durable on return.
     async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError>;

@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::disk::{
-    Disk, DiskHealth, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions, ShardSummary,
-    ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
+    ShardSummary, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
 use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
@@ -218,6 +218,10 @@ impl Disk for FaultyDisk {
     ) -> Result<RecordPage, DiskError> {
         self.enter().await?;
         self.inner.list_records(ns, opts).await
+    }
+    async fn list_heads(&self, ns: &[u8], opts: RecordListOptions) -> Result<HeadPage, DiskError> {
+        self.enter().await?;
+        self.inner.list_heads(ns, opts).await
     }
     async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError> {
         self.enter().await?;

@@ -21,6 +21,7 @@ mod disk;
 mod error;
 mod faulty;
 mod format;
+mod heads;
 mod io;
 mod keys;
 mod leases;
@@ -35,16 +36,17 @@ mod types;
 
 pub use atomic::write_file_atomic;
 pub use disk::{
-    Disk, DiskHealth, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
-    ShardSummary, ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage,
+    ShardOptions, ShardSummary, ShardWriter, UploadListStart,
 };
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
+pub use heads::{decode_listed_key, head_versions};
 pub use io::{at_bulk_priority, become_bulk_thread};
-pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions, ShardIoMode};
+pub use local::{metadata_reserve, ListingFn, LocalDisk, LocalDiskOptions, ShardIoMode};
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use types::{
-    DiskId, KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId,
+    DiskId, HeadEntry, KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId,
 };

@@ -19,8 +19,8 @@ use uuid::Uuid;
 use crate::atomic::sync_dir;
 use crate::commit::Committer;
 use crate::disk::{
-    Disk, DiskHealth, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions, ShardSummary,
-    ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
+    ShardSummary, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
 use crate::format::{FormatRecord, FORMAT_FILE};
@@ -54,13 +54,23 @@ pub struct LocalDiskOptions {
     pub fsync: bool,
     /// How shard data moves between memory and the disk.
     pub io: ShardIoMode,
+    /// How to make a record's listing projection from its body, for
+    /// records written without one (by a build from before the heads
+    /// index); the layer above knows the body's format. `None` leaves such
+    /// records without one (listings read their records instead).
+    pub listing_of: Option<ListingFn>,
 }
+
+/// Makes a listing projection from a record body (`None`: the body has
+/// none, e.g. it is not an object version).
+pub type ListingFn = fn(&[u8]) -> Option<Bytes>;
 
 impl Default for LocalDiskOptions {
     fn default() -> Self {
         LocalDiskOptions {
             fsync: true,
             io: ShardIoMode::Auto,
+            listing_of: None,
         }
     }
 }
@@ -163,7 +173,7 @@ impl LocalDisk {
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp)?;
         sync_dir(root)?;
-        let meta = Arc::new(MetaStore::open(&root.join("meta"))?);
+        let meta = Arc::new(MetaStore::open(&root.join("meta"), opts.listing_of)?);
         let committer = Committer::start(meta.clone(), &label)?;
         let (total, _) = crate::io::fs_space(root)?;
         let io = ShardIo::choose(root, &label, opts.io);
@@ -443,6 +453,11 @@ impl Disk for LocalDisk {
         blocking(move || m.list_records(&ns, &opts)).await
     }
 
+    async fn list_heads(&self, ns: &[u8], opts: RecordListOptions) -> Result<HeadPage, DiskError> {
+        let (m, ns) = (self.meta(), ns.to_vec());
+        blocking(move || m.list_heads(&ns, &opts)).await
+    }
+
     async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError> {
         let (m, ns) = (self.meta(), ns.to_vec());
         blocking(move || m.put_upload(&ns, &entry)).await
@@ -620,7 +635,7 @@ mod tests {
                 dir.path(),
                 LocalDiskOptions {
                     fsync: false,
-                    io: ShardIoMode::Auto,
+                    ..Default::default()
                 },
             )
             .unwrap(),
@@ -724,6 +739,7 @@ mod tests {
                             write_id: Uuid::from_u128(i as u128),
                         },
                         body: Bytes::from(i.to_string()),
+                        listing: Bytes::new(),
                     };
                     let piece = Piece {
                         id: Uuid::from_u128(1_000 + i as u128),

@@ -26,15 +26,26 @@ use rocksdb::{
 };
 use uuid::Uuid;
 
-use crate::disk::{ListStart, PutRecordOutcome, RecordListOptions, RecordPage, UploadListStart};
+use crate::disk::{
+    HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, UploadListStart,
+};
 use crate::error::DiskError;
+use crate::heads::Head;
 use crate::keys::{ns_key, prefix_end, push_component, push_prefix, take_component};
+use crate::local::ListingFn;
 use crate::types::{KeyRecords, PartEntry, Piece, Record, Stamp, UploadEntry, VersionId};
 
 const CF_RECORDS: &str = "records";
 const CF_UPLOADS: &str = "uploads";
 const CF_PARTS: &str = "parts";
 const CF_PIECES: &str = "pieces";
+const CF_HEADS: &str = "heads";
+/// Key in the default column family present once the heads index covers
+/// every record (written after the index is built from the records of a
+/// store that predates it, or at creation).
+const HEADS_COMPLETE: &[u8] = b"heads-complete";
+/// Heads written per batch while the index is built at open.
+const HEADS_BUILD_BATCH: usize = 8192;
 /// Target size of one blob file of pieces.
 const BLOB_FILE_BYTES: u64 = 256 << 20;
 /// Memtable size of the pieces column family: each flush starts a blob file.
@@ -43,7 +54,10 @@ const PIECES_WRITE_BUFFER_BYTES: usize = 64 << 20;
 /// in normal operation; a requested collection uses all of them.
 const BLOB_GC_AGE_CUTOFF: &str = "0.25";
 const RECORD_MAGIC: [u8; 2] = *b"GR";
-const RECORD_VERSION: u8 = 1;
+/// Envelope without a listing projection (records written before heads).
+const RECORD_V1: u8 = 1;
+/// Envelope with the record's listing projection before its body.
+const RECORD_V2: u8 = 2;
 /// magic + version + version id + mtime + write id + crc
 const RECORD_OVERHEAD: usize = 2 + 1 + 16 + 8 + 16 + 4;
 /// Number of stripes in the per-key lock table that makes read-modify-write
@@ -66,15 +80,24 @@ const WRITE_BUFFER_BYTES: usize = 16 << 20;
 pub(crate) struct MetaStore {
     db: DB,
     locks: Vec<Mutex<()>>,
+    /// Makes listing projections for records written without one.
+    listing_of: Option<ListingFn>,
 }
 
 fn encode_record(r: &Record) -> Vec<u8> {
-    let mut v = Vec::with_capacity(RECORD_OVERHEAD + r.body.len());
+    let listing = if r.listing.len() <= u16::MAX as usize {
+        &r.listing[..]
+    } else {
+        &[]
+    };
+    let mut v = Vec::with_capacity(RECORD_OVERHEAD + 2 + listing.len() + r.body.len());
     v.extend_from_slice(&RECORD_MAGIC);
-    v.push(RECORD_VERSION);
+    v.push(RECORD_V2);
     v.extend_from_slice(&r.version.0);
     v.extend_from_slice(&r.stamp.mtime_ns.to_le_bytes());
     v.extend_from_slice(r.stamp.write_id.as_bytes());
+    v.extend_from_slice(&(listing.len() as u16).to_le_bytes());
+    v.extend_from_slice(listing);
     v.extend_from_slice(&r.body);
     let crc = crc_fast::crc32_iscsi(&v);
     v.extend_from_slice(&crc.to_le_bytes());
@@ -82,16 +105,18 @@ fn encode_record(r: &Record) -> Vec<u8> {
 }
 
 fn decode_record(v: &[u8]) -> Result<Record, DiskError> {
-    let (record, body) = decode_envelope(v)?;
+    let (record, listing, body) = decode_envelope(v)?;
     Ok(Record {
         body: Bytes::copy_from_slice(body),
+        listing: Bytes::copy_from_slice(listing),
         ..record
     })
 }
 
 /// Checks a stored record and splits it into its header (with an empty
-/// body) and the body's bytes, so a caller can place the body where it likes.
-fn decode_envelope(v: &[u8]) -> Result<(Record, &[u8]), DiskError> {
+/// body and listing) and the listing's and body's bytes, so a caller can
+/// place them where it likes.
+fn decode_envelope(v: &[u8]) -> Result<(Record, &[u8], &[u8]), DiskError> {
     if v.len() < RECORD_OVERHEAD {
         return Err(DiskError::corrupt("record", "too short"));
     }
@@ -99,7 +124,7 @@ fn decode_envelope(v: &[u8]) -> Result<(Record, &[u8]), DiskError> {
     if crc_fast::crc32_iscsi(data) != u32::from_le_bytes(crc.try_into().unwrap()) {
         return Err(DiskError::corrupt("record", "checksum mismatch"));
     }
-    if data[0..2] != RECORD_MAGIC || data[2] != RECORD_VERSION {
+    if data[0..2] != RECORD_MAGIC || !matches!(data[2], RECORD_V1 | RECORD_V2) {
         return Err(DiskError::corrupt("record", "unknown magic or version"));
     }
     let record = Record {
@@ -109,8 +134,21 @@ fn decode_envelope(v: &[u8]) -> Result<(Record, &[u8]), DiskError> {
             write_id: Uuid::from_bytes(data[27..43].try_into().unwrap()),
         },
         body: Bytes::new(),
+        listing: Bytes::new(),
     };
-    Ok((record, &data[43..]))
+    let rest = &data[43..];
+    if data[2] == RECORD_V1 {
+        return Ok((record, &[], rest));
+    }
+    let Some((len, rest)) = rest.split_first_chunk::<2>() else {
+        return Err(DiskError::corrupt("record", "no listing length"));
+    };
+    let len = u16::from_le_bytes(*len) as usize;
+    if rest.len() < len {
+        return Err(DiskError::corrupt("record", "listing overruns the record"));
+    }
+    let (listing, body) = rest.split_at(len);
+    Ok((record, listing, body))
 }
 
 /// RocksDB's report of a file that does not exist (a pack file deleted
@@ -157,6 +195,13 @@ fn record_key(ns: &[u8], key: &[u8], version: VersionId) -> Vec<u8> {
     k
 }
 
+/// The encoded (namespace, key) of a record key: the key of its head, and
+/// what its lock stripe is chosen by (every version of a key shares one
+/// head, so they share a stripe).
+fn key_part(record_key: &[u8]) -> &[u8] {
+    &record_key[..record_key.len() - 16]
+}
+
 fn part_key(upload_id: Uuid, number: u32) -> Vec<u8> {
     let mut k = upload_id.as_bytes().to_vec();
     k.extend_from_slice(&number.to_be_bytes());
@@ -170,7 +215,7 @@ fn sync_writes() -> WriteOptions {
 }
 
 impl MetaStore {
-    pub fn open(path: &Path) -> Result<MetaStore, DiskError> {
+    pub fn open(path: &Path, listing_of: Option<ListingFn>) -> Result<MetaStore, DiskError> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -215,12 +260,72 @@ impl MetaStore {
                 cf(CF_UPLOADS),
                 cf(CF_PARTS),
                 ColumnFamilyDescriptor::new(CF_PIECES, pieces),
+                cf(CF_HEADS),
             ],
         )?;
-        Ok(MetaStore {
+        let store = MetaStore {
             db,
             locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-        })
+            listing_of,
+        };
+        store.ensure_heads()?;
+        Ok(store)
+    }
+
+    /// Builds the heads index from the records when it is not known to be
+    /// complete: a store written before the index existed, or a build cut
+    /// short (whose partial index is dropped first). Runs before the store
+    /// serves anything.
+    fn ensure_heads(&self) -> Result<(), DiskError> {
+        if self.db.get(HEADS_COMPLETE)?.is_some() {
+            return Ok(());
+        }
+        let heads = self.cf(CF_HEADS);
+        let mut batch = WriteBatch::default();
+        for item in self.db.iterator_cf(heads, IteratorMode::Start) {
+            batch.delete_cf(heads, item?.0);
+        }
+        let mut records = self.db.raw_iterator_cf(self.cf(CF_RECORDS));
+        records.seek_to_first();
+        let mut current: Option<(Vec<u8>, Head)> = None;
+        let mut built = 0usize;
+        while records.valid() {
+            let (k, v) = (records.key().unwrap(), records.value().unwrap());
+            let (record, listing, body) = decode_envelope(v)?;
+            let record = self.projected(Record {
+                listing: Bytes::copy_from_slice(listing),
+                body: Bytes::copy_from_slice(body),
+                ..record
+            });
+            let nk = key_part(k);
+            match &mut current {
+                Some((key, head)) if key.as_slice() == nk => head.put(&record, true),
+                _ => {
+                    if let Some((key, head)) = current.take() {
+                        batch.put_cf(heads, key, head.encode());
+                        built += 1;
+                        if built % HEADS_BUILD_BATCH == 0 {
+                            self.db.write(std::mem::take(&mut batch))?;
+                        }
+                    }
+                    current = Some((nk.to_vec(), Head::of([&record])));
+                }
+            }
+            records.next();
+        }
+        records.status()?;
+        if let Some((key, head)) = current {
+            batch.put_cf(heads, key, head.encode());
+        }
+        // The synced write of the marker makes every earlier batch durable
+        // too (one WAL, written in order).
+        batch.put(HEADS_COMPLETE, []);
+        self.db.write_opt(batch, &sync_writes())?;
+        // The build left many small overlapping tables; listings merge fewer
+        // after one compaction.
+        self.db
+            .compact_range_cf(heads, None::<&[u8]>, None::<&[u8]>);
+        Ok(())
     }
 
     fn cf(&self, name: &str) -> &rocksdb::ColumnFamily {
@@ -231,11 +336,11 @@ impl MetaStore {
         self.locks[lock_stripe(k)].lock()
     }
 
-    /// Locks every stripe `keys` touch, in ascending order and each once:
+    /// Locks every stripe the record keys `keys` touch, in ascending order and each once:
     /// batches cannot deadlock with each other, and single-key writers hold
     /// one stripe only.
     fn lock_all(&self, keys: &[Vec<u8>]) -> Vec<parking_lot::MutexGuard<'_, ()>> {
-        let mut stripes: Vec<usize> = keys.iter().map(|k| lock_stripe(k)).collect();
+        let mut stripes: Vec<usize> = keys.iter().map(|k| lock_stripe(key_part(k))).collect();
         stripes.sort_unstable();
         stripes.dedup();
         stripes.iter().map(|&i| self.locks[i].lock()).collect()
@@ -243,21 +348,25 @@ impl MetaStore {
 
     /// Every version stored for one key.
     pub fn get_records(&self, ns: &[u8], key: &[u8]) -> Result<Vec<Record>, DiskError> {
-        let prefix = ns_key(ns, key);
+        self.records_under(&ns_key(ns, key))
+    }
+
+    /// Every version stored under an encoded (namespace, key).
+    fn records_under(&self, prefix: &[u8]) -> Result<Vec<Record>, DiskError> {
         let mut out = Vec::new();
         // Bounded to the key's versions, so the scan never steps into the
         // next key (or its tables) to find out it is done.
         let mut ro = ReadOptions::default();
-        if let Some(end) = prefix_end(&prefix) {
+        if let Some(end) = prefix_end(prefix) {
             ro.set_iterate_upper_bound(end);
         }
         for item in self.db.iterator_cf_opt(
             self.cf(CF_RECORDS),
             ro,
-            IteratorMode::From(&prefix, Direction::Forward),
+            IteratorMode::From(prefix, Direction::Forward),
         ) {
             let (k, v) = item?;
-            if !k.starts_with(&prefix) {
+            if !k.starts_with(prefix) {
                 break;
             }
             out.push(decode_record(&v)?);
@@ -318,6 +427,7 @@ impl MetaStore {
         let cf = self.cf(CF_RECORDS);
         let mut batch = WriteBatch::default();
         let mut written: std::collections::HashMap<&[u8], &Record> = Default::default();
+        let mut heads: std::collections::HashMap<&[u8], Head> = Default::default();
         let mut out = Vec::with_capacity(writes.len());
         for (w, k) in writes.iter().zip(&keys) {
             let previous = match written.get(k.as_slice()) {
@@ -340,12 +450,31 @@ impl MetaStore {
                     continue;
                 }
             }
+            let nk = key_part(k);
+            let head = match heads.entry(nk) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => match self.stored_head(nk) {
+                    Ok(h) => e.insert(h),
+                    Err(err) => {
+                        out.push(Err(err));
+                        continue;
+                    }
+                },
+            };
+            if w.record.listing.is_empty() && self.listing_of.is_some() {
+                head.put(&self.projected(w.record.clone()), previous.is_none());
+            } else {
+                head.put(&w.record, previous.is_none());
+            }
             batch.put_cf(cf, k, encode_record(&w.record));
             if let Some(p) = &w.piece {
                 batch.put_cf(self.cf(CF_PIECES), p.id.as_bytes(), encode_piece(&p.data));
             }
             written.insert(k, &w.record);
             out.push(Ok(PutRecordOutcome::Stored { replaced: previous }));
+        }
+        for (nk, head) in &heads {
+            self.put_head(&mut batch, nk, head);
         }
         for id in dropped {
             batch.delete_cf(self.cf(CF_PIECES), id.as_bytes());
@@ -354,6 +483,49 @@ impl MetaStore {
             self.db.write_opt(batch, &sync_writes())?;
         }
         Ok(out)
+    }
+
+    /// `record` with a listing projection made from its body when it has
+    /// none and the disk knows how (a record from an older build).
+    fn projected(&self, mut record: Record) -> Record {
+        if record.listing.is_empty() {
+            if let Some(project) = self.listing_of {
+                record.listing = project(&record.body).unwrap_or_default();
+            }
+        }
+        record
+    }
+
+    /// The records under an encoded (namespace, key), each with a listing
+    /// projection where one can be made: what a head is rebuilt from.
+    fn head_records(&self, nk: &[u8]) -> Result<Vec<Record>, DiskError> {
+        let records = self.records_under(nk)?;
+        Ok(records.into_iter().map(|r| self.projected(r)).collect())
+    }
+
+    /// The head of an encoded (namespace, key); a damaged one is rebuilt
+    /// from the key's records.
+    fn stored_head(&self, nk: &[u8]) -> Result<Head, DiskError> {
+        match self.db.get_cf(self.cf(CF_HEADS), nk)? {
+            None => Ok(Head::default()),
+            Some(v) => match Head::decode(&Bytes::from(v)) {
+                Ok(h) => Ok(h),
+                Err(e) => {
+                    tracing::warn!(error = %e, "rebuilding a damaged head from its records");
+                    Ok(Head::of(&self.head_records(nk)?))
+                }
+            },
+        }
+    }
+
+    /// Adds the write (or the deletion, when no version is left) of a head
+    /// to `batch`.
+    fn put_head(&self, batch: &mut WriteBatch, nk: &[u8], head: &Head) {
+        if head.is_empty() {
+            batch.delete_cf(self.cf(CF_HEADS), nk);
+        } else {
+            batch.put_cf(self.cf(CF_HEADS), nk, head.encode());
+        }
     }
 
     fn stored_record(&self, k: &[u8]) -> Result<Option<Record>, DiskError> {
@@ -373,15 +545,24 @@ impl MetaStore {
         if_stamp: Option<Stamp>,
     ) -> Result<Option<Record>, DiskError> {
         let k = record_key(ns, key, version);
-        let _g = self.lock_for(&k);
-        let cf = self.cf(CF_RECORDS);
+        let nk = key_part(&k);
+        let _g = self.lock_for(nk);
         let Some(current) = self.stored_record(&k)? else {
             return Ok(None);
         };
         if if_stamp.is_some_and(|s| s != current.stamp) {
             return Ok(None);
         }
-        self.db.delete_cf_opt(cf, &k, &sync_writes())?;
+        let mut head = self.stored_head(nk)?;
+        head.remove(version, || {
+            let mut left = self.head_records(nk)?;
+            left.retain(|r| r.version != version);
+            Ok(left)
+        })?;
+        let mut batch = WriteBatch::default();
+        batch.delete_cf(self.cf(CF_RECORDS), &k);
+        self.put_head(&mut batch, nk, &head);
+        self.db.write_opt(batch, &sync_writes())?;
         Ok(Some(current))
     }
 
@@ -400,12 +581,34 @@ impl MetaStore {
         let cf = self.cf(CF_RECORDS);
         let mut batch = WriteBatch::default();
         let mut removed = Vec::with_capacity(keys.len());
-        for k in &keys {
-            let current = self.stored_record(k)?;
+        // Heads by encoded key, with the versions of it this batch removes.
+        let mut heads: std::collections::HashMap<&[u8], (Head, Vec<VersionId>)> =
+            Default::default();
+        for (k, (_, version)) in keys.iter().zip(items) {
+            let nk = key_part(k);
+            let (head, gone) = match heads.entry(nk) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert((self.stored_head(nk)?, Vec::new()))
+                }
+            };
+            let current = match gone.contains(version) {
+                true => None,
+                false => self.stored_record(k)?,
+            };
             if current.is_some() {
                 batch.delete_cf(cf, k);
+                gone.push(*version);
+                head.remove(*version, || {
+                    let mut left = self.head_records(nk)?;
+                    left.retain(|r| !gone.contains(&r.version));
+                    Ok(left)
+                })?;
             }
             removed.push(current);
+        }
+        for (nk, (head, _)) in &heads {
+            self.put_head(&mut batch, nk, head);
         }
         self.db.write_opt(batch, &sync_writes())?;
         Ok(removed)
@@ -450,7 +653,7 @@ impl MetaStore {
             if rest.len() != 16 {
                 return Err(DiskError::corrupt("record key", "bad version suffix"));
             }
-            let (record, body) = decode_envelope(v)?;
+            let (record, listing, body) = decode_envelope(v)?;
             let full = page.keys.len() == opts.max_keys;
             match page.keys.last_mut() {
                 Some(last) if last.key == key => last.records.push(record),
@@ -463,17 +666,80 @@ impl MetaStore {
                     records: vec![record],
                 }),
             }
+            spans.push(arena.len()..arena.len() + listing.len());
+            arena.extend_from_slice(listing);
             spans.push(arena.len()..arena.len() + body.len());
             arena.extend_from_slice(body);
             it.next();
         }
         it.status()?;
         let arena = Bytes::from(arena);
-        let bodies = page.keys.iter_mut().flat_map(|k| k.records.iter_mut());
-        for (record, span) in bodies.zip(spans) {
-            record.body = arena.slice(span);
+        let records = page.keys.iter_mut().flat_map(|k| k.records.iter_mut());
+        let mut spans = spans.into_iter();
+        for record in records {
+            record.listing = arena.slice(spans.next().expect("a listing span"));
+            record.body = arena.slice(spans.next().expect("a body span"));
         }
         Ok(page)
+    }
+
+    /// Lists keys in order from the heads index (see [`crate::heads`]).
+    pub fn list_heads(&self, ns: &[u8], opts: &RecordListOptions) -> Result<HeadPage, DiskError> {
+        let mut lower = Vec::new();
+        push_component(&mut lower, ns);
+        let ns_len = lower.len();
+        push_prefix(&mut lower, &opts.prefix);
+        let upper = prefix_end(&lower);
+        let seek = match &opts.start {
+            ListStart::Beginning => lower.clone(),
+            ListStart::At(k) => ns_key(ns, k),
+            ListStart::After(k) => {
+                // The smallest encoded key above `k`'s own.
+                let mut s = ns_key(ns, k);
+                s.push(0);
+                s
+            }
+        };
+        let seek = seek.max(lower.clone());
+        let mut ro = ReadOptions::default();
+        if let Some(u) = &upper {
+            ro.set_iterate_upper_bound(u.clone());
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_HEADS), ro);
+        it.seek(&seek);
+        // Keys and heads are copied as stored into one buffer; the reader
+        // decodes what it needs (see [`HeadPage`]).
+        let mut bytes = Vec::with_capacity(opts.max_keys.min(1024) * 160);
+        let mut spans = Vec::with_capacity(opts.max_keys.min(1024));
+        let mut truncated = false;
+        while it.valid() {
+            if spans.len() == opts.max_keys {
+                truncated = true;
+                break;
+            }
+            let (k, v) = (&it.key().unwrap()[ns_len..], it.value().unwrap());
+            let start = bytes.len();
+            bytes.extend_from_slice(k);
+            let mid = bytes.len();
+            bytes.extend_from_slice(v);
+            let span = (start, mid, bytes.len());
+            let span = (
+                u32::try_from(span.0),
+                u32::try_from(span.1),
+                u32::try_from(span.2),
+            );
+            let (Ok(a), Ok(b), Ok(c)) = span else {
+                return Err(DiskError::corrupt("heads page", "over 4 GiB"));
+            };
+            spans.push((a, b, c));
+            it.next();
+        }
+        it.status()?;
+        Ok(HeadPage {
+            bytes: Bytes::from(bytes),
+            spans,
+            truncated,
+        })
     }
 
     pub fn put_upload(&self, ns: &[u8], entry: &UploadEntry) -> Result<(), DiskError> {
@@ -688,7 +954,7 @@ impl MetaStore {
 
     /// Flushes memtables so a restart replays little WAL.
     pub fn flush(&self) -> Result<(), DiskError> {
-        for cf in [CF_RECORDS, CF_UPLOADS, CF_PARTS, CF_PIECES] {
+        for cf in [CF_RECORDS, CF_UPLOADS, CF_PARTS, CF_PIECES, CF_HEADS] {
             self.db.flush_cf(self.cf(cf))?;
         }
         Ok(())
@@ -707,13 +973,14 @@ mod tests {
                 write_id: Uuid::from_u128(t as u128),
             },
             body: Bytes::from(body.to_string()),
+            listing: Bytes::from(format!("l-{body}")),
         }
     }
 
     #[test]
     fn newer_wins_and_older_is_refused() {
         let d = tempfile::tempdir().unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         let a = rec(0, 10, "a");
         let b = rec(0, 20, "b");
         assert!(matches!(
@@ -743,7 +1010,7 @@ mod tests {
     #[test]
     fn listing_groups_versions_and_pages() {
         let d = tempfile::tempdir().unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         for k in ["a", "a/b", "a/c", "b", "b\0x"] {
             m.put_record(b"ns", k.as_bytes(), &rec(1, 1, k), None)
                 .unwrap();
@@ -793,10 +1060,159 @@ mod tests {
         assert_eq!(keys, vec![b"b".to_vec(), b"b\0x".to_vec()]);
     }
 
+    fn heads(m: &MetaStore, ns: &[u8]) -> Vec<(Vec<u8>, Option<Vec<(u8, u64, String)>>)> {
+        let page = m
+            .list_heads(
+                ns,
+                &RecordListOptions {
+                    prefix: vec![],
+                    start: ListStart::Beginning,
+                    max_keys: 1000,
+                },
+            )
+            .unwrap();
+        (0..page.spans.len())
+            .map(|i| {
+                let (key, head) = page.entry(i);
+                let key = crate::heads::decode_listed_key(key).unwrap();
+                let versions = crate::heads::head_versions(head).unwrap().map(|v| {
+                    v.into_iter()
+                        .map(|e| {
+                            let l = String::from_utf8(e.listing.to_vec()).unwrap();
+                            (e.version.0[0], e.stamp.mtime_ns, l)
+                        })
+                        .collect()
+                });
+                (key, versions)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn heads_follow_every_write_and_deletion() {
+        let d = tempfile::tempdir().unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
+        m.put_record(b"ns", b"a", &rec(1, 1, "a1"), None).unwrap();
+        m.put_record(b"ns", b"a", &rec(2, 2, "a2"), None).unwrap();
+        m.put_record(b"ns", b"a", &rec(1, 3, "a1b"), None).unwrap();
+        m.put_record(b"ns", b"b", &rec(1, 1, "b1"), None).unwrap();
+        m.put_record(b"other", b"a", &rec(1, 1, "o"), None).unwrap();
+        let l = |s: &str| format!("l-{s}");
+        assert_eq!(
+            heads(&m, b"ns"),
+            vec![
+                (b"a".to_vec(), Some(vec![(1, 3, l("a1b")), (2, 2, l("a2"))])),
+                (b"b".to_vec(), Some(vec![(1, 1, l("b1"))])),
+            ]
+        );
+        m.delete_record(b"ns", b"a", VersionId([1; 16]), None)
+            .unwrap();
+        m.delete_records(b"ns", &[(b"b".to_vec(), VersionId([1; 16]))])
+            .unwrap();
+        assert_eq!(
+            heads(&m, b"ns"),
+            vec![(b"a".to_vec(), Some(vec![(2, 2, l("a2"))]))]
+        );
+        // Paging: after a key, at a key, and a truncated page.
+        for k in ["c", "c\0", "d"] {
+            m.put_record(b"ns", k.as_bytes(), &rec(0, 1, k), None)
+                .unwrap();
+        }
+        let page = |start, max_keys| {
+            m.list_heads(
+                b"ns",
+                &RecordListOptions {
+                    prefix: b"c".to_vec(),
+                    start,
+                    max_keys,
+                },
+            )
+            .unwrap()
+        };
+        let p = page(ListStart::After(b"c".to_vec()), 10);
+        assert_eq!(p.spans.len(), 1);
+        assert_eq!(
+            crate::heads::decode_listed_key(p.entry(0).0).unwrap(),
+            b"c\0"
+        );
+        let p = page(ListStart::At(b"c".to_vec()), 1);
+        assert_eq!(p.spans.len(), 1);
+        assert!(p.truncated);
+    }
+
+    #[test]
+    fn a_long_history_is_counted_and_listed_again_after_deletions() {
+        let d = tempfile::tempdir().unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
+        let n = crate::heads::MAX_HEAD_VERSIONS as u8 + 2;
+        for v in 0..n {
+            m.put_record(b"ns", b"k", &rec(v, v as u64, "x"), None)
+                .unwrap();
+        }
+        assert_eq!(heads(&m, b"ns"), vec![(b"k".to_vec(), None)]);
+        let items: Vec<_> = (0..3)
+            .map(|v| (b"k".to_vec(), VersionId([v; 16])))
+            .collect();
+        m.delete_records(b"ns", &items).unwrap();
+        let left = heads(&m, b"ns");
+        let versions = left[0].1.as_ref().expect("listed again");
+        assert_eq!(versions.len(), n as usize - 3);
+        assert_eq!(versions[0].0, 3);
+    }
+
+    #[test]
+    fn the_heads_index_is_built_from_the_records_of_an_older_store() {
+        let d = tempfile::tempdir().unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
+        for k in ["a", "b", "c"] {
+            m.put_record(b"ns", k.as_bytes(), &rec(1, 1, k), None)
+                .unwrap();
+            m.put_record(b"ns", k.as_bytes(), &rec(2, 2, k), None)
+                .unwrap();
+        }
+        // An older store: records in the first envelope (no projection), no
+        // heads and no completion marker; plus a partial index to drop.
+        let old = {
+            let mut r = rec(3, 3, "old");
+            r.listing = Bytes::new();
+            let mut v = encode_record(&r);
+            v.drain(43..45);
+            v[2] = RECORD_V1;
+            let n = v.len();
+            let crc = crc_fast::crc32_iscsi(&v[..n - 4]);
+            v[n - 4..].copy_from_slice(&crc.to_le_bytes());
+            v
+        };
+        m.db.put_cf(
+            m.cf(CF_RECORDS),
+            record_key(b"ns", b"a", VersionId([3; 16])),
+            old,
+        )
+        .unwrap();
+        assert_eq!(m.get_records(b"ns", b"a").unwrap()[2].body, "old");
+        let expected = heads(&m, b"ns");
+        m.db.delete(HEADS_COMPLETE).unwrap();
+        m.db.delete_cf(m.cf(CF_HEADS), ns_key(b"ns", b"b")).unwrap();
+        m.db.put_cf(m.cf(CF_HEADS), ns_key(b"ns", b"zz"), b"junk")
+            .unwrap();
+        drop(m);
+        // The older record gets its projection from its body.
+        let project: ListingFn =
+            |body| Some(Bytes::from(format!("p-{}", String::from_utf8_lossy(body))));
+        let m = MetaStore::open(d.path(), Some(project)).unwrap();
+        let rebuilt = heads(&m, b"ns");
+        assert_eq!(rebuilt.len(), 3);
+        assert_eq!(rebuilt[1..], expected[1..]);
+        let a = rebuilt[0].1.as_ref().unwrap();
+        assert_eq!(a.len(), 3);
+        assert_eq!(a[2], (3, 3, "p-old".to_string()));
+        assert!(m.db.get(HEADS_COMPLETE).unwrap().is_some());
+    }
+
     #[test]
     fn uploads_and_parts() {
         let d = tempfile::tempdir().unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         let id = Uuid::now_v7();
         let part = PartEntry {
             number: 2,
@@ -863,7 +1279,7 @@ mod tests {
     #[test]
     fn pieces_are_stored_with_their_record_and_collected_after_deletion() {
         let d = tempfile::tempdir().unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         let ids: Vec<Uuid> = (0..400).map(|_| Uuid::now_v7()).collect();
         for (i, id) in ids.iter().enumerate() {
             let piece = Piece {
@@ -908,7 +1324,7 @@ mod tests {
     #[test]
     fn a_piece_with_a_flipped_byte_is_reported_corrupt() {
         let d = tempfile::tempdir().unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         let id = Uuid::now_v7();
         let data = Bytes::from(vec![0x5a; 4096]);
         m.put_piece(&Piece { id, data }).unwrap();
@@ -927,7 +1343,7 @@ mod tests {
             .unwrap();
         bytes[at + 10] ^= 0xff;
         std::fs::write(&blob, bytes).unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         let err = m.read_piece(id).unwrap_err();
         assert!(!err.is_disk_failure(), "{err}");
     }
@@ -935,7 +1351,7 @@ mod tests {
     #[test]
     fn a_group_commit_applies_its_writes_in_order() {
         let d = tempfile::tempdir().unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         let w = |v: u8, t: u64, body: &str, key: &str| RecordWrite {
             ns: b"ns".to_vec(),
             key: key.as_bytes().to_vec(),
@@ -977,7 +1393,7 @@ mod tests {
     #[test]
     fn a_write_over_a_damaged_record_fails_alone_in_its_batch() {
         let d = tempfile::tempdir().unwrap();
-        let m = MetaStore::open(d.path()).unwrap();
+        let m = MetaStore::open(d.path(), None).unwrap();
         let damaged = rec(0, 10, "a");
         m.db.put_cf(
             m.cf(CF_RECORDS),

@@ -5,8 +5,8 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::disk::{
-    Disk, DiskHealth, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions, ShardWriter,
-    UploadListStart,
+    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
+    ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
 use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
@@ -92,6 +92,9 @@ impl Disk for OfflineDisk {
         Err(self.err())
     }
     async fn list_records(&self, _: &[u8], _: RecordListOptions) -> Result<RecordPage, DiskError> {
+        Err(self.err())
+    }
+    async fn list_heads(&self, _: &[u8], _: RecordListOptions) -> Result<HeadPage, DiskError> {
         Err(self.err())
     }
     async fn put_upload(&self, _: &[u8], _: UploadEntry) -> Result<(), DiskError> {

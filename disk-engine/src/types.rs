@@ -73,6 +73,12 @@ pub struct Record {
     pub stamp: Stamp,
     /// The layer above's encoding of the version (opaque here).
     pub body: Bytes,
+    /// What a listing shows of the version, in the layer above's encoding
+    /// (a few dozen bytes; empty when it has none). The disk keeps it in its
+    /// heads index beside the key's other versions, so listings read that
+    /// index instead of every record.
+    #[serde(default)]
+    pub listing: Bytes,
 }
 
 /// One disk's piece of a packed small object: the object is erasure-coded
@@ -95,6 +101,17 @@ pub struct KeyRecords {
     pub key: Vec<u8>,
     /// Every version stored on this disk for the key, in version-id order.
     pub records: Vec<Record>,
+}
+
+/// One version as a disk's heads index holds it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HeadEntry {
+    /// Which version of the key this is.
+    pub version: VersionId,
+    /// The stamp of the write of it this disk holds.
+    pub stamp: Stamp,
+    /// The record's [`Record::listing`] (empty if it has none).
+    pub listing: Bytes,
 }
 
 /// One multipart upload's state record.

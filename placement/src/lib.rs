@@ -65,8 +65,8 @@ pub use objects::{
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use read::ObjectStream;
 pub use record::{
-    BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRecord, PartRef,
-    TierRef, UploadRecord, Versioning,
+    listing_of_body, BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary,
+    PartRecord, PartRef, TierRef, UploadRecord, Versioning,
 };
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};

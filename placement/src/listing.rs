@@ -4,11 +4,16 @@
 //! resolved exactly as a read would resolve it, so a listing shows what a
 //! GET would return. A disk whose page ended early bounds how far the merged
 //! page is complete.
+//!
+//! Listings of current objects read the disks' heads indexes (one small
+//! entry per key with its versions' stamps and listing projections) and
+//! fall back to the records for a page where the disks disagree.
 
-use disk_engine::{KeyRecords, ListStart, RecordListOptions};
+use disk_engine::{DiskError, HeadEntry, ListStart, RecordListOptions};
 
 use crate::error::Error;
-use crate::set::{ErasureSet, Resolved, VersionBody};
+use crate::record::{self, ObjectSummary};
+use crate::set::{version_key, ErasureSet, Resolved, VersionBody};
 
 /// One merged page: resolved keys in order, and where to continue.
 pub(crate) struct ResolvedPage<T> {
@@ -19,11 +24,54 @@ pub(crate) struct ResolvedPage<T> {
     pub next: Option<Vec<u8>>,
 }
 
-/// A key with every disk's records of it (or the disk's failure).
-type MergedKey = (
-    Vec<u8>,
-    Vec<Result<Vec<disk_engine::Record>, disk_engine::DiskError>>,
-);
+/// A key with every disk's item for it (or the disk's failure).
+type Merged<K, I> = (K, Vec<Result<I, DiskError>>);
+
+/// A key with every disk's records of it.
+type MergedKey = Merged<Vec<u8>, Vec<disk_engine::Record>>;
+
+/// One disk's page of items in key order, and whether more follow.
+struct DiskPage<K, I> {
+    items: Vec<(K, I)>,
+    truncated: bool,
+}
+
+/// One page of current versions from the heads indexes.
+pub(crate) struct CurrentPage {
+    /// Keys in order with their newest version (delete markers included).
+    pub keys: Vec<(String, ObjectSummary)>,
+    /// Continue after this key, if more may follow.
+    pub next: Option<Vec<u8>>,
+}
+
+/// The versions every answering disk's head holds for a key, when they all
+/// hold the same writes (versions and stamps) and know them all; `None`
+/// otherwise (a damaged head included: the records decide). Heads of
+/// identical bytes (the normal case) are decoded once.
+fn agreed_heads(per_disk: Vec<Result<&[u8], DiskError>>) -> Option<Vec<HeadEntry>> {
+    let answers: Vec<&[u8]> = per_disk.into_iter().flatten().collect();
+    let (first, others) = answers.split_first()?;
+    let decode = |h: &[u8]| match h {
+        [] => Some(Vec::new()),
+        h => disk_engine::head_versions(h).ok().flatten(),
+    };
+    let reference = decode(first)?;
+    for other in others {
+        if other == first {
+            continue;
+        }
+        let other = decode(other)?;
+        let same = other.len() == reference.len()
+            && other
+                .iter()
+                .zip(&reference)
+                .all(|(a, b)| a.version == b.version && a.stamp == b.stamp);
+        if !same {
+            return None;
+        }
+    }
+    Some(reference)
+}
 
 /// Pages with at least this many keys are resolved on two threads.
 const PARALLEL_RESOLVE_KEYS: usize = 256;
@@ -48,52 +96,16 @@ impl ErasureSet {
                 async move { d.list_records(ns.as_bytes(), opts).await }
             })
             .await;
-        let answered = pages.iter().filter(|p| p.is_ok()).count();
-        if answered < self.quorum.read {
-            return Err(Error::ReadQuorum {
-                needed: self.quorum.read,
-                got: answered,
-            });
-        }
-        // The merged page is complete only up to the smallest last key of the
-        // disks that have more.
-        let horizon: Option<Vec<u8>> = pages
-            .iter()
-            .flatten()
-            .filter(|p| p.truncated)
-            .filter_map(|p| p.keys.last().map(|k| k.key.clone()))
-            .min();
-        // Merge the sorted per-disk pages by key, moving (not copying) each
-        // disk's records into the key's per-disk list.
-        let mut cursors: Vec<Option<std::iter::Peekable<std::vec::IntoIter<KeyRecords>>>> = pages
+        let pages = pages
             .into_iter()
-            .map(|p| p.ok().map(|p| p.keys.into_iter().peekable()))
-            .collect();
-        // Gather each key's per-disk records first (cheap), then resolve
-        // them: the decoding is most of a page's work, so a large page is
-        // resolved in two halves on two threads.
-        let mut merged: Vec<MergedKey> = Vec::new();
-        while let Some(key) = cursors
-            .iter_mut()
-            .filter_map(|c| c.as_mut()?.peek().map(|k| &k.key))
-            .min()
-            .cloned()
-        {
-            if horizon.as_ref().is_some_and(|h| &key > h) {
-                break;
-            }
-            let per_disk = cursors
-                .iter_mut()
-                .map(|c| match c {
-                    None => Err(disk_engine::DiskError::Offline("no answer".into())),
-                    Some(c) => Ok(c
-                        .next_if(|k| k.key == key)
-                        .map(|k| k.records)
-                        .unwrap_or_default()),
+            .map(|p| {
+                p.map(|p| DiskPage {
+                    items: p.keys.into_iter().map(|k| (k.key, k.records)).collect(),
+                    truncated: p.truncated,
                 })
-                .collect();
-            merged.push((key, per_disk));
-        }
+            })
+            .collect();
+        let (mut merged, horizon) = self.merge_pages(pages, Vec::new)?;
         let last = merged.last().map(|(k, _)| k.clone());
         let keys = if merged.len() >= PARALLEL_RESOLVE_KEYS {
             let second = merged.split_off(merged.len() / 2);
@@ -108,6 +120,138 @@ impl ErasureSet {
         };
         let next = horizon.map(|h| last.unwrap_or(h));
         Ok(ResolvedPage { keys, next })
+    }
+
+    /// Lists up to `max_keys` keys of `ns` under `prefix` from `start` with
+    /// their newest version (delete markers included) from the disks' heads
+    /// indexes, which hold each key's versions, stamps and listing
+    /// projections, without reading records. `None` when a key of the page
+    /// cannot be decided from heads alone: the answering disks hold
+    /// different writes of it, or a head has no projection (a record from
+    /// before heads existed) or too many versions. The caller then lists the
+    /// page from the records ([`Self::list_resolved`]), which decides such
+    /// keys as a read does.
+    pub(crate) async fn list_current(
+        &self,
+        ns: &str,
+        prefix: &[u8],
+        start: ListStart,
+        max_keys: usize,
+    ) -> Result<Option<CurrentPage>, Error> {
+        let opts = RecordListOptions {
+            prefix: prefix.to_vec(),
+            start,
+            max_keys: max_keys.max(1),
+        };
+        let pages = self
+            .each_disk(|_, d| {
+                let opts = opts.clone();
+                async move { d.list_heads(ns.as_bytes(), opts).await }
+            })
+            .await;
+        let views = pages
+            .iter()
+            .map(|p| match p {
+                Ok(p) => Ok(DiskPage {
+                    items: (0..p.spans.len()).map(|i| p.entry(i)).collect(),
+                    truncated: p.truncated,
+                }),
+                Err(e) => Err(DiskError::Offline(e.to_string())),
+            })
+            .collect();
+        // Keys merge in their encoded form, which sorts like the keys.
+        let (merged, horizon) = self.merge_pages(views, || &[][..])?;
+        let mut keys = Vec::with_capacity(merged.len());
+        let mut last = None;
+        for (encoded, per_disk) in merged {
+            let Some(key) = disk_engine::decode_listed_key(encoded) else {
+                return Err(Error::Corrupt(
+                    "a listed key is not a valid encoding".into(),
+                ));
+            };
+            let Some(versions) = agreed_heads(per_disk) else {
+                return Ok(None);
+            };
+            let mut latest: Option<ObjectSummary> = None;
+            for v in &versions {
+                let Ok(summary) = record::decode_listing(&v.listing) else {
+                    return Ok(None);
+                };
+                let newer = latest.as_ref().is_none_or(|l| {
+                    (summary.mtime_ns, version_key(summary.version_id))
+                        > (l.mtime_ns, version_key(l.version_id))
+                });
+                if newer {
+                    latest = Some(summary);
+                }
+            }
+            if let Some(latest) = latest {
+                let name = String::from_utf8(key.clone())
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                keys.push((name, latest));
+            }
+            last = Some(key);
+        }
+        let horizon = match horizon {
+            Some(h) => Some(
+                disk_engine::decode_listed_key(h)
+                    .ok_or_else(|| Error::Corrupt("a listed key is not a valid encoding".into()))?,
+            ),
+            None => None,
+        };
+        let next = horizon.map(|h| last.unwrap_or(h));
+        Ok(Some(CurrentPage { keys, next }))
+    }
+
+    /// Merges sorted per-disk pages by key, moving (not copying) each
+    /// disk's items into the key's per-disk list (`absent()` where a disk
+    /// that answered does not hold the key). The merged page is complete
+    /// only up to the smallest last key of the disks that have more: that
+    /// key is returned as the horizon.
+    fn merge_pages<K: Ord + Clone, I>(
+        &self,
+        pages: Vec<Result<DiskPage<K, I>, DiskError>>,
+        absent: impl Fn() -> I,
+    ) -> Result<(Vec<Merged<K, I>>, Option<K>), Error> {
+        let answered = pages.iter().filter(|p| p.is_ok()).count();
+        if answered < self.quorum.read {
+            return Err(Error::ReadQuorum {
+                needed: self.quorum.read,
+                got: answered,
+            });
+        }
+        let horizon: Option<K> = pages
+            .iter()
+            .flatten()
+            .filter(|p| p.truncated)
+            .filter_map(|p| p.items.last().map(|(k, _)| k.clone()))
+            .min();
+        let mut cursors: Vec<Option<std::iter::Peekable<std::vec::IntoIter<(K, I)>>>> = pages
+            .into_iter()
+            .map(|p| p.ok().map(|p| p.items.into_iter().peekable()))
+            .collect();
+        let mut merged = Vec::new();
+        while let Some(key) = cursors
+            .iter_mut()
+            .filter_map(|c| c.as_mut()?.peek().map(|(k, _)| k))
+            .min()
+            .cloned()
+        {
+            if horizon.as_ref().is_some_and(|h| &key > h) {
+                break;
+            }
+            let per_disk = cursors
+                .iter_mut()
+                .map(|c| match c {
+                    None => Err(DiskError::Offline("no answer".into())),
+                    Some(c) => Ok(c
+                        .next_if(|(k, _)| *k == key)
+                        .map_or_else(&absent, |(_, item)| item)),
+                })
+                .collect();
+            merged.push((key, per_disk));
+        }
+        Ok((merged, horizon))
     }
 
     /// Resolves merged keys; keys with no visible version are left out.

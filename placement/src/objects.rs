@@ -532,6 +532,21 @@ impl Store {
         start: ListStart,
         max_keys: usize,
     ) -> Result<ObjectListing, Error> {
+        self.bucket(bucket).await?;
+        let current = self
+            .set
+            .list_current(bucket, prefix.as_bytes(), start.clone(), max_keys)
+            .await?;
+        if let Some(page) = current {
+            return Ok(ObjectListing {
+                entries: page
+                    .keys
+                    .into_iter()
+                    .filter(|(_, v)| !v.delete_marker)
+                    .collect(),
+                next: page.next.map(|k| String::from_utf8_lossy(&k).into_owned()),
+            });
+        }
         let page = self.list_versions(bucket, prefix, start, max_keys).await?;
         let entries = page
             .entries

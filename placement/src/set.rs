@@ -507,6 +507,7 @@ impl ErasureSet {
             version: version_key(object.version_id),
             stamp,
             body: record::encode(&object),
+            listing: record::encode_listing(&object),
         };
         let layout = object.layout;
         let results = self

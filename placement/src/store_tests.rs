@@ -52,7 +52,11 @@ pub(crate) fn rig_packing(
         tier: Tier::Hot,
         pool: 0,
         deployment: None,
-        disk: LocalDiskOptions { fsync: false, io },
+        disk: LocalDiskOptions {
+            fsync: false,
+            io,
+            listing_of: Some(crate::record::listing_of_body),
+        },
     })
     .unwrap();
     let local: Vec<Arc<LocalDisk>> = set.local.into_iter().map(|d| d.unwrap()).collect();
@@ -301,10 +305,12 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
         put(&r, k, b"x").await.unwrap();
     }
     // A record present on a single disk (an interrupted write) is not listed.
+    let object = r.store.head_object("b", "a").await.unwrap();
     let stray = disk_engine::Record {
         version: disk_engine::VersionId::NULL,
         stamp: r.store.set().next_stamp(),
-        body: crate::record::encode(&r.store.head_object("b", "a").await.unwrap()),
+        body: crate::record::encode(&object),
+        listing: crate::record::encode_listing(&object),
     };
     r.local[0]
         .put_record(b"b", b"ghost", stray, None)
@@ -329,6 +335,89 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
         Err(Error::BucketNotEmpty)
     ));
     assert_eq!(r.store.list_buckets().await.unwrap().len(), 1);
+}
+
+/// Every current object as the record listing resolves it, page by page.
+async fn listed_from_records(r: &Rig, page: usize) -> Vec<(String, crate::ObjectSummary)> {
+    let mut out = Vec::new();
+    let mut start = ListStart::Beginning;
+    loop {
+        let p = r.store.list_versions("b", "", start, page).await.unwrap();
+        for (k, mut v) in p.entries {
+            let latest = v.swap_remove(0);
+            if !latest.delete_marker {
+                out.push((k, latest));
+            }
+        }
+        match p.next {
+            Some(n) => start = ListStart::After(n.into_bytes()),
+            None => return out,
+        }
+    }
+}
+
+async fn listed_current(r: &Rig, page: usize) -> Vec<(String, crate::ObjectSummary)> {
+    let mut out = Vec::new();
+    let mut start = ListStart::Beginning;
+    loop {
+        let p = r.store.list_objects("b", "", start, page).await.unwrap();
+        out.extend(p.entries);
+        match p.next {
+            Some(n) => start = ListStart::After(n.into_bytes()),
+            None => return out,
+        }
+    }
+}
+
+#[tokio::test]
+async fn listings_from_heads_match_the_records_through_versions_and_a_missing_disk() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for i in 0..30 {
+        put(&r, &format!("plain/{i:02}"), b"x").await.unwrap();
+    }
+    set_versioning(&r, Versioning::Enabled).await;
+    for i in 0..12 {
+        // Up to 11 versions: past what a head keeps, so some keys are
+        // counted only.
+        for v in 0..=i {
+            put(&r, &format!("v/{i:02}"), &data(v + 1, v as u8))
+                .await
+                .unwrap();
+        }
+    }
+    r.store.delete_object("b", "v/03", None).await.unwrap();
+    r.store.delete_object("b", "plain/07", None).await.unwrap();
+    // Writes while a disk is away: it misses them.
+    r.faulty[2].set_faults(vec![Fault::Offline]);
+    put(&r, "v/05", b"while away").await.unwrap();
+    put(&r, "late", b"while away").await.unwrap();
+    let expected = listed_from_records(&r, 1000).await;
+    assert_eq!(expected.len(), 30 - 1 + 12 - 1 + 1);
+    for page in [1, 7, 1000] {
+        assert_eq!(listed_current(&r, page).await, expected, "pages of {page}");
+    }
+    // The disk is back, with the writes it missed: those pages come from
+    // the records; the others from the heads.
+    r.faulty[2].set_faults(vec![]);
+    for page in [1, 7, 1000] {
+        assert_eq!(listed_current(&r, page).await, expected, "pages of {page}");
+    }
+    let store = &r.store;
+    let heads = |prefix: &'static str| async move {
+        store
+            .set()
+            .list_current("b", prefix.as_bytes(), ListStart::Beginning, 1000)
+            .await
+            .unwrap()
+    };
+    let plain = heads("plain/")
+        .await
+        .expect("agreeing disks list from heads");
+    assert_eq!(plain.keys.len(), 30);
+    assert!(heads("late").await.is_none(), "a disk that missed a write");
+    assert!(heads("v/1").await.is_none(), "a key with a long history");
+    assert!(heads("v/02").await.is_some(), "a few versions");
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 //! granary-load --endpoint http://127.0.0.1:9000 --op get --size 4096 --concurrency 32 --seconds 10
 //! granary-load --op pull --size 1073741824 --objects 4 --range-size 16777216 --concurrency 16
 //! ```
-//! Operations: `put`, `get`, `mixed` (GETs and PUTs, `--read-percent`),
+//! Operations: `put`, `put-raw` (PUTs signed here, no SDK), `get`, `mixed` (GETs and PUTs, `--read-percent`),
 //! `list` (ListObjectsV2 pages through the SDK), `list-raw` (the same pages
 //! signed here and only scanned for the key count and continuation token,
 //! so the client's own XML decoding does not bound the rate measured),
@@ -33,6 +33,7 @@ use futures::{stream, StreamExt};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Op {
     Put,
+    PutRaw,
     Get,
     GetRaw,
     Mixed,
@@ -194,6 +195,8 @@ struct Ctx {
     raw: RawClient,
     args: Args,
     body: Bytes,
+    /// Hex SHA-256 of `body`, for signed raw PUTs.
+    body_sha256: String,
 }
 
 /// The text of the first `<name>` element of a document (no entities
@@ -235,6 +238,19 @@ impl RawClient {
 
     /// GETs `url` and returns the body; a non-2xx status is an error.
     async fn get(&self, url: &str) -> Result<Bytes, String> {
+        self.send("GET", url, Bytes::new(), None).await
+    }
+
+    /// Sends `body` to `url` with `method` and returns the response body; a
+    /// non-2xx status is an error. `body_sha256` (hex) signs the payload;
+    /// without it the payload is sent unsigned.
+    async fn send(
+        &self,
+        method: &str,
+        url: &str,
+        body: Bytes,
+        body_sha256: Option<&str>,
+    ) -> Result<Bytes, String> {
         use aws_sigv4::http_request::{
             sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
         };
@@ -255,22 +271,25 @@ impl RawClient {
             .build()
             .map_err(|e| e.to_string())?
             .into();
-        let headers = [("host", host.as_str())];
-        let signable = SignableRequest::new(
-            "GET",
-            url,
-            headers.iter().copied(),
-            SignableBody::UnsignedPayload,
-        )
-        .map_err(|e| e.to_string())?;
+        let length = body.len().to_string();
+        let mut headers = vec![("host", host.as_str())];
+        if method != "GET" {
+            headers.push(("content-length", length.as_str()));
+        }
+        let payload = match body_sha256 {
+            Some(hash) => SignableBody::Precomputed(hash.to_string()),
+            None => SignableBody::UnsignedPayload,
+        };
+        let signable = SignableRequest::new(method, url, headers.iter().copied(), payload)
+            .map_err(|e| e.to_string())?;
         let (instructions, _) = sign(signable, &params)
             .map_err(|e| e.to_string())?
             .into_parts();
-        let mut req = http::Request::builder().method("GET").uri(url);
+        let mut req = http::Request::builder().method(method).uri(url);
         for (k, v) in headers {
             req = req.header(k, v);
         }
-        let mut req = req.body(Vec::new()).map_err(|e| e.to_string())?;
+        let mut req = req.body(body).map_err(|e| e.to_string())?;
         instructions.apply_to_request_http1x(&mut req);
         let req = reqwest::Request::try_from(req).map_err(|e| e.to_string())?;
         let resp = self.http.execute(req).await.map_err(|e| e.to_string())?;
@@ -369,15 +388,34 @@ impl Ctx {
         }
     }
 
-    async fn get_raw(&self, key: &str) -> Result<Sample, String> {
-        let t = Instant::now();
-        let url = format!(
+    fn object_url(&self, key: &str) -> String {
+        format!(
             "{}/{}/{}",
             self.args.endpoint.trim_end_matches('/'),
             self.args.bucket,
             key
-        );
-        let body = self.raw.get(&url).await?;
+        )
+    }
+
+    /// A PUT signed here (the body's SHA-256 computed once per run, or
+    /// unsigned with `--unsigned-payload`), without the SDK.
+    async fn put_raw(&self, key: &str) -> Result<Sample, String> {
+        let t = Instant::now();
+        let hash = (!self.args.unsigned_payload).then_some(self.body_sha256.as_str());
+        self.raw
+            .send("PUT", &self.object_url(key), self.body.clone(), hash)
+            .await?;
+        Ok(Sample {
+            latency: t.elapsed(),
+            bytes: self.body.len() as u64,
+            items: 1,
+            ..Default::default()
+        })
+    }
+
+    async fn get_raw(&self, key: &str) -> Result<Sample, String> {
+        let t = Instant::now();
+        let body = self.raw.get(&self.object_url(key)).await?;
         Ok(Sample {
             latency: t.elapsed(),
             ttfb: None,
@@ -555,6 +593,7 @@ impl Ctx {
         let key = self.key(i % self.args.objects.max(1));
         match self.args.op {
             Op::Put => self.put(&key).await,
+            Op::PutRaw => self.put_raw(&key).await,
             Op::Get => self.get(&key, None).await,
             Op::GetRaw => self.get_raw(&key).await,
             Op::Mixed if i * 7919 % 100 < self.args.read_percent => self.get(&key, None).await,
@@ -666,11 +705,13 @@ async fn main() {
     let c = client(&args);
     let _ = c.create_bucket().bucket(&args.bucket).send().await;
     let body = Bytes::from(vec![0x5au8; args.size]);
+    let body_sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&body));
     let ctx = Arc::new(Ctx {
         c,
         raw: RawClient::new(),
         args,
         body,
+        body_sha256,
     });
     if !ctx.args.no_prepare
         && matches!(

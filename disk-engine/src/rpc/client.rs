@@ -25,8 +25,8 @@ use super::auth::{self, ClusterSecret};
 use super::server::{stream_digest, FormatCall, ARGS};
 use super::wire::{self, Frame, WireError};
 use crate::disk::{
-    Disk, DiskHealth, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions, ShardSummary,
-    ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
+    ShardSummary, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
 use crate::format::DirState;
@@ -53,6 +53,7 @@ const READ_ONLY: &[&str] = &[
     "get_records",
     "read_piece",
     "list_records",
+    "list_heads",
     "get_upload",
     "list_uploads",
     "list_parts",
@@ -550,6 +551,10 @@ impl Disk for RemoteDisk {
         opts: RecordListOptions,
     ) -> Result<RecordPage, DiskError> {
         self.typed("list_records", &(b(ns), opts)).await
+    }
+
+    async fn list_heads(&self, ns: &[u8], opts: RecordListOptions) -> Result<HeadPage, DiskError> {
+        self.typed("list_heads", &(b(ns), opts)).await
     }
 
     async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError> {

@@ -328,6 +328,10 @@ impl NodeService {
                 let (ns, opts): (Bytes, RecordListOptions) = wire::decode(&body)?;
                 Ok(wire::encode(&d.list_records(&ns, opts).await?))
             }
+            "list_heads" => {
+                let (ns, opts): (Bytes, RecordListOptions) = wire::decode(&body)?;
+                Ok(wire::encode(&d.list_heads(&ns, opts).await?))
+            }
             "put_upload" => {
                 let (ns, entry): (Bytes, UploadEntry) = wire::decode(&body)?;
                 d.put_upload(&ns, entry).await?;

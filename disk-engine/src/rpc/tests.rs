@@ -118,6 +118,7 @@ async fn a_remote_disk_behaves_like_the_local_one() {
             write_id: Uuid::now_v7(),
         },
         body: Bytes::from(vec![0xAB; 300]),
+        listing: Bytes::from_static(b"listing"),
     };
     let newer = rec(20);
     assert!(matches!(
