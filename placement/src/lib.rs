@@ -21,6 +21,7 @@ mod error;
 mod expansion;
 mod heal;
 mod layout;
+mod list_ahead;
 mod listing;
 mod local_set;
 mod locks;

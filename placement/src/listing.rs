@@ -73,6 +73,44 @@ fn agreed_heads(per_disk: Vec<Result<&[u8], DiskError>>) -> Option<Vec<HeadEntry
     Some(reference)
 }
 
+/// A key of a heads listing, decoded.
+fn listed_key(encoded: &[u8]) -> Result<Vec<u8>, Error> {
+    disk_engine::decode_listed_key(encoded)
+        .ok_or_else(|| Error::Corrupt("a listed key is not a valid encoding".into()))
+}
+
+/// The newest version (delete markers included) of each merged key whose
+/// disks agree; `None` as soon as one key cannot be decided from heads.
+fn current_versions(
+    merged: Vec<Merged<&[u8], &[u8]>>,
+) -> Result<Option<Vec<(String, ObjectSummary)>>, Error> {
+    let mut keys = Vec::with_capacity(merged.len());
+    for (encoded, per_disk) in merged {
+        let Some(versions) = agreed_heads(per_disk) else {
+            return Ok(None);
+        };
+        let mut latest: Option<ObjectSummary> = None;
+        for v in &versions {
+            let Ok(summary) = record::decode_listing(&v.listing) else {
+                return Ok(None);
+            };
+            let newer = latest.as_ref().is_none_or(|l| {
+                (summary.mtime_ns, version_key(summary.version_id))
+                    > (l.mtime_ns, version_key(l.version_id))
+            });
+            if newer {
+                latest = Some(summary);
+            }
+        }
+        if let Some(latest) = latest {
+            let name = String::from_utf8(listed_key(encoded)?)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            keys.push((name, latest));
+        }
+    }
+    Ok(Some(keys))
+}
+
 /// Pages with at least this many keys are resolved on two threads.
 const PARALLEL_RESOLVE_KEYS: usize = 256;
 
@@ -143,12 +181,22 @@ impl ErasureSet {
             start,
             max_keys: max_keys.max(1),
         };
-        let pages = self
-            .each_disk(|_, d| {
-                let opts = opts.clone();
-                async move { d.list_heads(ns.as_bytes(), opts).await }
-            })
-            .await;
+        // Pages are read ahead only where this process sees every write.
+        let ahead = (!self.locks.is_shared()).then_some(&self.list_ahead);
+        let early = match ahead {
+            Some(a) => a.take(ns, &opts).await,
+            None => None,
+        };
+        let pages = match early {
+            Some(pages) => pages,
+            None => {
+                self.each_disk(|_, d| {
+                    let opts = opts.clone();
+                    async move { d.list_heads(ns.as_bytes(), opts).await }
+                })
+                .await
+            }
+        };
         let views = pages
             .iter()
             .map(|p| match p {
@@ -161,46 +209,35 @@ impl ErasureSet {
             .collect();
         // Keys merge in their encoded form, which sorts like the keys.
         let (merged, horizon) = self.merge_pages(views, || &[][..])?;
-        let mut keys = Vec::with_capacity(merged.len());
-        let mut last = None;
-        for (encoded, per_disk) in merged {
-            let Some(key) = disk_engine::decode_listed_key(encoded) else {
-                return Err(Error::Corrupt(
-                    "a listed key is not a valid encoding".into(),
-                ));
-            };
-            let Some(versions) = agreed_heads(per_disk) else {
-                return Ok(None);
-            };
-            let mut latest: Option<ObjectSummary> = None;
-            for v in &versions {
-                let Ok(summary) = record::decode_listing(&v.listing) else {
-                    return Ok(None);
-                };
-                let newer = latest.as_ref().is_none_or(|l| {
-                    (summary.mtime_ns, version_key(summary.version_id))
-                        > (l.mtime_ns, version_key(l.version_id))
-                });
-                if newer {
-                    latest = Some(summary);
-                }
-            }
-            if let Some(latest) = latest {
-                let name = String::from_utf8(key.clone())
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-                keys.push((name, latest));
-            }
-            last = Some(key);
-        }
+        let last = match merged.last() {
+            Some((k, _)) => Some(listed_key(k)?),
+            None => None,
+        };
+        let keys = current_versions(merged);
+        let Some(keys) = keys? else {
+            return Ok(None);
+        };
         let horizon = match horizon {
-            Some(h) => Some(
-                disk_engine::decode_listed_key(h)
-                    .ok_or_else(|| Error::Corrupt("a listed key is not a valid encoding".into()))?,
-            ),
+            Some(h) => Some(listed_key(h)?),
             None => None,
         };
         let next = horizon.map(|h| last.unwrap_or(h));
         Ok(Some(CurrentPage { keys, next }))
+    }
+
+    /// Starts reading the heads of the page [`Self::list_current`] will be
+    /// asked for next (see [`crate::list_ahead`]); nothing where the set is
+    /// shared with other gateways.
+    pub(crate) fn read_ahead(&self, ns: &str, prefix: &[u8], start: ListStart, max_keys: usize) {
+        if self.locks.is_shared() {
+            return;
+        }
+        let opts = RecordListOptions {
+            prefix: prefix.to_vec(),
+            start,
+            max_keys: max_keys.max(1),
+        };
+        self.list_ahead.start(ns, opts, &self.disks);
     }
 
     /// Merges sorted per-disk pages by key, moving (not copying) each

@@ -562,6 +562,15 @@ impl Store {
         })
     }
 
+    /// Starts reading, ahead of the request, the page of
+    /// [`Self::list_objects`] a client is expected to ask for next, so that
+    /// it is ready (or under way) when asked. It is used only if no write
+    /// changed the set in between.
+    pub fn read_ahead(&self, bucket: &str, prefix: &str, start: ListStart, max_keys: usize) {
+        self.set
+            .read_ahead(bucket, prefix.as_bytes(), start, max_keys);
+    }
+
     /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`
     /// with all their versions, newest first.
     pub async fn list_versions(

@@ -18,6 +18,7 @@ use crate::cache::ReadCache;
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::layout::{ErasureLayout, Quorum};
+use crate::list_ahead::ListAhead;
 use crate::locks::KeyLocks;
 use crate::packed::{self, Pieces};
 use crate::record::{self, ObjectRecord, ObjectSummary, TierRef};
@@ -46,6 +47,9 @@ pub struct ErasureSet {
     /// Where tier objects go once no version refers to them any more (the
     /// store's tier worker deletes them); unset without a tier.
     pub(crate) tier_release: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<TierRef>>,
+    /// Listing pages read ahead, and the count of writes that invalidates
+    /// them.
+    pub(crate) list_ahead: ListAhead,
     last_mtime: AtomicU64,
 }
 
@@ -180,6 +184,7 @@ impl ErasureSet {
             repair,
             presence_checks: Arc::new(tokio::sync::Semaphore::new(crate::repair::PRESENCE_CHECKS)),
             tier_release: std::sync::OnceLock::new(),
+            list_ahead: ListAhead::default(),
             last_mtime: AtomicU64::new(0),
         })
     }
@@ -510,6 +515,7 @@ impl ErasureSet {
             listing: record::encode_listing(&object),
         };
         let layout = object.layout;
+        let writing = self.list_ahead.write();
         let results = self
             .some_disks(targets, |slot, d| {
                 let rec = rec.clone();
@@ -527,6 +533,7 @@ impl ErasureSet {
                 .any(|r| matches!(r, Some(Err(DiskError::Full))));
             self.roll_back(ns, key, &rec, &results, pieces.map(|p| p.id))
                 .await;
+            drop(writing);
             return Err(if full {
                 Error::DiskFull
             } else {
@@ -536,6 +543,7 @@ impl ErasureSet {
                 }
             });
         }
+        drop(writing);
         if stored < self.width() {
             self.repair
                 .stats
@@ -642,12 +650,14 @@ impl ErasureSet {
         ns: &str,
         items: Vec<(Vec<u8>, VersionId)>,
     ) -> Result<(), Error> {
+        let writing = self.list_ahead.write();
         let results = self
             .each_disk(|_, d| {
                 let items = items.clone();
                 async move { d.delete_records(ns.as_bytes(), items).await }
             })
             .await;
+        drop(writing);
         let ok = results.iter().filter(|r| r.is_ok()).count();
         let released = join_all(results.into_iter().enumerate().map(|(slot, r)| async move {
             let mut released = Vec::new();

@@ -421,6 +421,49 @@ async fn listings_from_heads_match_the_records_through_versions_and_a_missing_di
 }
 
 #[tokio::test]
+async fn a_page_read_ahead_is_used_only_if_nothing_was_written_since() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for k in ["a", "b", "c", "d", "e"] {
+        put(&r, k, b"x").await.unwrap();
+    }
+    let store = &r.store;
+    let hits = || store.set().list_ahead.hits();
+    let page = |after: &'static str| async move {
+        let p = store
+            .list_objects("b", "", ListStart::After(after.as_bytes().to_vec()), 2)
+            .await
+            .unwrap();
+        p.entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
+    };
+    // Read ahead, nothing written: the page read ahead is served.
+    r.store
+        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 2);
+    assert_eq!(page("a").await, ["b", "c"]);
+    assert_eq!(hits(), 1);
+    // Read ahead, then a key written (and acknowledged) inside the page:
+    // the page is read again and shows it.
+    r.store
+        .read_ahead("b", "", ListStart::After(b"b".to_vec()), 2);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    put(&r, "c2", b"new").await.unwrap();
+    assert_eq!(page("b").await, ["c", "c2"]);
+    assert_eq!(hits(), 1);
+    // Likewise for a deletion.
+    r.store
+        .read_ahead("b", "", ListStart::After(b"c2".to_vec()), 2);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    r.store.delete_object("b", "d", None).await.unwrap();
+    assert_eq!(page("c2").await, ["e"]);
+    assert_eq!(hits(), 1);
+    // A request that differs from the one read ahead does not take it.
+    r.store
+        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 3);
+    assert_eq!(page("a").await, ["b", "c"]);
+    assert_eq!(hits(), 1);
+}
+
+#[tokio::test]
 async fn multipart_complete_and_abort() {
     let r = rig(4, None);
     r.store.create_bucket("b", "us-east-1").await.unwrap();

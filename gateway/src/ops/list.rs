@@ -98,10 +98,7 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
         truncated: false,
         last: None,
     };
-    let mut cursor = match &p.after {
-        Some(a) if a.as_str() >= p.prefix.as_str() => ListStart::After(a.as_bytes().to_vec()),
-        _ => ListStart::Beginning,
-    };
+    let mut cursor = first_page(&p.prefix, p.after.as_deref(), p.max_keys).0;
     if p.max_keys == 0 {
         // Nothing asked for, nothing to page through.
         return Ok(out);
@@ -170,7 +167,24 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
             (_, None) => break,
         }
     }
+    if let (true, Some(last)) = (out.truncated, &out.last) {
+        // The client's next request continues after the last entry: its
+        // first page is read while this one is written out.
+        let (start, want) = first_page(&p.prefix, Some(last), p.max_keys);
+        gw.store.read_ahead(bucket, &p.prefix, start, want);
+    }
     Ok(out)
+}
+
+/// Where a listing request continuing after `after` starts, and how many
+/// keys its first page asks for (one more than the request's `max_keys`,
+/// to tell whether the listing is truncated).
+fn first_page(prefix: &str, after: Option<&str>, max_keys: usize) -> (ListStart, usize) {
+    let start = match after {
+        Some(a) if a >= prefix => ListStart::After(a.as_bytes().to_vec()),
+        _ => ListStart::Beginning,
+    };
+    (start, (max_keys + 1).clamp(1, MAX_KEYS))
 }
 
 /// Writes the listed objects and common prefixes into `doc`.

@@ -1,0 +1,119 @@
+//! Read-ahead of listing pages: when a page of current objects ends with
+//! more to come, the disks' heads for the page after it are read at once,
+//! while the page is still being written out and the client asks for the
+//! next one (pages are sequential: each needs the previous one's token).
+//!
+//! A page read ahead is used only if no write to the set began or ended
+//! since its reading started: every record write and deletion bumps a
+//! counter when it starts and again when its disks have answered (before it
+//! is acknowledged), so a write acknowledged before the request arrived is
+//! never missing from the page. The counter only sees this process's
+//! writes, so a set shared with other gateways reads no pages ahead.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use disk_engine::{Disk, DiskError, HeadPage, RecordListOptions};
+use parking_lot::Mutex;
+use tokio::task::JoinHandle;
+
+/// Pages read ahead at once (one per listing in progress).
+const SLOTS: usize = 8;
+/// A page read ahead that nobody asked for within this long is dropped.
+const KEEP: Duration = Duration::from_secs(10);
+
+/// Every disk's heads for one page.
+pub(crate) type DiskPages = Vec<Result<HeadPage, DiskError>>;
+
+struct Slot {
+    ns: String,
+    opts: RecordListOptions,
+    generation: u64,
+    started: Instant,
+    pages: JoinHandle<DiskPages>,
+}
+
+/// The pages read ahead of a set's listings, and its write counter.
+#[derive(Default)]
+pub(crate) struct ListAhead {
+    writes: AtomicU64,
+    slots: Mutex<Vec<Slot>>,
+    /// Pages served from a read ahead.
+    hits: AtomicU64,
+}
+
+/// Held while a write to the set's disks is in flight.
+pub(crate) struct WriteMark<'a>(&'a AtomicU64);
+
+impl Drop for WriteMark<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl ListAhead {
+    /// Marks a write to the set's disks from now until the mark is dropped.
+    pub fn write(&self) -> WriteMark<'_> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        WriteMark(&self.writes)
+    }
+
+    /// The page read ahead for exactly this request, if there is one and no
+    /// write began or ended since its reading started.
+    pub async fn take(&self, ns: &str, opts: &RecordListOptions) -> Option<DiskPages> {
+        let slot = {
+            let mut slots = self.slots.lock();
+            let i = slots.iter().position(|s| {
+                s.ns == ns
+                    && s.opts.prefix == opts.prefix
+                    && s.opts.start == opts.start
+                    && s.opts.max_keys == opts.max_keys
+            })?;
+            slots.swap_remove(i)
+        };
+        let pages = slot.pages.await.ok()?;
+        if self.writes.load(Ordering::SeqCst) != slot.generation {
+            return None;
+        }
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(pages)
+    }
+
+    /// How many pages were served from a read ahead.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Starts reading the page `opts` of `ns` from `disks`.
+    pub fn start(&self, ns: &str, opts: RecordListOptions, disks: &[Arc<dyn Disk>]) {
+        let generation = self.writes.load(Ordering::SeqCst);
+        let disks = disks.to_vec();
+        let (ns_owned, task_opts) = (ns.to_string(), opts.clone());
+        let pages = tokio::spawn(async move {
+            let reads = disks
+                .iter()
+                .map(|d| d.list_heads(ns_owned.as_bytes(), task_opts.clone()));
+            futures::future::join_all(reads).await
+        });
+        let mut slots = self.slots.lock();
+        slots.retain(|s| {
+            let keep = s.started.elapsed() < KEEP;
+            if !keep {
+                s.pages.abort();
+            }
+            keep
+        });
+        if slots.len() == SLOTS {
+            let oldest = slots.remove(0);
+            oldest.pages.abort();
+        }
+        slots.push(Slot {
+            ns: ns.to_string(),
+            opts,
+            generation,
+            started: Instant::now(),
+            pages,
+        });
+    }
+}
