@@ -91,6 +91,16 @@ pub fn render(gw: &Gateway) -> String {
             v.load(Relaxed) as f64,
         );
     }
+    o.family(
+        "granary_listing_pages_read_ahead_total",
+        "counter",
+        "Listing pages served from heads read ahead of the request.",
+    );
+    o.sample(
+        "granary_listing_pages_read_ahead_total",
+        &[],
+        gw.store.listing_read_ahead_hits() as f64,
+    );
     let Some(scanner) = &gw.lifecycle else {
         return o.0;
     };

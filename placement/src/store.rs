@@ -181,6 +181,11 @@ impl Store {
         self.set.repair.stats.clone()
     }
 
+    /// Listing pages served from pages read ahead.
+    pub fn listing_read_ahead_hits(&self) -> u64 {
+        self.set.list_ahead.hits()
+    }
+
     /// Every disk slot with its health.
     pub async fn disk_status(&self) -> Vec<DiskStatus> {
         let health = self.set.health().await;

@@ -32,7 +32,7 @@ async fn fill(c: &aws_sdk_s3::Client) {
 
 #[tokio::test]
 async fn listing_2500_keys_with_delimiter_and_paging() {
-    let s = Server::start(4);
+    let s = Server::start_with(4, &["--metrics-token", "scrape-me"]);
     let c = s.client();
     fill(&c).await;
     let all = keys();
@@ -60,6 +60,58 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     }
     assert_eq!(pages, 3);
     assert_eq!(got, all);
+    // Pages after the first were read ahead while the previous one was
+    // sent.
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/granary/metrics", s.endpoint))
+        .bearer_auth("scrape-me")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let hits: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("granary_listing_pages_read_ahead_total "))
+        .expect("the read-ahead counter")
+        .parse()
+        .unwrap();
+    assert!(hits >= 1.0, "{metrics}");
+
+    // A key written (and a key deleted) between two pages is seen on the
+    // next page, although that page was read ahead before the writes.
+    let first = c.list_objects_v2().bucket("many").send().await.unwrap();
+    put_bytes(&c, "many", "dir15/file050-late", b"late".to_vec()).await;
+    c.delete_object()
+        .bucket("many")
+        .key("dir20/file000")
+        .send()
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let mut token = first.next_continuation_token().map(str::to_string);
+    while let Some(t) = token {
+        let r = c
+            .list_objects_v2()
+            .bucket("many")
+            .continuation_token(t)
+            .send()
+            .await
+            .unwrap();
+        rest.extend(r.contents().iter().map(|o| o.key().unwrap().to_string()));
+        token = r.next_continuation_token().map(str::to_string);
+    }
+    assert!(rest.iter().any(|k| k == "dir15/file050-late"));
+    assert!(!rest.iter().any(|k| k == "dir20/file000"));
+    assert_eq!(first.contents().len() + rest.len(), all.len());
+    c.delete_object()
+        .bucket("many")
+        .key("dir15/file050-late")
+        .send()
+        .await
+        .unwrap();
+    put_bytes(&c, "many", "dir20/file000", b"dir20/file000".to_vec()).await;
 
     // Delimiter: 25 common prefixes, no objects.
     let r = c
