@@ -304,7 +304,7 @@ impl MetaStore {
                     if let Some((key, head)) = current.take() {
                         batch.put_cf(heads, key, head.encode());
                         built += 1;
-                        if built % HEADS_BUILD_BATCH == 0 {
+                        if built.is_multiple_of(HEADS_BUILD_BATCH) {
                             self.db.write(std::mem::take(&mut batch))?;
                         }
                     }
@@ -614,33 +614,48 @@ impl MetaStore {
         Ok(removed)
     }
 
+    /// An iterator over `table` positioned where a listing of `ns` with
+    /// `opts` starts and bounded by its prefix, and the length of the
+    /// encoded namespace that starts every key. A start after a key seeks
+    /// to the key's encoding followed by `past` (what passes everything
+    /// stored under the key in this table).
+    fn scan(
+        &self,
+        table: &str,
+        ns: &[u8],
+        opts: &RecordListOptions,
+        past: &[u8],
+    ) -> (rocksdb::DBRawIteratorWithThreadMode<'_, DB>, usize) {
+        let mut lower = Vec::new();
+        push_component(&mut lower, ns);
+        let ns_len = lower.len();
+        push_prefix(&mut lower, &opts.prefix);
+        let seek = match &opts.start {
+            ListStart::Beginning => lower.clone(),
+            ListStart::At(k) => ns_key(ns, k),
+            ListStart::After(k) => {
+                let mut s = ns_key(ns, k);
+                s.extend_from_slice(past);
+                s
+            }
+        };
+        let mut ro = ReadOptions::default();
+        if let Some(u) = prefix_end(&lower) {
+            ro.set_iterate_upper_bound(u);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(table), ro);
+        it.seek(seek.max(lower));
+        (it, ns_len)
+    }
+
     /// Lists keys in order with all their versions.
     pub fn list_records(
         &self,
         ns: &[u8],
         opts: &RecordListOptions,
     ) -> Result<RecordPage, DiskError> {
-        let mut lower = Vec::new();
-        push_component(&mut lower, ns);
-        let ns_len = lower.len();
-        push_prefix(&mut lower, &opts.prefix);
-        let upper = prefix_end(&lower);
-        let seek = match &opts.start {
-            ListStart::Beginning => lower.clone(),
-            ListStart::At(k) => ns_key(ns, k),
-            ListStart::After(k) => {
-                let mut s = ns_key(ns, k);
-                s.extend_from_slice(&[0xFF; 17]);
-                s
-            }
-        };
-        let seek = seek.max(lower.clone());
-        let mut ro = ReadOptions::default();
-        if let Some(u) = &upper {
-            ro.set_iterate_upper_bound(u.clone());
-        }
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_RECORDS), ro);
-        it.seek(&seek);
+        // Past every version of the key: its id is 16 bytes, all ≤ 0xFF.
+        let (mut it, ns_len) = self.scan(CF_RECORDS, ns, opts, &[0xFF; 17]);
         let mut page = RecordPage::default();
         // Every body of the page goes into one buffer, sliced afterwards:
         // one allocation per page instead of one per record.
@@ -685,28 +700,8 @@ impl MetaStore {
 
     /// Lists keys in order from the heads index (see [`crate::heads`]).
     pub fn list_heads(&self, ns: &[u8], opts: &RecordListOptions) -> Result<HeadPage, DiskError> {
-        let mut lower = Vec::new();
-        push_component(&mut lower, ns);
-        let ns_len = lower.len();
-        push_prefix(&mut lower, &opts.prefix);
-        let upper = prefix_end(&lower);
-        let seek = match &opts.start {
-            ListStart::Beginning => lower.clone(),
-            ListStart::At(k) => ns_key(ns, k),
-            ListStart::After(k) => {
-                // The smallest encoded key above `k`'s own.
-                let mut s = ns_key(ns, k);
-                s.push(0);
-                s
-            }
-        };
-        let seek = seek.max(lower.clone());
-        let mut ro = ReadOptions::default();
-        if let Some(u) = &upper {
-            ro.set_iterate_upper_bound(u.clone());
-        }
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_HEADS), ro);
-        it.seek(&seek);
+        // The smallest encoded key above the key's own.
+        let (mut it, ns_len) = self.scan(CF_HEADS, ns, opts, &[0]);
         // Keys and heads are copied as stored into one buffer; the reader
         // decodes what it needs (see [`HeadPage`]).
         let mut bytes = Vec::with_capacity(opts.max_keys.min(1024) * 160);
@@ -1060,7 +1055,11 @@ mod tests {
         assert_eq!(keys, vec![b"b".to_vec(), b"b\0x".to_vec()]);
     }
 
-    fn heads(m: &MetaStore, ns: &[u8]) -> Vec<(Vec<u8>, Option<Vec<(u8, u64, String)>>)> {
+    /// A listed key with (first version-id byte, stamp time, listing) per
+    /// version, or `None` for a count-only head.
+    type ListedHead = (Vec<u8>, Option<Vec<(u8, u64, String)>>);
+
+    fn heads(m: &MetaStore, ns: &[u8]) -> Vec<ListedHead> {
         let page = m
             .list_heads(
                 ns,

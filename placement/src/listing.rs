@@ -27,6 +27,12 @@ pub(crate) struct ResolvedPage<T> {
 /// A key with every disk's item for it (or the disk's failure).
 type Merged<K, I> = (K, Vec<Result<I, DiskError>>);
 
+/// Merged keys, and the horizon up to which the merge is complete.
+type MergedPage<K, I> = (Vec<Merged<K, I>>, Option<K>);
+
+/// The rest of one disk's page during a merge.
+type Cursor<K, I> = std::iter::Peekable<std::vec::IntoIter<(K, I)>>;
+
 /// A key with every disk's records of it.
 type MergedKey = Merged<Vec<u8>, Vec<disk_engine::Record>>;
 
@@ -249,7 +255,7 @@ impl ErasureSet {
         &self,
         pages: Vec<Result<DiskPage<K, I>, DiskError>>,
         absent: impl Fn() -> I,
-    ) -> Result<(Vec<Merged<K, I>>, Option<K>), Error> {
+    ) -> Result<MergedPage<K, I>, Error> {
         let answered = pages.iter().filter(|p| p.is_ok()).count();
         if answered < self.quorum.read {
             return Err(Error::ReadQuorum {
@@ -263,7 +269,7 @@ impl ErasureSet {
             .filter(|p| p.truncated)
             .filter_map(|p| p.items.last().map(|(k, _)| k.clone()))
             .min();
-        let mut cursors: Vec<Option<std::iter::Peekable<std::vec::IntoIter<(K, I)>>>> = pages
+        let mut cursors: Vec<Option<Cursor<K, I>>> = pages
             .into_iter()
             .map(|p| p.ok().map(|p| p.items.into_iter().peekable()))
             .collect();

@@ -229,6 +229,19 @@ pub async fn all_in_class(c: &Client, bucket: &str, keys: &[String], class: &str
     true
 }
 
+/// The server's Prometheus metrics, scraped with the bearer `token`.
+pub async fn scrape_metrics(s: &Server, token: &str) -> String {
+    reqwest::Client::new()
+        .get(format!("{}/granary/metrics", s.endpoint))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Polls `f` every 100 ms until it returns true, for at most `secs`.
 pub async fn until(secs: u64, what: &str, mut f: impl AsyncFnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(secs);

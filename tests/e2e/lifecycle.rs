@@ -16,7 +16,7 @@ use aws_sdk_s3::types::{
 use aws_sdk_s3::Client;
 
 use crate::harness::{
-    admin, all_in_class, class_of, code, get_bytes, start_tiered, until, Pattern,
+    admin, all_in_class, class_of, code, get_bytes, scrape_metrics, start_tiered, until, Pattern,
 };
 
 /// Seconds in a lifecycle day in these tests.
@@ -419,18 +419,9 @@ async fn rules_expire_and_transition_when_due_and_not_before() {
     assert!(text.contains("bucket life:"), "{text}");
     // The same counters as Prometheus metrics, for the bearer token only.
     let url = format!("{}/granary/metrics", s.endpoint);
-    let http = reqwest::Client::new();
-    let denied = http.get(&url).send().await.unwrap();
+    let denied = reqwest::Client::new().get(&url).send().await.unwrap();
     assert_eq!(denied.status(), 401);
-    let metrics = http
-        .get(&url)
-        .bearer_auth("scrape-me")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = scrape_metrics(&s, "scrape-me").await;
     assert!(
         metrics.contains(
             "granary_lifecycle_transitioned_objects_total{bucket=\"life\",rule=\"ckpt-cold\"} 1"

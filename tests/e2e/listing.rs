@@ -62,15 +62,7 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     assert_eq!(got, all);
     // Pages after the first were read ahead while the previous one was
     // sent.
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/granary/metrics", s.endpoint))
-        .bearer_auth("scrape-me")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = scrape_metrics(&s, "scrape-me").await;
     let hits: f64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("granary_listing_pages_read_ahead_total "))
