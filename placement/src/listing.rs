@@ -172,9 +172,10 @@ impl ErasureSet {
     /// projections, without reading records. `None` when a key of the page
     /// cannot be decided from heads alone: the answering disks hold
     /// different writes of it, or a head has no projection (a record from
-    /// before heads existed) or too many versions. The caller then lists the
-    /// page from the records ([`Self::list_resolved`]), which decides such
-    /// keys as a read does.
+    /// before heads existed) or too many versions; or fewer than a read
+    /// quorum of disks could list heads. The caller then lists the page
+    /// from the records ([`Self::list_resolved`]), which decides such keys
+    /// as a read does and reports a missing quorum.
     pub(crate) async fn list_current(
         &self,
         ns: &str,
@@ -214,7 +215,11 @@ impl ErasureSet {
             })
             .collect();
         // Keys merge in their encoded form, which sorts like the keys.
-        let (merged, horizon) = self.merge_pages(views, || &[][..])?;
+        // Too few disks answered (or they cannot list heads, e.g. nodes of
+        // an older build during an upgrade): the records decide, and report.
+        let Ok((merged, horizon)) = self.merge_pages(views, || &[][..]) else {
+            return Ok(None);
+        };
         let last = match merged.last() {
             Some((k, _)) => Some(listed_key(k)?),
             None => None,
