@@ -292,11 +292,17 @@ impl MetaStore {
         while records.valid() {
             let (k, v) = (records.key().unwrap(), records.value().unwrap());
             let (record, listing, body) = decode_envelope(v)?;
-            let record = self.projected(Record {
-                listing: Bytes::copy_from_slice(listing),
-                body: Bytes::copy_from_slice(body),
-                ..record
-            });
+            // A head needs no body: it is copied only to project one.
+            let record = match listing {
+                [] => self.projected(Record {
+                    body: Bytes::copy_from_slice(body),
+                    ..record
+                }),
+                listing => Record {
+                    listing: Bytes::copy_from_slice(listing),
+                    ..record
+                },
+            };
             let nk = key_part(k);
             match &mut current {
                 Some((key, head)) if key.as_slice() == nk => head.put(&record, true),
@@ -503,6 +509,24 @@ impl MetaStore {
         Ok(records.into_iter().map(|r| self.projected(r)).collect())
     }
 
+    /// Takes the last of `gone` (versions of the encoded key `nk` removed in
+    /// the write being built, none of them applied yet) out of its head; a
+    /// count-only head that shrinks back is listed again from the records
+    /// that remain.
+    fn remove_from_head(
+        &self,
+        head: &mut Head,
+        nk: &[u8],
+        gone: &[VersionId],
+    ) -> Result<(), DiskError> {
+        let version = *gone.last().expect("a removed version");
+        head.remove(version, || {
+            let mut left = self.head_records(nk)?;
+            left.retain(|r| !gone.contains(&r.version));
+            Ok(left)
+        })
+    }
+
     /// The head of an encoded (namespace, key); a damaged one is rebuilt
     /// from the key's records.
     fn stored_head(&self, nk: &[u8]) -> Result<Head, DiskError> {
@@ -554,11 +578,7 @@ impl MetaStore {
             return Ok(None);
         }
         let mut head = self.stored_head(nk)?;
-        head.remove(version, || {
-            let mut left = self.head_records(nk)?;
-            left.retain(|r| r.version != version);
-            Ok(left)
-        })?;
+        self.remove_from_head(&mut head, nk, &[version])?;
         let mut batch = WriteBatch::default();
         batch.delete_cf(self.cf(CF_RECORDS), &k);
         self.put_head(&mut batch, nk, &head);
@@ -599,11 +619,7 @@ impl MetaStore {
             if current.is_some() {
                 batch.delete_cf(cf, k);
                 gone.push(*version);
-                head.remove(*version, || {
-                    let mut left = self.head_records(nk)?;
-                    left.retain(|r| !gone.contains(&r.version));
-                    Ok(left)
-                })?;
+                self.remove_from_head(head, nk, gone)?;
             }
             removed.push(current);
         }
