@@ -79,7 +79,7 @@ pub enum UploadListStart {
 }
 
 /// Arguments of [`Disk::list_records`].
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RecordListOptions {
     /// Only keys starting with these bytes.
     pub prefix: Vec<u8>,

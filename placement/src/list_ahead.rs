@@ -64,12 +64,7 @@ impl ListAhead {
     pub async fn take(&self, ns: &str, opts: &RecordListOptions) -> Option<DiskPages> {
         let slot = {
             let mut slots = self.slots.lock();
-            let i = slots.iter().position(|s| {
-                s.ns == ns
-                    && s.opts.prefix == opts.prefix
-                    && s.opts.start == opts.start
-                    && s.opts.max_keys == opts.max_keys
-            })?;
+            let i = slots.iter().position(|s| s.ns == ns && s.opts == *opts)?;
             slots.swap_remove(i)
         };
         let pages = slot.pages.await.ok()?;

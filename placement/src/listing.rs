@@ -12,8 +12,9 @@
 use disk_engine::{DiskError, HeadEntry, ListStart, RecordListOptions};
 
 use crate::error::Error;
+use crate::list_ahead::ListAhead;
 use crate::record::{self, ObjectSummary};
-use crate::set::{version_key, ErasureSet, Resolved, VersionBody};
+use crate::set::{version_key, version_order, ErasureSet, Resolved, VersionBody};
 
 /// One merged page: resolved keys in order, and where to continue.
 pub(crate) struct ResolvedPage<T> {
@@ -95,19 +96,16 @@ fn current_versions(
         let Some(versions) = agreed_heads(per_disk) else {
             return Ok(None);
         };
-        let mut latest: Option<ObjectSummary> = None;
-        for v in &versions {
-            let Ok(summary) = record::decode_listing(&v.listing) else {
-                return Ok(None);
-            };
-            let newer = latest.as_ref().is_none_or(|l| {
-                (summary.mtime_ns, version_key(summary.version_id))
-                    > (l.mtime_ns, version_key(l.version_id))
-            });
-            if newer {
-                latest = Some(summary);
-            }
-        }
+        let Ok(summaries) = versions
+            .iter()
+            .map(|v| record::decode_listing(&v.listing))
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            return Ok(None);
+        };
+        let latest = summaries
+            .into_iter()
+            .max_by_key(|s| version_order(s.mtime_ns, version_key(s.version_id)));
         if let Some(latest) = latest {
             let name = String::from_utf8(listed_key(encoded)?)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
@@ -188,9 +186,7 @@ impl ErasureSet {
             start,
             max_keys: max_keys.max(1),
         };
-        // Pages are read ahead only where this process sees every write.
-        let ahead = (!self.locks.is_shared()).then_some(&self.list_ahead);
-        let early = match ahead {
+        let early = match self.list_ahead() {
             Some(a) => a.take(ns, &opts).await,
             None => None,
         };
@@ -224,8 +220,7 @@ impl ErasureSet {
             Some((k, _)) => Some(listed_key(k)?),
             None => None,
         };
-        let keys = current_versions(merged);
-        let Some(keys) = keys? else {
+        let Some(keys) = current_versions(merged)? else {
             return Ok(None);
         };
         let horizon = match horizon {
@@ -240,15 +235,21 @@ impl ErasureSet {
     /// asked for next (see [`crate::list_ahead`]); nothing where the set is
     /// shared with other gateways.
     pub(crate) fn read_ahead(&self, ns: &str, prefix: &[u8], start: ListStart, max_keys: usize) {
-        if self.locks.is_shared() {
+        let Some(ahead) = self.list_ahead() else {
             return;
-        }
+        };
         let opts = RecordListOptions {
             prefix: prefix.to_vec(),
             start,
             max_keys: max_keys.max(1),
         };
-        self.list_ahead.start(ns, opts, &self.disks);
+        ahead.start(ns, opts, &self.disks);
+    }
+
+    /// The pages read ahead, where this process sees every write to the
+    /// set (not when the set is shared with other gateways).
+    fn list_ahead(&self) -> Option<&ListAhead> {
+        (!self.locks.is_shared()).then_some(&self.list_ahead)
     }
 
     /// Merges sorted per-disk pages by key, moving (not copying) each

@@ -230,9 +230,7 @@ pub fn encode_listing(object: &ObjectRecord) -> Bytes {
             storage_class: object.meta.storage_class.as_deref(),
         },
     };
-    let mut out = vec![LISTING_FORMAT_V1];
-    rmp_serde::encode::write(&mut out, &summary).expect("summaries serialise");
-    Bytes::from(out)
+    listing_bytes(&summary)
 }
 
 /// The listing projection of a stored object-version body, for records
@@ -240,9 +238,14 @@ pub fn encode_listing(object: &ObjectRecord) -> Bytes {
 /// with it); `None` for a body that is not an object version.
 pub fn listing_of_body(body: &[u8]) -> Option<Bytes> {
     let summary: ObjectSummary = decode(body).ok()?;
+    Some(listing_bytes(&summary))
+}
+
+/// A summary (owned or borrowed, same field order) as a projection.
+fn listing_bytes(summary: &impl Serialize) -> Bytes {
     let mut out = vec![LISTING_FORMAT_V1];
-    rmp_serde::encode::write(&mut out, &summary).expect("summaries serialise");
-    Some(Bytes::from(out))
+    rmp_serde::encode::write(&mut out, summary).expect("summaries serialise");
+    Bytes::from(out)
 }
 
 /// Decodes a projection written by [`encode_listing`].

@@ -92,9 +92,9 @@ impl VersionBody for ObjectSummary {
 impl<T: VersionBody> KeyState<T> {
     /// The state of visible `versions` in any order.
     fn of(mut versions: Vec<Resolved<T>>, responded: Vec<bool>) -> KeyState<T> {
-        // Versions order by creation time (not by the stamp, which a tag
-        // update renews), then by id.
-        versions.sort_by_key(|v| std::cmp::Reverse((v.object.mtime_ns(), v.record.version)));
+        versions.sort_by_key(|v| {
+            std::cmp::Reverse(version_order(v.object.mtime_ns(), v.record.version))
+        });
         KeyState {
             versions,
             responded,
@@ -125,6 +125,13 @@ fn agreed_records(results: &[Result<Vec<Record>, DiskError>]) -> Option<usize> {
         .flatten()
         .all(|r| same(r, reference))
         .then_some(first)
+}
+
+/// Where a version stands among its key's versions (the newest is the
+/// greatest): by creation time, not by the stamp, which a tag update
+/// renews; then by id.
+pub(crate) fn version_order(mtime_ns: u64, version: VersionId) -> (u64, VersionId) {
+    (mtime_ns, version)
 }
 
 /// The record key of a version: the null version or a version id.
