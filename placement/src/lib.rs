@@ -28,6 +28,7 @@ mod locks;
 mod multipart;
 mod objects;
 mod packed;
+mod projection;
 mod read;
 pub mod record;
 mod repair;
@@ -64,10 +65,11 @@ pub use objects::{
     DeleteOutcome, ObjectListing, VersionListing, VersionRef, WriteCondition, WriteOptions,
 };
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
+pub use projection::listing_of_body;
 pub use read::ObjectStream;
 pub use record::{
-    listing_of_body, BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary,
-    PartRecord, PartRef, TierRef, UploadRecord, Versioning,
+    BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRecord, PartRef,
+    TierRef, UploadRecord, Versioning,
 };
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};

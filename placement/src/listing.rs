@@ -13,7 +13,8 @@ use disk_engine::{DiskError, HeadEntry, ListStart, RecordListOptions};
 
 use crate::error::Error;
 use crate::list_ahead::ListAhead;
-use crate::record::{self, ObjectSummary};
+use crate::projection;
+use crate::record::ObjectSummary;
 use crate::set::{version_key, version_order, ErasureSet, Resolved, VersionBody};
 
 /// One merged page: resolved keys in order, and where to continue.
@@ -98,7 +99,7 @@ fn current_versions(
         };
         let Ok(summaries) = versions
             .iter()
-            .map(|v| record::decode_listing(&v.listing))
+            .map(|v| projection::decode(&v.listing))
             .collect::<Result<Vec<_>, _>>()
         else {
             return Ok(None);

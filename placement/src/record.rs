@@ -214,71 +214,6 @@ pub struct SummaryMeta {
     pub storage_class: Option<String>,
 }
 
-/// The listing projection of a version ([`disk_engine::Record::listing`]):
-/// its [`ObjectSummary`] as compact MessagePack (fields by position) after
-/// a format byte. Disks keep it in their heads index, so listing current
-/// objects decodes this instead of the whole record.
-pub fn encode_listing(object: &ObjectRecord) -> Bytes {
-    let summary = ObjectSummaryRef {
-        version_id: object.version_id,
-        mtime_ns: object.mtime_ns,
-        delete_marker: object.delete_marker,
-        size: object.size,
-        meta: SummaryMetaRef {
-            etag: &object.meta.etag,
-            checksum: object.meta.checksum.as_ref(),
-            storage_class: object.meta.storage_class.as_deref(),
-        },
-    };
-    listing_bytes(&summary)
-}
-
-/// The listing projection of a stored object-version body, for records
-/// written before projections existed (the disks' heads index is built
-/// with it); `None` for a body that is not an object version.
-pub fn listing_of_body(body: &[u8]) -> Option<Bytes> {
-    let summary: ObjectSummary = decode(body).ok()?;
-    Some(listing_bytes(&summary))
-}
-
-/// A summary (owned or borrowed, same field order) as a projection.
-fn listing_bytes(summary: &impl Serialize) -> Bytes {
-    let mut out = vec![LISTING_FORMAT_V1];
-    rmp_serde::encode::write(&mut out, summary).expect("summaries serialise");
-    Bytes::from(out)
-}
-
-/// Decodes a projection written by [`encode_listing`].
-pub fn decode_listing(bytes: &[u8]) -> Result<ObjectSummary, Error> {
-    match bytes.split_first() {
-        Some((&LISTING_FORMAT_V1, rest)) => {
-            rmp_serde::from_slice(rest).map_err(|e| Error::Corrupt(e.to_string()))
-        }
-        Some((v, _)) => Err(Error::Corrupt(format!("unknown listing format {v}"))),
-        None => Err(Error::Corrupt("empty listing".into())),
-    }
-}
-
-const LISTING_FORMAT_V1: u8 = 1;
-
-/// [`ObjectSummary`] borrowed from a record, for [`encode_listing`]; the
-/// fields are in the same order, which the positional encoding relies on.
-#[derive(Serialize)]
-struct ObjectSummaryRef<'a> {
-    version_id: Option<Uuid>,
-    mtime_ns: u64,
-    delete_marker: bool,
-    size: u64,
-    meta: SummaryMetaRef<'a>,
-}
-
-#[derive(Serialize)]
-struct SummaryMetaRef<'a> {
-    etag: &'a str,
-    checksum: Option<&'a ChecksumValue>,
-    storage_class: Option<&'a str>,
-}
-
 /// State of an in-progress multipart upload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadRecord {
@@ -385,50 +320,5 @@ mod tests {
         ));
         assert!(decode::<BucketRecord>(&[]).is_err());
         assert!(decode::<BucketRecord>(&e[..e.len() - 2]).is_err());
-    }
-
-    #[test]
-    fn a_listing_projection_decodes_to_the_summary_of_the_record() {
-        let mut meta = ObjectMeta {
-            etag: "0123456789abcdef0123456789abcdef".into(),
-            storage_class: Some("GLACIER".into()),
-            checksum: Some(ChecksumValue {
-                algorithm: "CRC64NVME".into(),
-                value: "AAAAAAAAAAA=".into(),
-                kind: "FULL_OBJECT".into(),
-            }),
-            ..Default::default()
-        };
-        meta.user.push(("a".into(), "b".into()));
-        let mut object = ObjectRecord::new_version(
-            ErasureLayout {
-                data: 2,
-                parity: 2,
-                block_size: 1 << 20,
-                rotation: 0,
-            },
-            vec![],
-            false,
-            meta,
-            vec![],
-            None,
-        );
-        object.version_id = Some(Uuid::now_v7());
-        object.mtime_ns = 77;
-        object.size = 5;
-        let summary: ObjectSummary = decode(&encode(&object)).unwrap();
-        assert_eq!(decode_listing(&encode_listing(&object)).unwrap(), summary);
-        object.meta.checksum = None;
-        object.meta.storage_class = None;
-        object.version_id = None;
-        let summary: ObjectSummary = decode(&encode(&object)).unwrap();
-        assert_eq!(decode_listing(&encode_listing(&object)).unwrap(), summary);
-        assert_eq!(
-            listing_of_body(&encode(&object)).unwrap(),
-            encode_listing(&object)
-        );
-        assert!(listing_of_body(&encode(&Versioning::Enabled)).is_none());
-        assert!(decode_listing(&[]).is_err());
-        assert!(decode_listing(&[9, 1]).is_err());
     }
 }

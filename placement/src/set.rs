@@ -519,7 +519,7 @@ impl ErasureSet {
             version: version_key(object.version_id),
             stamp,
             body: record::encode(&object),
-            listing: record::encode_listing(&object),
+            listing: crate::projection::encode(&object),
         };
         let layout = object.layout;
         let writing = self.list_ahead.write();

@@ -55,7 +55,7 @@ pub(crate) fn rig_packing(
         disk: LocalDiskOptions {
             fsync: false,
             io,
-            listing_of: Some(crate::record::listing_of_body),
+            listing_of: Some(crate::projection::listing_of_body),
         },
     })
     .unwrap();
@@ -310,7 +310,7 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
         version: disk_engine::VersionId::NULL,
         stamp: r.store.set().next_stamp(),
         body: crate::record::encode(&object),
-        listing: crate::record::encode_listing(&object),
+        listing: crate::projection::encode(&object),
     };
     r.local[0]
         .put_record(b"b", b"ghost", stray, None)
