@@ -3,8 +3,6 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use placement::{ObjectMeta, ObjectRecord, Tier};
-use time::macros::format_description;
-use time::OffsetDateTime;
 
 use crate::checksum::ChecksumAlgorithm;
 use crate::error::{S3Error, S3Result};
@@ -32,12 +30,42 @@ pub fn now_ns() -> u64 {
 
 /// ISO 8601 with milliseconds, as S3's XML uses.
 pub fn iso8601(ns: u64) -> String {
-    let t =
-        OffsetDateTime::from_unix_timestamp_nanos(ns as i128).unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    t.format(format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    ))
-    .expect("formats")
+    let mut out = String::with_capacity(24);
+    push_iso8601(&mut out, ns);
+    out
+}
+
+/// Appends [`iso8601`] of `ns` to `out`. Listings write one per key, so
+/// this is arithmetic (days to civil date, after H. Hinnant) rather than a
+/// general formatter, which cost a twentieth of a listing's server time.
+pub fn push_iso8601(out: &mut String, ns: u64) {
+    let secs = ns / 1_000_000_000;
+    let millis = (ns / 1_000_000 % 1000) as u32;
+    let (days, day_secs) = (secs / 86_400, (secs % 86_400) as u32);
+    // Days since 0000-03-01, in 400-year eras of 146,097 days.
+    let z = days + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = (yoe + era * 400 + u64::from(month <= 2)) as u32;
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, digits: usize, mut v: u32| {
+        for i in (at..at + digits).rev() {
+            b[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, month);
+    put(8, 2, day);
+    put(11, 2, day_secs / 3600);
+    put(14, 2, day_secs / 60 % 60);
+    put(17, 2, day_secs % 60);
+    put(20, 3, millis);
+    out.push_str(std::str::from_utf8(&b).expect("ASCII digits"));
 }
 
 /// RFC 9110 HTTP date.
@@ -207,6 +235,8 @@ pub fn apply_overrides(out: &mut HeaderMap, query: &[(String, String)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use time::macros::format_description;
+    use time::OffsetDateTime;
 
     #[test]
     fn dates() {
@@ -214,10 +244,25 @@ mod tests {
             iso8601(1_255_369_830_000_000_000),
             "2009-10-12T17:50:30.000Z"
         );
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(u64::MAX), "2554-07-21T23:34:33.709Z");
         assert_eq!(
             http_date(1_255_369_830_000_000_000),
             "Mon, 12 Oct 2009 17:50:30 GMT"
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn iso8601_matches_a_general_formatter(ns: u64) {
+            let t = OffsetDateTime::from_unix_timestamp_nanos(ns as i128).unwrap();
+            let general = t
+                .format(format_description!(
+                    "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+                ))
+                .unwrap();
+            proptest::prop_assert_eq!(iso8601(ns), general);
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::list_xml::{ContentsEntry, ListingXml};
 use super::{named, xml};
 use crate::auth::sigv4::uri_encode;
 use crate::error::{S3Error, S3Result};
-use crate::headers::{iso8601, STANDARD};
+use crate::headers::STANDARD;
 use crate::request::S3Request;
 use crate::xml::CommonPrefix;
 use crate::Gateway;
@@ -190,12 +190,14 @@ fn first_page(prefix: &str, after: Option<&str>, max_keys: usize) -> (ListStart,
 /// Writes the listed objects and common prefixes into `doc`.
 fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner: bool) {
     for (key, rec) in &listed.contents {
-        let key = enc(key, url);
-        let mtime = iso8601(rec.mtime_ns);
+        let key = match url {
+            true => std::borrow::Cow::Owned(enc(key, url)),
+            false => std::borrow::Cow::Borrowed(key.as_str()),
+        };
         doc.contents(
             &ContentsEntry {
                 key: &key,
-                mtime: &mtime,
+                mtime_ns: rec.mtime_ns,
                 etag: &rec.meta.etag,
                 checksum: rec
                     .meta

@@ -5,14 +5,14 @@
 
 use std::fmt::Write as _;
 
-use quick_xml::escape::escape;
-
+use crate::headers::push_iso8601;
 use crate::xml::{Owner, NS};
 
 /// One listed object as it appears in `<Contents>`.
 pub(crate) struct ContentsEntry<'a> {
     pub key: &'a str,
-    pub mtime: &'a str,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: u64,
     pub etag: &'a str,
     pub checksum: Option<(&'a str, &'a str)>,
     pub size: u64,
@@ -37,7 +37,7 @@ impl ListingXml {
     /// `<tag>text</tag>` with the text escaped.
     pub fn text(&mut self, tag: &str, text: &str) -> &mut Self {
         self.open(tag);
-        self.out.push_str(&escape(text));
+        push_escaped(&mut self.out, text);
         self.close(tag);
         self
     }
@@ -61,9 +61,12 @@ impl ListingXml {
     /// One `<Contents>` element.
     pub fn contents(&mut self, e: &ContentsEntry<'_>, owner: Option<&Owner>) -> &mut Self {
         self.open("Contents");
-        self.text("Key", e.key).text("LastModified", e.mtime);
+        self.text("Key", e.key);
+        self.open("LastModified");
+        push_iso8601(&mut self.out, e.mtime_ns);
+        self.close("LastModified");
         self.out.push_str("<ETag>&quot;");
-        self.out.push_str(&escape(e.etag));
+        push_escaped(&mut self.out, e.etag);
         self.out.push_str("&quot;</ETag>");
         if let Some((algorithm, kind)) = e.checksum {
             self.text("ChecksumAlgorithm", algorithm)
@@ -107,9 +110,36 @@ impl ListingXml {
     }
 }
 
+/// Appends `text` with XML's five special characters as entities. Most
+/// keys have none and are copied whole.
+fn push_escaped(out: &mut String, text: &str) {
+    let mut rest = text;
+    while let Some(i) = rest.find(['<', '>', '&', '"', '\'']) {
+        out.push_str(&rest[..i]);
+        out.push_str(match rest.as_bytes()[i] {
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'&' => "&amp;",
+            b'"' => "&quot;",
+            _ => "&apos;",
+        });
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn escaping_matches_a_general_escaper(text in "([a-zé/ ]|[<>&\"'])*") {
+            let mut out = String::new();
+            push_escaped(&mut out, &text);
+            proptest::prop_assert_eq!(out, quick_xml::escape::escape(&text));
+        }
+    }
 
     #[test]
     fn escapes_text_and_quotes_the_etag() {
@@ -117,7 +147,7 @@ mod tests {
         x.text("Name", "b").value("IsTruncated", false).contents(
             &ContentsEntry {
                 key: "a<&>\"'.txt",
-                mtime: "2026-01-01T00:00:00.000Z",
+                mtime_ns: 1_767_225_600_000_000_000,
                 etag: "abc",
                 checksum: Some(("CRC32", "FULL_OBJECT")),
                 size: 7,
