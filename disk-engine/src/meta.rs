@@ -239,7 +239,13 @@ impl MetaStore {
             let mut o = Options::default();
             o.set_write_buffer_size(WRITE_BUFFER_BYTES);
             o.set_max_write_buffer_number(2);
-            o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+            // Heads are scanned whole by every listing and hold little that
+            // compresses (ids, stamps, MD5s): decompressing them cost more
+            // than reading them plain (benches/RESULTS.md).
+            o.set_compression_type(match name {
+                CF_HEADS => rocksdb::DBCompressionType::None,
+                _ => rocksdb::DBCompressionType::Lz4,
+            });
             o.set_block_based_table_factory(&tables);
             ColumnFamilyDescriptor::new(name, o)
         };
@@ -659,6 +665,9 @@ impl MetaStore {
         if let Some(u) = prefix_end(&lower) {
             ro.set_iterate_upper_bound(u);
         }
+        // A listing passes over every block once: caching them would evict
+        // the blocks point reads (every write's lookup) keep coming back to.
+        ro.fill_cache(false);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(table), ro);
         it.seek(seek.max(lower));
         (it, ns_len)

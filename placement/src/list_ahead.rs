@@ -1,7 +1,8 @@
 //! Read-ahead of listing pages: when a page of current objects ends with
-//! more to come, the disks' heads for the page after it are read at once,
-//! while the page is still being written out and the client asks for the
-//! next one (pages are sequential: each needs the previous one's token).
+//! more to come, the disks' heads for the page after it are read and the
+//! page decided at once, on another thread, while the page is still being
+//! written out and the client asks for the next one (pages are sequential:
+//! each needs the previous one's token).
 //!
 //! A page read ahead is used only if no write to the set began or ended
 //! since its reading started: every record write and deletion bumps a
@@ -14,24 +15,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use disk_engine::{Disk, DiskError, HeadPage, RecordListOptions};
+use disk_engine::{Disk, RecordListOptions};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
+
+use crate::error::Error;
+use crate::listing::{decide_current, read_heads, CurrentPage};
 
 /// Pages read ahead at once (one per listing in progress).
 const SLOTS: usize = 8;
 /// A page read ahead that nobody asked for within this long is dropped.
 const KEEP: Duration = Duration::from_secs(10);
 
-/// Every disk's heads for one page.
-pub(crate) type DiskPages = Vec<Result<HeadPage, DiskError>>;
+/// A page decided from heads ([`decide_current`]).
+pub(crate) type Decided = Result<Option<CurrentPage>, Error>;
 
 struct Slot {
     ns: String,
     opts: RecordListOptions,
     generation: u64,
     started: Instant,
-    pages: JoinHandle<DiskPages>,
+    page: JoinHandle<Decided>,
 }
 
 /// The pages read ahead of a set's listings, and its write counter.
@@ -61,18 +65,18 @@ impl ListAhead {
 
     /// The page read ahead for exactly this request, if there is one and no
     /// write began or ended since its reading started.
-    pub async fn take(&self, ns: &str, opts: &RecordListOptions) -> Option<DiskPages> {
+    pub async fn take(&self, ns: &str, opts: &RecordListOptions) -> Option<Decided> {
         let slot = {
             let mut slots = self.slots.lock();
             let i = slots.iter().position(|s| s.ns == ns && s.opts == *opts)?;
             slots.swap_remove(i)
         };
-        let pages = slot.pages.await.ok()?;
+        let page = slot.page.await.ok()?;
         if self.writes.load(Ordering::SeqCst) != slot.generation {
             return None;
         }
         self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(pages)
+        Some(page)
     }
 
     /// How many pages were served from a read ahead.
@@ -80,35 +84,30 @@ impl ListAhead {
         self.hits.load(Ordering::Relaxed)
     }
 
-    /// Starts reading the page `opts` of `ns` from `disks`.
-    pub fn start(&self, ns: &str, opts: RecordListOptions, disks: &[Arc<dyn Disk>]) {
+    /// Starts reading the page `opts` of `ns` from `need` of `disks`, and
+    /// deciding it.
+    pub fn start(&self, ns: &str, opts: RecordListOptions, disks: &[Arc<dyn Disk>], need: usize) {
         let generation = self.writes.load(Ordering::SeqCst);
-        let disks = disks.to_vec();
-        let (ns_owned, task_opts) = (ns.to_string(), opts.clone());
-        let pages = tokio::spawn(async move {
-            let reads = disks
-                .iter()
-                .map(|d| d.list_heads(ns_owned.as_bytes(), task_opts.clone()));
-            futures::future::join_all(reads).await
-        });
+        let read = read_heads(disks.to_vec(), need, ns.to_string(), opts.clone());
+        let page = tokio::spawn(async move { decide_current(&read.await, need) });
         let mut slots = self.slots.lock();
         slots.retain(|s| {
             let keep = s.started.elapsed() < KEEP;
             if !keep {
-                s.pages.abort();
+                s.page.abort();
             }
             keep
         });
         if slots.len() == SLOTS {
             let oldest = slots.remove(0);
-            oldest.pages.abort();
+            oldest.page.abort();
         }
         slots.push(Slot {
             ns: ns.to_string(),
             opts,
             generation,
             started: Instant::now(),
-            pages,
+            page,
         });
     }
 }

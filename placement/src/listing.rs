@@ -7,9 +7,14 @@
 //!
 //! Listings of current objects read the disks' heads indexes (one small
 //! entry per key with its versions' stamps and listing projections) and
-//! fall back to the records for a page where the disks disagree.
+//! fall back to the records for a page where the disks disagree. They read
+//! only as many disks as it takes to see what a read sees
+//! ([`heads_readers`]).
 
-use disk_engine::{DiskError, HeadEntry, ListStart, RecordListOptions};
+use std::sync::Arc;
+
+use disk_engine::{Disk, DiskError, HeadEntry, HeadPage, ListStart, RecordListOptions};
+use futures::future::join_all;
 
 use crate::error::Error;
 use crate::list_ahead::ListAhead;
@@ -139,7 +144,7 @@ impl ErasureSet {
                 async move { d.list_records(ns.as_bytes(), opts).await }
             })
             .await;
-        let pages = pages
+        let pages: Vec<_> = pages
             .into_iter()
             .map(|p| {
                 p.map(|p| DiskPage {
@@ -148,7 +153,14 @@ impl ErasureSet {
                 })
             })
             .collect();
-        let (mut merged, horizon) = self.merge_pages(pages, Vec::new)?;
+        let answered = pages.iter().filter(|p| p.is_ok()).count();
+        if answered < self.quorum.read {
+            return Err(Error::ReadQuorum {
+                needed: self.quorum.read,
+                got: answered,
+            });
+        }
+        let (mut merged, horizon) = merge_pages(pages, Vec::new);
         let last = merged.last().map(|(k, _)| k.clone());
         let keys = if merged.len() >= PARALLEL_RESOLVE_KEYS {
             let second = merged.split_off(merged.len() / 2);
@@ -169,12 +181,12 @@ impl ErasureSet {
     /// their newest version (delete markers included) from the disks' heads
     /// indexes, which hold each key's versions, stamps and listing
     /// projections, without reading records. `None` when a key of the page
-    /// cannot be decided from heads alone: the answering disks hold
-    /// different writes of it, or a head has no projection (a record from
-    /// before heads existed) or too many versions; or fewer than a read
-    /// quorum of disks could list heads. The caller then lists the page
-    /// from the records ([`Self::list_resolved`]), which decides such keys
-    /// as a read does and reports a missing quorum.
+    /// cannot be decided from heads alone: the disks read hold different
+    /// writes of it, or a head has no projection (a record from before
+    /// heads existed) or too many versions; or too few disks could list
+    /// heads. The caller then lists the page from the records
+    /// ([`Self::list_resolved`]), which decides such keys as a read does and
+    /// reports a missing quorum.
     pub(crate) async fn list_current(
         &self,
         ns: &str,
@@ -187,52 +199,17 @@ impl ErasureSet {
             start,
             max_keys: max_keys.max(1),
         };
-        let early = match self.list_ahead() {
-            Some(a) => a.take(ns, &opts).await,
-            None => None,
-        };
-        let pages = match early {
-            Some(pages) => pages,
-            None => {
-                self.each_disk(|_, d| {
-                    let opts = opts.clone();
-                    async move { d.list_heads(ns.as_bytes(), opts).await }
-                })
-                .await
+        if let Some(ahead) = self.list_ahead() {
+            if let Some(decided) = ahead.take(ns, &opts).await {
+                return decided;
             }
-        };
-        let views = pages
-            .iter()
-            .map(|p| match p {
-                Ok(p) => Ok(DiskPage {
-                    items: (0..p.spans.len()).map(|i| p.entry(i)).collect(),
-                    truncated: p.truncated,
-                }),
-                Err(e) => Err(DiskError::Offline(e.to_string())),
-            })
-            .collect();
-        // Keys merge in their encoded form, which sorts like the keys.
-        // Too few disks answered (or they cannot list heads, e.g. nodes of
-        // an older build during an upgrade): the records decide, and report.
-        let Ok((merged, horizon)) = self.merge_pages(views, || &[][..]) else {
-            return Ok(None);
-        };
-        let last = match merged.last() {
-            Some((k, _)) => Some(listed_key(k)?),
-            None => None,
-        };
-        let Some(keys) = current_versions(merged)? else {
-            return Ok(None);
-        };
-        let horizon = match horizon {
-            Some(h) => Some(listed_key(h)?),
-            None => None,
-        };
-        let next = horizon.map(|h| last.unwrap_or(h));
-        Ok(Some(CurrentPage { keys, next }))
+        }
+        let need = self.heads_readers();
+        let pages = read_heads(self.disks.clone(), need, ns.to_string(), opts).await;
+        decide_current(&pages, need)
     }
 
-    /// Starts reading the heads of the page [`Self::list_current`] will be
+    /// Starts reading and deciding the page [`Self::list_current`] will be
     /// asked for next (see [`crate::list_ahead`]); nothing where the set is
     /// shared with other gateways.
     pub(crate) fn read_ahead(&self, ns: &str, prefix: &[u8], start: ListStart, max_keys: usize) {
@@ -244,7 +221,7 @@ impl ErasureSet {
             start,
             max_keys: max_keys.max(1),
         };
-        ahead.start(ns, opts, &self.disks);
+        ahead.start(ns, opts, &self.disks, self.heads_readers());
     }
 
     /// The pages read ahead, where this process sees every write to the
@@ -253,55 +230,9 @@ impl ErasureSet {
         (!self.locks.is_shared()).then_some(&self.list_ahead)
     }
 
-    /// Merges sorted per-disk pages by key, moving (not copying) each
-    /// disk's items into the key's per-disk list (`absent()` where a disk
-    /// that answered does not hold the key). The merged page is complete
-    /// only up to the smallest last key of the disks that have more: that
-    /// key is returned as the horizon.
-    fn merge_pages<K: Ord + Clone, I>(
-        &self,
-        pages: Vec<Result<DiskPage<K, I>, DiskError>>,
-        absent: impl Fn() -> I,
-    ) -> Result<MergedPage<K, I>, Error> {
-        let answered = pages.iter().filter(|p| p.is_ok()).count();
-        if answered < self.quorum.read {
-            return Err(Error::ReadQuorum {
-                needed: self.quorum.read,
-                got: answered,
-            });
-        }
-        let horizon: Option<K> = pages
-            .iter()
-            .flatten()
-            .filter(|p| p.truncated)
-            .filter_map(|p| p.items.last().map(|(k, _)| k.clone()))
-            .min();
-        let mut cursors: Vec<Option<Cursor<K, I>>> = pages
-            .into_iter()
-            .map(|p| p.ok().map(|p| p.items.into_iter().peekable()))
-            .collect();
-        let mut merged = Vec::new();
-        while let Some(key) = cursors
-            .iter_mut()
-            .filter_map(|c| c.as_mut()?.peek().map(|(k, _)| k))
-            .min()
-            .cloned()
-        {
-            if horizon.as_ref().is_some_and(|h| &key > h) {
-                break;
-            }
-            let per_disk = cursors
-                .iter_mut()
-                .map(|c| match c {
-                    None => Err(DiskError::Offline("no answer".into())),
-                    Some(c) => Ok(c
-                        .next_if(|(k, _)| *k == key)
-                        .map_or_else(&absent, |(_, item)| item)),
-                })
-                .collect();
-            merged.push((key, per_disk));
-        }
-        Ok((merged, horizon))
+    /// See [`heads_readers`].
+    fn heads_readers(&self) -> usize {
+        heads_readers(self.width(), self.quorum.read)
     }
 
     /// Resolves merged keys; keys with no visible version are left out.
@@ -325,4 +256,129 @@ impl ErasureSet {
         }
         keys
     }
+}
+
+/// How many disks a heads listing reads in a set of `width` disks whose
+/// reads show a version held by `read` of them. At least `width - read + 1`
+/// of them, so that every version a read would show is held by one of the
+/// disks read (and where the others lack it, they disagree and the records
+/// decide); and at least `read`, so that versions every disk read holds
+/// are shown by a read too. For 2+2 that is 3 disks of 4; for 4+2, 4 of 6.
+pub(crate) fn heads_readers(width: usize, read: usize) -> usize {
+    read.max(width + 1 - read).min(width)
+}
+
+/// Every disk's heads page or failure, in slot order (disks not asked
+/// count as failed).
+pub(crate) type DiskPages = Vec<Result<HeadPage, DiskError>>;
+
+/// Reads the heads page `opts` of `ns` from `need` of `disks`, asking
+/// others in turn where some fail, until `need` answered or all were
+/// asked. The first disk asked is chosen by the page, so a listing's pages
+/// spread over the set.
+pub(crate) async fn read_heads(
+    disks: Vec<Arc<dyn Disk>>,
+    need: usize,
+    ns: String,
+    opts: RecordListOptions,
+) -> DiskPages {
+    let n = disks.len();
+    let first = match &opts.start {
+        ListStart::Beginning => 0,
+        ListStart::At(k) | ListStart::After(k) => crc_fast::crc32_iscsi(k) as usize,
+    };
+    let order: Vec<usize> = (0..n).map(|i| (first + i) % n).collect();
+    let mut pages: DiskPages = (0..n)
+        .map(|_| Err(DiskError::Offline("not asked".into())))
+        .collect();
+    let (mut asked, mut answered) = (0, 0);
+    while answered < need && asked < n {
+        let ask = &order[asked..(asked + need - answered).min(n)];
+        asked += ask.len();
+        let reads = ask
+            .iter()
+            .map(|&i| disks[i].list_heads(ns.as_bytes(), opts.clone()));
+        for (&i, page) in ask.iter().zip(join_all(reads).await) {
+            answered += usize::from(page.is_ok());
+            pages[i] = page;
+        }
+    }
+    pages
+}
+
+/// The page of current versions the heads `pages` show, when at least
+/// `need` disks answered and they agree on every key (see
+/// [`ErasureSet::list_current`]); `None` otherwise.
+pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<CurrentPage>, Error> {
+    if pages.iter().filter(|p| p.is_ok()).count() < need {
+        return Ok(None);
+    }
+    let views = pages
+        .iter()
+        .map(|p| match p {
+            Ok(p) => Ok(DiskPage {
+                items: (0..p.spans.len()).map(|i| p.entry(i)).collect(),
+                truncated: p.truncated,
+            }),
+            Err(e) => Err(DiskError::Offline(e.to_string())),
+        })
+        .collect();
+    // Keys merge in their encoded form, which sorts like the keys.
+    let (merged, horizon) = merge_pages(views, || &[][..]);
+    let last = match merged.last() {
+        Some((k, _)) => Some(listed_key(k)?),
+        None => None,
+    };
+    let Some(keys) = current_versions(merged)? else {
+        return Ok(None);
+    };
+    let horizon = match horizon {
+        Some(h) => Some(listed_key(h)?),
+        None => None,
+    };
+    let next = horizon.map(|h| last.unwrap_or(h));
+    Ok(Some(CurrentPage { keys, next }))
+}
+
+/// Merges sorted per-disk pages by key, moving (not copying) each disk's
+/// items into the key's per-disk list (`absent()` where a disk that
+/// answered does not hold the key). The merged page is complete only up to
+/// the smallest last key of the disks that have more: that key is returned
+/// as the horizon.
+fn merge_pages<K: Ord + Clone, I>(
+    pages: Vec<Result<DiskPage<K, I>, DiskError>>,
+    absent: impl Fn() -> I,
+) -> MergedPage<K, I> {
+    let horizon: Option<K> = pages
+        .iter()
+        .flatten()
+        .filter(|p| p.truncated)
+        .filter_map(|p| p.items.last().map(|(k, _)| k.clone()))
+        .min();
+    let mut cursors: Vec<Option<Cursor<K, I>>> = pages
+        .into_iter()
+        .map(|p| p.ok().map(|p| p.items.into_iter().peekable()))
+        .collect();
+    let mut merged = Vec::new();
+    while let Some(key) = cursors
+        .iter_mut()
+        .filter_map(|c| c.as_mut()?.peek().map(|(k, _)| k))
+        .min()
+        .cloned()
+    {
+        if horizon.as_ref().is_some_and(|h| &key > h) {
+            break;
+        }
+        let per_disk = cursors
+            .iter_mut()
+            .map(|c| match c {
+                None => Err(DiskError::Offline("no answer".into())),
+                Some(c) => Ok(c
+                    .next_if(|(k, _)| *k == key)
+                    .map_or_else(&absent, |(_, item)| item)),
+            })
+            .collect();
+        merged.push((key, per_disk));
+    }
+    (merged, horizon)
 }

@@ -208,7 +208,13 @@ fn decode_v2(bytes: &[u8]) -> Option<ObjectSummary> {
     let size = r.u64()?;
     let etag = match flags & MD5_ETAG {
         0 => r.string()?,
-        _ => hex::encode(r.array::<16>()?),
+        _ => {
+            // Into a buffer first: `hex::encode` builds its string a char
+            // at a time, a twentieth of a listing's server time.
+            let mut text = [0; 32];
+            hex::encode_to_slice(r.array::<16>()?, &mut text).ok()?;
+            std::str::from_utf8(&text).ok()?.to_owned()
+        }
     };
     let checksum = match flags & HAS_CHECKSUM {
         0 => None,
