@@ -175,10 +175,11 @@ pub fn decode_listed_key(encoded: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// The versions a stored head lists, in version-id order; `None` when the
-/// key has more versions than the index keeps (read its records).
-pub fn head_versions(head: &[u8]) -> Result<Option<Vec<HeadEntry>>, DiskError> {
-    Ok(match Head::decode(&Bytes::copy_from_slice(head))? {
+/// The versions a stored head lists, in version-id order (their listings
+/// are slices of `head`, not copies); `None` when the key has more versions
+/// than the index keeps (read its records).
+pub fn head_versions(head: &Bytes) -> Result<Option<Vec<HeadEntry>>, DiskError> {
+    Ok(match Head::decode(head)? {
         Head::Versions(v) => Some(v),
         Head::Many(_) => None,
     })

@@ -1099,7 +1099,7 @@ mod tests {
             .map(|i| {
                 let (key, head) = page.entry(i);
                 let key = crate::heads::decode_listed_key(key).unwrap();
-                let versions = crate::heads::head_versions(head).unwrap().map(|v| {
+                let versions = crate::heads::head_versions(&head).unwrap().map(|v| {
                     v.into_iter()
                         .map(|e| {
                             let l = String::from_utf8(e.listing.to_vec()).unwrap();

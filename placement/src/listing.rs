@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use disk_engine::{Disk, DiskError, HeadEntry, HeadPage, ListStart, RecordListOptions};
 use futures::future::join_all;
 
@@ -61,19 +62,15 @@ pub(crate) struct CurrentPage {
 /// hold the same writes (versions and stamps) and know them all; `None`
 /// otherwise (a damaged head included: the records decide). Heads of
 /// identical bytes (the normal case) are decoded once.
-fn agreed_heads(per_disk: Vec<Result<&[u8], DiskError>>) -> Option<Vec<HeadEntry>> {
-    let answers: Vec<&[u8]> = per_disk.into_iter().flatten().collect();
+fn agreed_heads(per_disk: Vec<Result<Bytes, DiskError>>) -> Option<Vec<HeadEntry>> {
+    let answers: Vec<Bytes> = per_disk.into_iter().flatten().collect();
     let (first, others) = answers.split_first()?;
-    let decode = |h: &[u8]| match h {
-        [] => Some(Vec::new()),
-        h => disk_engine::head_versions(h).ok().flatten(),
-    };
-    let reference = decode(first)?;
+    let reference = head_versions(first)?;
     for other in others {
         if other == first {
             continue;
         }
-        let other = decode(other)?;
+        let other = head_versions(other)?;
         let same = other.len() == reference.len()
             && other
                 .iter()
@@ -86,36 +83,76 @@ fn agreed_heads(per_disk: Vec<Result<&[u8], DiskError>>) -> Option<Vec<HeadEntry
     Some(reference)
 }
 
+/// The versions of a head (none for a key a disk does not hold); `None`
+/// for a damaged or count-only head.
+fn head_versions(head: &Bytes) -> Option<Vec<HeadEntry>> {
+    match head.is_empty() {
+        true => Some(Vec::new()),
+        false => disk_engine::head_versions(head).ok().flatten(),
+    }
+}
+
 /// A key of a heads listing, decoded.
 fn listed_key(encoded: &[u8]) -> Result<Vec<u8>, Error> {
     disk_engine::decode_listed_key(encoded)
         .ok_or_else(|| Error::Corrupt("a listed key is not a valid encoding".into()))
 }
 
+/// Appends the key `encoded` with its newest version (delete markers
+/// included) among `versions` to `keys`, unless it has none; false when a
+/// projection is missing or damaged (the records decide).
+fn push_newest(
+    keys: &mut Vec<(String, ObjectSummary)>,
+    encoded: &[u8],
+    versions: &[HeadEntry],
+) -> Result<bool, Error> {
+    let mut newest: Option<ObjectSummary> = None;
+    for v in versions {
+        let Ok(s) = projection::decode(&v.listing) else {
+            return Ok(false);
+        };
+        let order = |s: &ObjectSummary| version_order(s.mtime_ns, version_key(s.version_id));
+        if newest.as_ref().is_none_or(|n| order(&s) > order(n)) {
+            newest = Some(s);
+        }
+    }
+    if let Some(newest) = newest {
+        let name = String::from_utf8(listed_key(encoded)?)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        keys.push((name, newest));
+    }
+    Ok(true)
+}
+
 /// The newest version (delete markers included) of each merged key whose
 /// disks agree; `None` as soon as one key cannot be decided from heads.
 fn current_versions(
-    merged: Vec<Merged<&[u8], &[u8]>>,
+    merged: Vec<Merged<&[u8], Bytes>>,
 ) -> Result<Option<Vec<(String, ObjectSummary)>>, Error> {
     let mut keys = Vec::with_capacity(merged.len());
     for (encoded, per_disk) in merged {
         let Some(versions) = agreed_heads(per_disk) else {
             return Ok(None);
         };
-        let Ok(summaries) = versions
-            .iter()
-            .map(|v| projection::decode(&v.listing))
-            .collect::<Result<Vec<_>, _>>()
-        else {
+        if !push_newest(&mut keys, encoded, &versions)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(keys))
+}
+
+/// [`current_versions`] of pages that are byte for byte the same on every
+/// disk that answered (the normal case): each head is decoded once, with
+/// no merge.
+fn current_versions_of(page: &HeadPage) -> Result<Option<Vec<(String, ObjectSummary)>>, Error> {
+    let mut keys = Vec::with_capacity(page.spans.len());
+    for i in 0..page.spans.len() {
+        let (encoded, head) = page.entry(i);
+        let Some(versions) = head_versions(&head) else {
             return Ok(None);
         };
-        let latest = summaries
-            .into_iter()
-            .max_by_key(|s| version_order(s.mtime_ns, version_key(s.version_id)));
-        if let Some(latest) = latest {
-            let name = String::from_utf8(listed_key(encoded)?)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            keys.push((name, latest));
+        if !push_newest(&mut keys, encoded, &versions)? {
+            return Ok(None);
         }
     }
     Ok(Some(keys))
@@ -310,8 +347,25 @@ pub(crate) async fn read_heads(
 /// `need` disks answered and they agree on every key (see
 /// [`ErasureSet::list_current`]); `None` otherwise.
 pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<CurrentPage>, Error> {
-    if pages.iter().filter(|p| p.is_ok()).count() < need {
+    let answered: Vec<&HeadPage> = pages.iter().flatten().collect();
+    if answered.len() < need {
         return Ok(None);
+    }
+    if let Some((first, others)) = answered.split_first() {
+        if others.iter().all(|p| p.bytes == first.bytes) {
+            // The same keys and heads everywhere: complete up to the last
+            // key when a disk has more, as a merge would find.
+            let Some(keys) = current_versions_of(first)? else {
+                return Ok(None);
+            };
+            let next = match first.spans.len().checked_sub(1) {
+                Some(last) if answered.iter().any(|p| p.truncated) => {
+                    Some(listed_key(first.entry(last).0)?)
+                }
+                _ => None,
+            };
+            return Ok(Some(CurrentPage { keys, next }));
+        }
     }
     let views = pages
         .iter()
@@ -324,7 +378,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
         })
         .collect();
     // Keys merge in their encoded form, which sorts like the keys.
-    let (merged, horizon) = merge_pages(views, || &[][..]);
+    let (merged, horizon) = merge_pages(views, Bytes::new);
     let last = match merged.last() {
         Some((k, _)) => Some(listed_key(k)?),
         None => None,
