@@ -18,7 +18,7 @@ use disk_engine::{Disk, DiskError, HeadEntry, HeadPage, ListStart, RecordListOpt
 use futures::future::join_all;
 
 use crate::error::Error;
-use crate::list_ahead::ListAhead;
+use crate::list_ahead::{AheadRequest, ListAhead};
 use crate::projection;
 use crate::record::ObjectSummary;
 use crate::set::{version_key, version_order, ErasureSet, Resolved, VersionBody};
@@ -247,18 +247,31 @@ impl ErasureSet {
     }
 
     /// Starts reading and deciding the page [`Self::list_current`] will be
-    /// asked for next (see [`crate::list_ahead`]); nothing where the set is
-    /// shared with other gateways.
-    pub(crate) fn read_ahead(&self, ns: &str, prefix: &[u8], start: ListStart, max_keys: usize) {
+    /// asked for next, and (for a client paging through `paging` keys at a
+    /// time) the pages after it (see [`crate::list_ahead`]); nothing where
+    /// the set is shared with other gateways.
+    pub(crate) fn read_ahead(
+        &self,
+        ns: &str,
+        prefix: &[u8],
+        start: ListStart,
+        max_keys: usize,
+        paging: Option<usize>,
+    ) {
         let Some(ahead) = self.list_ahead() else {
             return;
         };
-        let opts = RecordListOptions {
-            prefix: prefix.to_vec(),
-            start,
-            max_keys: max_keys.max(1),
-        };
-        ahead.start(ns, opts, &self.disks, self.heads_readers());
+        ahead.start(AheadRequest {
+            disks: self.disks.clone(),
+            need: self.heads_readers(),
+            ns: ns.to_string(),
+            opts: RecordListOptions {
+                prefix: prefix.to_vec(),
+                start,
+                max_keys: max_keys.max(1),
+            },
+            paging,
+        });
     }
 
     /// The pages read ahead, where this process sees every write to the

@@ -564,11 +564,21 @@ impl Store {
 
     /// Starts reading, ahead of the request, the page of
     /// [`Self::list_objects`] a client is expected to ask for next, so that
-    /// it is ready (or under way) when asked. It is used only if no write
-    /// changed the set in between.
-    pub fn read_ahead(&self, bucket: &str, prefix: &str, start: ListStart, max_keys: usize) {
+    /// it is ready (or under way) when asked. With `paging` (the client
+    /// asks for that many keys at a time, each page after the last key of
+    /// the one before, delete markers not counted), the pages after it are
+    /// read ahead too while the client keeps up. A page is used only if no
+    /// write changed the set in between.
+    pub fn read_ahead(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start: ListStart,
+        max_keys: usize,
+        paging: Option<usize>,
+    ) {
         self.set
-            .read_ahead(bucket, prefix.as_bytes(), start, max_keys);
+            .read_ahead(bucket, prefix.as_bytes(), start, max_keys, paging);
     }
 
     /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`

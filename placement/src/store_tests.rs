@@ -522,29 +522,68 @@ async fn a_page_read_ahead_is_used_only_if_nothing_was_written_since() {
     };
     // Read ahead, nothing written: the page read ahead is served.
     r.store
-        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 2);
+        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 2, None);
     assert_eq!(page("a").await, ["b", "c"]);
     assert_eq!(hits(), 1);
     // Read ahead, then a key written (and acknowledged) inside the page:
     // the page is read again and shows it.
     r.store
-        .read_ahead("b", "", ListStart::After(b"b".to_vec()), 2);
+        .read_ahead("b", "", ListStart::After(b"b".to_vec()), 2, None);
     tokio::time::sleep(Duration::from_millis(50)).await;
     put(&r, "c2", b"new").await.unwrap();
     assert_eq!(page("b").await, ["c", "c2"]);
     assert_eq!(hits(), 1);
     // Likewise for a deletion.
     r.store
-        .read_ahead("b", "", ListStart::After(b"c2".to_vec()), 2);
+        .read_ahead("b", "", ListStart::After(b"c2".to_vec()), 2, None);
     tokio::time::sleep(Duration::from_millis(50)).await;
     r.store.delete_object("b", "d", None).await.unwrap();
     assert_eq!(page("c2").await, ["e"]);
     assert_eq!(hits(), 1);
     // A request that differs from the one read ahead does not take it.
     r.store
-        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 3);
+        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 3, None);
     assert_eq!(page("a").await, ["b", "c"]);
     assert_eq!(hits(), 1);
+}
+
+#[tokio::test]
+async fn pages_after_the_next_are_read_ahead_for_a_client_paging_through_keys() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for i in 0..20 {
+        put(&r, &format!("k{i:02}"), b"x").await.unwrap();
+    }
+    let store = &r.store;
+    let hits = || store.set().list_ahead.hits();
+    let page = |after: &'static str| async move {
+        let p = store
+            .list_objects("b", "", ListStart::After(after.as_bytes().to_vec()), 4)
+            .await
+            .unwrap();
+        p.entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
+    };
+    // A client asking for 3 keys at a time (the set is asked for one more,
+    // to tell whether more follow): the page after its next one is read
+    // ahead as well, and no further while neither is asked for.
+    r.store
+        .read_ahead("b", "", ListStart::After(b"k02".to_vec()), 4, Some(3));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(page("k02").await, ["k03", "k04", "k05", "k06"]);
+    assert_eq!(hits(), 1);
+    assert_eq!(page("k05").await, ["k06", "k07", "k08", "k09"]);
+    assert_eq!(hits(), 2);
+    assert_eq!(page("k08").await, ["k09", "k10", "k11", "k12"]);
+    assert_eq!(hits(), 2);
+    // Pages read ahead are used only if nothing was written since, chained
+    // ones included.
+    r.store
+        .read_ahead("b", "", ListStart::After(b"k11".to_vec()), 4, Some(3));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    put(&r, "k15a", b"new").await.unwrap();
+    assert_eq!(page("k11").await, ["k12", "k13", "k14", "k15"]);
+    assert_eq!(page("k14").await, ["k15", "k15a", "k16", "k17"]);
+    assert_eq!(hits(), 2);
 }
 
 #[tokio::test]

@@ -110,7 +110,7 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
     // rather than a full one.
     let mut short = false;
     'pages: loop {
-        let room = (p.max_keys - count + 1).clamp(1, MAX_KEYS);
+        let room = (p.max_keys - count + 1).clamp(1, MAX_KEYS + 1);
         let want = if short {
             room.min(SKIP_PAGE_KEYS)
         } else {
@@ -169,9 +169,11 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
     }
     if let (true, Some(last)) = (out.truncated, &out.last) {
         // The client's next request continues after the last entry: its
-        // first page is read while this one is written out.
+        // first page is read while this one is written out (and, without a
+        // delimiter, the pages after it while the client keeps up).
         let (start, want) = first_page(&p.prefix, Some(last), p.max_keys);
-        gw.store.read_ahead(bucket, &p.prefix, start, want);
+        let paging = delimiter.is_none().then_some(p.max_keys);
+        gw.store.read_ahead(bucket, &p.prefix, start, want, paging);
     }
     Ok(out)
 }
@@ -184,7 +186,7 @@ fn first_page(prefix: &str, after: Option<&str>, max_keys: usize) -> (ListStart,
         Some(a) if a >= prefix => ListStart::After(a.as_bytes().to_vec()),
         _ => ListStart::Beginning,
     };
-    (start, (max_keys + 1).clamp(1, MAX_KEYS))
+    (start, (max_keys + 1).clamp(1, MAX_KEYS + 1))
 }
 
 /// Writes the listed objects and common prefixes into `doc`.

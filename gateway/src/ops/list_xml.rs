@@ -113,8 +113,11 @@ impl ListingXml {
 /// Appends `text` with XML's five special characters as entities. Most
 /// keys have none and are copied whole.
 fn push_escaped(out: &mut String, text: &str) {
+    let special = |b: &u8| matches!(b, b'<' | b'>' | b'&' | b'"' | b'\'');
     let mut rest = text;
-    while let Some(i) = rest.find(['<', '>', '&', '"', '\'']) {
+    // A byte scan: the five are ASCII, so they never occur inside a
+    // multi-byte character and every split is at a character boundary.
+    while let Some(i) = rest.as_bytes().iter().position(special) {
         out.push_str(&rest[..i]);
         out.push_str(match rest.as_bytes()[i] {
             b'<' => "&lt;",
