@@ -246,6 +246,11 @@ impl MetaStore {
                 CF_HEADS => rocksdb::DBCompressionType::None,
                 _ => rocksdb::DBCompressionType::Lz4,
             });
+            if name == CF_HEADS {
+                // Every sorted run a scan merges costs each step of it: heads
+                // are small, so they are compacted out of level 0 early.
+                o.set_level_zero_file_num_compaction_trigger(2);
+            }
             o.set_block_based_table_factory(&tables);
             ColumnFamilyDescriptor::new(name, o)
         };
