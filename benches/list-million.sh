@@ -11,11 +11,7 @@
 # scanned for the key count and token) or `list` (the AWS SDK). The server
 # runs with the hot-object cache off; a warm-up listing precedes the rounds.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-load=${LOAD:-${CARGO_TARGET_DIR:-$here/target}/release/granary-load}
-export GRANARY_ROOT_USER=${GRANARY_ROOT_USER:-benchuser}
-export GRANARY_ROOT_PASSWORD=${GRANARY_ROOT_PASSWORD:-benchsecret123}
-export AWS_ACCESS_KEY_ID=$GRANARY_ROOT_USER AWS_SECRET_ACCESS_KEY=$GRANARY_ROOT_PASSWORD
+. "$(dirname "$0")/bench-env.sh"
 
 mode=$1 bin=$2 dir=$3
 start_server() {

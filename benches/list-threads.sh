@@ -7,11 +7,7 @@
 #
 #   benches/list-threads.sh BIN DIR [PORT]
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-load=${LOAD:-${CARGO_TARGET_DIR:-$here/target}/release/granary-load}
-export GRANARY_ROOT_USER=${GRANARY_ROOT_USER:-benchuser}
-export GRANARY_ROOT_PASSWORD=${GRANARY_ROOT_PASSWORD:-benchsecret123}
-export AWS_ACCESS_KEY_ID=$GRANARY_ROOT_USER AWS_SECRET_ACCESS_KEY=$GRANARY_ROOT_PASSWORD
+. "$(dirname "$0")/bench-env.sh"
 bin=$1 dir=$2 port=${3:-9405}
 "$bin" server "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4 --address "127.0.0.1:$port" \
     --read-cache-mib 0 >> "$dir.log" 2>&1 &

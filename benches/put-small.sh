@@ -4,12 +4,8 @@
 #
 #   benches/put-small.sh BIN [OP]     # OP: put (AWS SDK) or put-raw (light client)
 set -uo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-load=${LOAD:-${CARGO_TARGET_DIR:-$here/target}/release/granary-load}
+. "$(dirname "$0")/bench-env.sh"
 bin=$1 op=${2:-put-raw}
-export GRANARY_ROOT_USER=${GRANARY_ROOT_USER:-benchuser}
-export GRANARY_ROOT_PASSWORD=${GRANARY_ROOT_PASSWORD:-benchsecret123}
-export AWS_ACCESS_KEY_ID=$GRANARY_ROOT_USER AWS_SECRET_ACCESS_KEY=$GRANARY_ROOT_PASSWORD
 dir=${BENCH_DIR:-/var/tmp/granary-put-bench}
 rm -rf "$dir"; mkdir -p "$dir"
 "$bin" server "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4 --address 127.0.0.1:9410 \

@@ -504,6 +504,13 @@ async fn a_listing_from_some_disks_shows_what_reads_show_after_interrupted_write
     }
 }
 
+/// The keys of one `list_objects` page of `max` keys after `after`.
+async fn page_after(r: &Rig, after: &str, max: usize) -> Vec<String> {
+    let start = ListStart::After(after.as_bytes().to_vec());
+    let p = r.store.list_objects("b", "", start, max).await.unwrap();
+    p.entries.into_iter().map(|(k, _)| k).collect()
+}
+
 #[tokio::test]
 async fn a_page_read_ahead_is_used_only_if_nothing_was_written_since() {
     let r = rig(4, None);
@@ -513,13 +520,7 @@ async fn a_page_read_ahead_is_used_only_if_nothing_was_written_since() {
     }
     let store = &r.store;
     let hits = || store.set().list_ahead.hits();
-    let page = |after: &'static str| async move {
-        let p = store
-            .list_objects("b", "", ListStart::After(after.as_bytes().to_vec()), 2)
-            .await
-            .unwrap();
-        p.entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
-    };
+    let page = |after: &'static str| page_after(&r, after, 2);
     // Read ahead, nothing written: the page read ahead is served.
     r.store
         .read_ahead("b", "", ListStart::After(b"a".to_vec()), 2, None);
@@ -556,13 +557,7 @@ async fn pages_after_the_next_are_read_ahead_for_a_client_paging_through_keys() 
     }
     let store = &r.store;
     let hits = || store.set().list_ahead.hits();
-    let page = |after: &'static str| async move {
-        let p = store
-            .list_objects("b", "", ListStart::After(after.as_bytes().to_vec()), 4)
-            .await
-            .unwrap();
-        p.entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
-    };
+    let page = |after: &'static str| page_after(&r, after, 4);
     // A client asking for 3 keys at a time (the set is asked for one more,
     // to tell whether more follow): the page after its next one is read
     // ahead as well, and no further while neither is asked for.
