@@ -43,15 +43,20 @@ impl Default for Head {
     }
 }
 
+/// A listing projection as heads and record envelopes keep it: whole, or
+/// left out (empty) when longer than they can hold.
+pub(crate) fn storable_listing(listing: &[u8]) -> &[u8] {
+    match listing.len() <= MAX_LISTING_BYTES {
+        true => listing,
+        false => &[],
+    }
+}
+
 fn entry_of(record: &Record) -> HeadEntry {
     HeadEntry {
         version: record.version,
         stamp: record.stamp,
-        listing: if record.listing.len() <= MAX_LISTING_BYTES {
-            record.listing.clone()
-        } else {
-            Bytes::new()
-        },
+        listing: record.listing.slice_ref(storable_listing(&record.listing)),
     }
 }
 

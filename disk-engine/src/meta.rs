@@ -16,6 +16,7 @@
 //! disk wraps writes and scans in `spawn_blocking` and makes point reads
 //! (`get_records`, `read_piece`) inline.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -30,7 +31,7 @@ use crate::disk::{
     HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, UploadListStart,
 };
 use crate::error::DiskError;
-use crate::heads::Head;
+use crate::heads::{storable_listing, Head};
 use crate::keys::{ns_key, prefix_end, push_component, push_prefix, take_component};
 use crate::local::ListingFn;
 use crate::types::{KeyRecords, PartEntry, Piece, Record, Stamp, UploadEntry, VersionId};
@@ -85,11 +86,7 @@ pub(crate) struct MetaStore {
 }
 
 fn encode_record(r: &Record) -> Vec<u8> {
-    let listing = if r.listing.len() <= u16::MAX as usize {
-        &r.listing[..]
-    } else {
-        &[]
-    };
+    let listing = storable_listing(&r.listing);
     let mut v = Vec::with_capacity(RECORD_OVERHEAD + 2 + listing.len() + r.body.len());
     v.extend_from_slice(&RECORD_MAGIC);
     v.push(RECORD_V2);
@@ -305,10 +302,12 @@ impl MetaStore {
             let (record, listing, body) = decode_envelope(v)?;
             // A head needs no body: it is copied only to project one.
             let record = match listing {
-                [] => self.projected(Record {
-                    body: Bytes::copy_from_slice(body),
-                    ..record
-                }),
+                [] => self
+                    .projected(Cow::Owned(Record {
+                        body: Bytes::copy_from_slice(body),
+                        ..record
+                    }))
+                    .into_owned(),
                 listing => Record {
                     listing: Bytes::copy_from_slice(listing),
                     ..record
@@ -478,11 +477,10 @@ impl MetaStore {
                     }
                 },
             };
-            if w.record.listing.is_empty() && self.listing_of.is_some() {
-                head.put(&self.projected(w.record.clone()), previous.is_none());
-            } else {
-                head.put(&w.record, previous.is_none());
-            }
+            head.put(
+                &self.projected(Cow::Borrowed(&w.record)),
+                previous.is_none(),
+            );
             batch.put_cf(cf, k, encode_record(&w.record));
             if let Some(p) = &w.piece {
                 batch.put_cf(self.cf(CF_PIECES), p.id.as_bytes(), encode_piece(&p.data));
@@ -503,21 +501,27 @@ impl MetaStore {
     }
 
     /// `record` with a listing projection made from its body when it has
-    /// none and the disk knows how (a record from an older build).
-    fn projected(&self, mut record: Record) -> Record {
-        if record.listing.is_empty() {
-            if let Some(project) = self.listing_of {
+    /// none and the disk knows how (a record from an older build); copied
+    /// only then.
+    fn projected<'a>(&self, record: Cow<'a, Record>) -> Cow<'a, Record> {
+        match (record.listing.is_empty(), self.listing_of) {
+            (true, Some(project)) => {
+                let mut record = record.into_owned();
                 record.listing = project(&record.body).unwrap_or_default();
+                Cow::Owned(record)
             }
+            _ => record,
         }
-        record
     }
 
     /// The records under an encoded (namespace, key), each with a listing
     /// projection where one can be made: what a head is rebuilt from.
     fn head_records(&self, nk: &[u8]) -> Result<Vec<Record>, DiskError> {
         let records = self.records_under(nk)?;
-        Ok(records.into_iter().map(|r| self.projected(r)).collect())
+        Ok(records
+            .into_iter()
+            .map(|r| self.projected(Cow::Owned(r)).into_owned())
+            .collect())
     }
 
     /// Takes the last of `gone` (versions of the encoded key `nk` removed in
@@ -747,16 +751,11 @@ impl MetaStore {
             bytes.extend_from_slice(k);
             let mid = bytes.len();
             bytes.extend_from_slice(v);
-            let span = (start, mid, bytes.len());
-            let span = (
-                u32::try_from(span.0),
-                u32::try_from(span.1),
-                u32::try_from(span.2),
-            );
-            let (Ok(a), Ok(b), Ok(c)) = span else {
+            // The end is the largest offset: if it fits, they all do.
+            let Ok(end) = u32::try_from(bytes.len()) else {
                 return Err(DiskError::corrupt("heads page", "over 4 GiB"));
             };
-            spans.push((a, b, c));
+            spans.push((start as u32, mid as u32, end));
             it.next();
         }
         it.status()?;
