@@ -64,6 +64,13 @@ struct Slot {
     page: JoinHandle<Decided>,
 }
 
+impl Slot {
+    /// Whether this is the page `opts` of `ns`.
+    fn reads(&self, ns: &str, opts: &RecordListOptions) -> bool {
+        self.ns == ns && self.opts == *opts
+    }
+}
+
 /// The pages read ahead of a set's listings, and its write counter.
 #[derive(Default)]
 pub(crate) struct ListAhead {
@@ -99,7 +106,7 @@ impl ListAhead {
     pub async fn take(&self, ns: &str, opts: &RecordListOptions) -> Option<Decided> {
         let slot = {
             let mut slots = self.inner.slots.lock();
-            let i = slots.iter().position(|s| s.ns == ns && s.opts == *opts)?;
+            let i = slots.iter().position(|s| s.reads(ns, opts))?;
             slots.swap_remove(i)
         };
         let page = slot.page.await.ok()?;
@@ -125,7 +132,7 @@ impl Inner {
     fn start(this: &Arc<Inner>, req: AheadRequest) {
         let generation = this.writes.load(Ordering::SeqCst);
         let mut slots = this.slots.lock();
-        if slots.iter().any(|s| s.ns == req.ns && s.opts == req.opts) {
+        if slots.iter().any(|s| s.reads(&req.ns, &req.opts)) {
             return;
         }
         let (ns, opts) = (req.ns.clone(), req.opts.clone());

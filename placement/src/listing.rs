@@ -170,11 +170,7 @@ impl ErasureSet {
         start: ListStart,
         max_keys: usize,
     ) -> Result<ResolvedPage<T>, Error> {
-        let opts = RecordListOptions {
-            prefix: prefix.to_vec(),
-            start,
-            max_keys: max_keys.max(1),
-        };
+        let opts = list_options(prefix, start, max_keys);
         let pages = self
             .each_disk(|_, d| {
                 let opts = opts.clone();
@@ -231,11 +227,7 @@ impl ErasureSet {
         start: ListStart,
         max_keys: usize,
     ) -> Result<Option<CurrentPage>, Error> {
-        let opts = RecordListOptions {
-            prefix: prefix.to_vec(),
-            start,
-            max_keys: max_keys.max(1),
-        };
+        let opts = list_options(prefix, start, max_keys);
         if let Some(ahead) = self.list_ahead() {
             if let Some(decided) = ahead.take(ns, &opts).await {
                 return decided;
@@ -265,11 +257,7 @@ impl ErasureSet {
             disks: self.disks.clone(),
             need: self.heads_readers(),
             ns: ns.to_string(),
-            opts: RecordListOptions {
-                prefix: prefix.to_vec(),
-                start,
-                max_keys: max_keys.max(1),
-            },
+            opts: list_options(prefix, start, max_keys),
             paging,
         });
     }
@@ -305,6 +293,16 @@ impl ErasureSet {
             }
         }
         keys
+    }
+}
+
+/// What each disk is asked for a page of up to `max_keys` keys (at least
+/// one) under `prefix` from `start`.
+fn list_options(prefix: &[u8], start: ListStart, max_keys: usize) -> RecordListOptions {
+    RecordListOptions {
+        prefix: prefix.to_vec(),
+        start,
+        max_keys: max_keys.max(1),
     }
 }
 
