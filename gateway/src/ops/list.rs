@@ -1,6 +1,8 @@
 //! ListObjects (v1) and ListObjectsV2: prefix, delimiter roll-up, paging
 //! by marker / start-after / continuation token, URL encoding.
 
+use std::borrow::Cow;
+
 use axum::body::Body;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
@@ -192,10 +194,7 @@ fn first_page(prefix: &str, after: Option<&str>, max_keys: usize) -> (ListStart,
 /// Writes the listed objects and common prefixes into `doc`.
 fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner: bool) {
     for (key, rec) in &listed.contents {
-        let key = match url {
-            true => std::borrow::Cow::Owned(enc(key, url)),
-            false => std::borrow::Cow::Borrowed(key.as_str()),
-        };
+        let key = enc(key, url);
         doc.contents(
             &ContentsEntry {
                 key: &key,
@@ -221,16 +220,17 @@ pub(crate) fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefi
     prefixes
         .iter()
         .map(|cp| CommonPrefix {
-            prefix: enc(cp, url),
+            prefix: enc(cp, url).into_owned(),
         })
         .collect()
 }
 
-pub(crate) fn enc(s: &str, url: bool) -> String {
-    if url {
-        uri_encode(s.as_bytes(), false)
-    } else {
-        s.to_string()
+/// `s` as a listing shows it: URL-encoded when the request asked for it,
+/// else as it is (borrowed: listings write a key per entry).
+pub(crate) fn enc(s: &str, url: bool) -> Cow<'_, str> {
+    match url {
+        true => Cow::Owned(uri_encode(s.as_bytes(), false)),
+        false => Cow::Borrowed(s),
     }
 }
 

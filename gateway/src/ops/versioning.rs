@@ -68,8 +68,11 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
 }
 
 fn item(gw: &Gateway, key: &str, v: &ObjectSummary, is_latest: bool, url: bool) -> VersionItem {
-    let (key, version_id, last_modified) =
-        (enc(key, url), versions::of_listed(v), iso8601(v.mtime_ns));
+    let (key, version_id, last_modified) = (
+        enc(key, url).into_owned(),
+        versions::of_listed(v),
+        iso8601(v.mtime_ns),
+    );
     if v.delete_marker {
         VersionItem::DeleteMarker(DeleteMarkerEntry {
             key,
@@ -185,17 +188,17 @@ pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let doc = ListVersionsResult {
         xmlns: NS,
         name: req.bucket().into(),
-        prefix: enc(&prefix, url),
-        key_marker: enc(&key_marker, url),
+        prefix: enc(&prefix, url).into_owned(),
+        key_marker: enc(&key_marker, url).into_owned(),
         version_id_marker: version_marker,
         next_key_marker: truncated
-            .then(|| last.as_ref().map(|(k, _)| enc(k, url)))
+            .then(|| last.as_ref().map(|(k, _)| enc(k, url).into_owned()))
             .flatten(),
         next_version_id_marker: truncated
             .then(|| last.as_ref().and_then(|(_, v)| v.clone()))
             .flatten(),
         max_keys: max,
-        delimiter: delimiter.as_deref().map(|d| enc(d, url)),
+        delimiter: delimiter.as_deref().map(|d| enc(d, url).into_owned()),
         is_truncated: truncated,
         encoding_type: url.then(|| "url".to_string()),
         items,
