@@ -115,13 +115,13 @@ pub struct HeadPage {
 }
 
 impl HeadPage {
-    /// The encoded key and the head of entry `i` (a slice of the page's
-    /// buffer, not a copy).
-    pub fn entry(&self, i: usize) -> (&[u8], Bytes) {
+    /// The encoded key and the head of entry `i` (slices of the page's
+    /// buffer, not copies).
+    pub fn entry(&self, i: usize) -> (&[u8], &[u8]) {
         let (a, b, c) = self.spans[i];
         (
             &self.bytes[a as usize..b as usize],
-            self.bytes.slice(b as usize..c as usize),
+            &self.bytes[b as usize..c as usize],
         )
     }
 }

@@ -136,38 +136,79 @@ impl Head {
         v
     }
 
-    /// Decodes a stored head; listings are slices of `v` (no copies, so a
-    /// page of heads read into one buffer costs one allocation).
+    /// Decodes a stored head; listings are slices of `v` (no copies).
     pub fn decode(v: &Bytes) -> Result<Head, DiskError> {
-        let bad = |why: &str| DiskError::corrupt("head", why);
-        let (data, crc) = v.split_last_chunk::<4>().ok_or_else(|| bad("too short"))?;
-        if crc_fast::crc32_iscsi(data) != u32::from_le_bytes(*crc) {
-            return Err(bad("checksum mismatch"));
+        let mut versions = Vec::new();
+        Ok(match head_versions(v, &mut versions)? {
+            true => Head::Versions(
+                versions
+                    .into_iter()
+                    .map(|e| HeadEntry {
+                        version: e.version,
+                        stamp: e.stamp,
+                        listing: v.slice_ref(e.listing),
+                    })
+                    .collect(),
+            ),
+            false => Head::Many(u32::from_le_bytes(
+                v[2..6].try_into().expect("checked by head_versions"),
+            )),
+        })
+    }
+}
+
+/// One version as a stored head lists it, borrowed from the head's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadVersion<'a> {
+    /// Which version of the key this is.
+    pub version: VersionId,
+    /// The stamp of the write of it this disk holds.
+    pub stamp: Stamp,
+    /// The record's listing projection (empty if it has none).
+    pub listing: &'a [u8],
+}
+
+/// Decodes a stored head into `out` (cleared first), in version-id order;
+/// false when the key has more versions than the index keeps (read its
+/// records). Listings are read a key at a time into one reused vector,
+/// with no allocation or reference count per key.
+pub fn head_versions<'a>(
+    head: &'a [u8],
+    out: &mut Vec<HeadVersion<'a>>,
+) -> Result<bool, DiskError> {
+    out.clear();
+    let bad = |why: &str| DiskError::corrupt("head", why);
+    let (data, crc) = head
+        .split_last_chunk::<4>()
+        .ok_or_else(|| bad("too short"))?;
+    if crc_fast::crc32_iscsi(data) != u32::from_le_bytes(*crc) {
+        return Err(bad("checksum mismatch"));
+    }
+    let mut r = Reader(data);
+    if r.take(1)?[0] != HEAD_FORMAT {
+        return Err(bad("unknown format"));
+    }
+    match r.take(1)?[0] {
+        TAG_MANY => {
+            r.array::<4>()?;
+            Ok(false)
         }
-        let mut r = Reader(data);
-        if r.take(1)?[0] != HEAD_FORMAT {
-            return Err(bad("unknown format"));
-        }
-        match r.take(1)?[0] {
-            TAG_MANY => Ok(Head::Many(u32::from_le_bytes(r.array()?))),
-            TAG_VERSIONS => {
-                let n = r.take(1)?[0] as usize;
-                let mut entries = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let version = VersionId(r.array()?);
-                    let mtime_ns = u64::from_le_bytes(r.array()?);
-                    let write_id = Uuid::from_bytes(r.array()?);
-                    let len = u16::from_le_bytes(r.array()?) as usize;
-                    entries.push(HeadEntry {
-                        version,
-                        stamp: Stamp { mtime_ns, write_id },
-                        listing: v.slice_ref(r.take(len)?),
-                    });
-                }
-                Ok(Head::Versions(entries))
+        TAG_VERSIONS => {
+            let n = r.take(1)?[0] as usize;
+            for _ in 0..n {
+                let version = VersionId(r.array()?);
+                let mtime_ns = u64::from_le_bytes(r.array()?);
+                let write_id = Uuid::from_bytes(r.array()?);
+                let len = u16::from_le_bytes(r.array()?) as usize;
+                out.push(HeadVersion {
+                    version,
+                    stamp: Stamp { mtime_ns, write_id },
+                    listing: r.take(len)?,
+                });
             }
-            _ => Err(bad("unknown kind")),
+            Ok(true)
         }
+        _ => Err(bad("unknown kind")),
     }
 }
 
@@ -178,16 +219,6 @@ pub fn decode_listed_key(encoded: &[u8]) -> Option<Vec<u8>> {
         (key, []) => Some(key),
         _ => None,
     }
-}
-
-/// The versions a stored head lists, in version-id order (their listings
-/// are slices of `head`, not copies); `None` when the key has more versions
-/// than the index keeps (read its records).
-pub fn head_versions(head: &Bytes) -> Result<Option<Vec<HeadEntry>>, DiskError> {
-    Ok(match Head::decode(head)? {
-        Head::Versions(v) => Some(v),
-        Head::Many(_) => None,
-    })
 }
 
 struct Reader<'a>(&'a [u8]);

@@ -1103,8 +1103,9 @@ mod tests {
             .map(|i| {
                 let (key, head) = page.entry(i);
                 let key = crate::heads::decode_listed_key(key).unwrap();
-                let versions = crate::heads::head_versions(&head).unwrap().map(|v| {
-                    v.into_iter()
+                let mut v = Vec::new();
+                let versions = crate::heads::head_versions(head, &mut v).unwrap().then(|| {
+                    v.iter()
                         .map(|e| {
                             let l = String::from_utf8(e.listing.to_vec()).unwrap();
                             (e.version.0[0], e.stamp.mtime_ns, l)

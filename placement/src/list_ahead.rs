@@ -5,40 +5,46 @@
 //! each needs the previous one's token).
 //!
 //! A client paging through a fixed number of keys at a time (no
-//! delimiter) asks for pages whose starts follow from the pages before, so
-//! a page decided ahead starts the one after it in turn, keeping up to
-//! [`DEPTH`] pages of each listing ahead of the client while it keeps
-//! asking for them.
+//! delimiter) is read ahead [`WIDTH`] pages at a time: one read of the
+//! disks and one decision answer that many of its requests (each after a
+//! key of the chunk, as its token says), and the chunk after it is read
+//! while the client reads this one, so up to [`DEPTH`] chunks of each
+//! listing are ahead of it. Reading a chunk of several pages at once
+//! spreads what each read costs apart from its keys (the disks' seeks, the
+//! hand-offs between threads) over those pages.
 //!
-//! A page read ahead is used only if no write to the set began or ended
+//! A chunk read ahead is used only if no write to the set began or ended
 //! since its reading started: every record write and deletion bumps a
 //! counter when it starts and again when its disks have answered (before it
 //! is acknowledged), so a write acknowledged before the request arrived is
-//! never missing from the page. The counter only sees this process's
-//! writes, so a set shared with other gateways reads no pages ahead.
+//! never missing from a page. The counter only sees this process's writes,
+//! so a set shared with other gateways reads no pages ahead.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use disk_engine::{Disk, ListStart, RecordListOptions};
+use futures::future::{BoxFuture, FutureExt, Shared};
 use parking_lot::Mutex;
-use tokio::task::JoinHandle;
+use tokio::task::AbortHandle;
 
-use crate::error::Error;
 use crate::listing::{decide_current, read_heads, CurrentPage};
+use crate::record::ObjectSummary;
 
-/// Pages read ahead at once, over all listings in progress.
+/// Chunks read ahead at once, over all listings in progress.
 const SLOTS: usize = 8;
-/// Pages of one listing read ahead of the client.
+/// Chunks of one listing read ahead of the client, the one it is reading
+/// included.
 const DEPTH: usize = 2;
-/// A page read ahead that nobody asked for within this long is dropped.
+/// A client paging through `n` keys at a time is read ahead `WIDTH * n`
+/// keys at a time.
+const WIDTH: usize = 4;
+/// A chunk read ahead that nobody asked for within this long is dropped.
 const KEEP: Duration = Duration::from_secs(10);
 
-/// A page decided from heads ([`decide_current`]).
-pub(crate) type Decided = Result<Option<CurrentPage>, Error>;
-
-/// What a page read ahead is read for, and from where.
+/// What a chunk read ahead is read for, and from where.
 #[derive(Clone)]
 pub(crate) struct AheadRequest {
     /// The set's disks.
@@ -47,31 +53,146 @@ pub(crate) struct AheadRequest {
     pub need: usize,
     /// The listing's namespace (bucket).
     pub ns: String,
-    /// The page.
+    /// The first page asked for.
     pub opts: RecordListOptions,
     /// The client pages through this many keys (delete markers not
     /// counted) at a time, each page starting after the last key of the
     /// one before; `None` when its next page cannot be foreseen (a
-    /// delimiter rolls keys up).
+    /// delimiter rolls keys up): then only the page asked for is read.
     pub paging: Option<usize>,
 }
 
-struct Slot {
-    ns: String,
-    opts: RecordListOptions,
-    generation: u64,
-    started: Instant,
-    page: JoinHandle<Decided>,
+/// A chunk as decided from heads; `None` where the disks disagree or
+/// failed (the request then reads the disks itself).
+type Chunk = Shared<BoxFuture<'static, Option<Arc<Decided>>>>;
+
+/// The keys of a decided chunk the client has not been handed yet.
+struct Decided {
+    /// Where the chunk starts.
+    from: ListStart,
+    rest: Mutex<Rest>,
 }
 
-impl Slot {
-    /// Whether this is the page `opts` of `ns`.
-    fn reads(&self, ns: &str, opts: &RecordListOptions) -> bool {
-        self.ns == ns && self.opts == *opts
+struct Rest {
+    /// Keys in order with their newest version, from the first one not
+    /// handed out (the last key of a page handed out stays: the next page
+    /// may start after the one before it).
+    keys: VecDeque<(String, ObjectSummary)>,
+    /// Where the listing continues after the chunk, if more may follow.
+    next: Option<Vec<u8>>,
+    /// The last key handed out and no longer here.
+    past: Option<String>,
+}
+
+impl Decided {
+    fn of(from: ListStart, page: CurrentPage) -> Decided {
+        Decided {
+            from,
+            rest: Mutex::new(Rest {
+                keys: page.keys.into(),
+                next: page.next,
+                past: None,
+            }),
+        }
+    }
+
+    /// The page of up to `want` keys starting at `start`, and whether it
+    /// reaches the chunk's end; `None` unless the chunk holds it (see
+    /// [`Decided::holds`]). A page that reaches the end of a chunk with
+    /// more after it is short, and continues where the chunk does. Its keys
+    /// are moved out, not copied, but for the last one.
+    fn answer(&self, start: &ListStart, want: usize) -> Option<(CurrentPage, bool)> {
+        let mut rest = self.rest.lock();
+        if !self.holds_in(&rest, start) {
+            return None;
+        }
+        if let ListStart::After(k) = start {
+            // Keys up to the start are behind the client.
+            while rest
+                .keys
+                .front()
+                .is_some_and(|(key, _)| key.as_bytes() <= &k[..])
+            {
+                rest.past = rest.keys.pop_front().map(|(key, _)| key);
+            }
+        }
+        let end = rest.keys.len() <= want;
+        let n = rest.keys.len().min(want);
+        let mut keys: Vec<_> = rest.keys.drain(..n.saturating_sub(1)).collect();
+        if let Some(last) = rest.keys.front() {
+            keys.push(last.clone());
+        }
+        if let Some((key, _)) = keys.iter().rev().nth(1) {
+            rest.past = Some(key.clone());
+        }
+        let next = match end {
+            true => rest.next.clone(),
+            false => keys.last().map(|(k, _)| k.as_bytes().to_vec()),
+        };
+        Some((CurrentPage { keys, next }, end))
+    }
+
+    /// Whether the page starting at `start` can be answered: it starts
+    /// where the chunk does, or after a key at or past the last one handed
+    /// out; and it has a key, or the listing ends with the chunk.
+    fn holds(&self, start: &ListStart) -> bool {
+        self.holds_in(&self.rest.lock(), start)
+    }
+
+    fn holds_in(&self, rest: &Rest, start: &ListStart) -> bool {
+        let starts = match (start, &rest.past, &self.from) {
+            (s, None, from) if s == from => true,
+            (ListStart::After(k), Some(past), _) => k[..] >= *past.as_bytes(),
+            (ListStart::After(_), None, from) => starts_before(from, start),
+            _ => false,
+        };
+        let more = |k: &[u8]| rest.keys.iter().any(|(key, _)| key.as_bytes() > k);
+        starts
+            && match (start, &rest.next) {
+                (_, None) => true,
+                (ListStart::After(k), Some(_)) => more(k),
+                (_, Some(_)) => !rest.keys.is_empty(),
+            }
     }
 }
 
-/// The pages read ahead of a set's listings, and its write counter.
+struct Slot {
+    req: AheadRequest,
+    generation: u64,
+    started: Instant,
+    chunk: Chunk,
+    abort: AbortHandle,
+}
+
+impl Slot {
+    /// Whether this chunk belongs to a listing of `prefix` in `ns`.
+    fn lists(&self, ns: &str, prefix: &[u8]) -> bool {
+        self.req.ns == ns && self.req.opts.prefix == prefix
+    }
+
+    /// Whether this chunk holds the page starting at `start`, as far as is
+    /// known: decided, if it can answer it; under way, if it starts there.
+    fn holds(&self, start: &ListStart) -> bool {
+        match self.chunk.peek() {
+            Some(Some(chunk)) => chunk.holds(start),
+            Some(None) => false,
+            None => self.req.opts.start == *start,
+        }
+    }
+}
+
+/// Whether a chunk starting at `from` can hold the page starting at
+/// `start`: the same start, or after a key at or past where it starts.
+fn starts_before(from: &ListStart, start: &ListStart) -> bool {
+    match (from, start) {
+        _ if from == start => true,
+        (ListStart::Beginning, ListStart::After(_)) => true,
+        (ListStart::At(f) | ListStart::After(f), ListStart::After(k)) => k >= f,
+        _ => false,
+    }
+}
+
+/// The chunks read ahead of a set's listings, and its write counter.
 #[derive(Default)]
 pub(crate) struct ListAhead {
     inner: Arc<Inner>,
@@ -83,6 +204,8 @@ struct Inner {
     slots: Mutex<Vec<Slot>>,
     /// Pages served from a read ahead.
     hits: AtomicU64,
+    /// Chunks started.
+    chunks: AtomicU64,
 }
 
 /// Held while a write to the set's disks is in flight.
@@ -101,20 +224,44 @@ impl ListAhead {
         WriteMark(&self.inner.writes)
     }
 
-    /// The page read ahead for exactly this request, if there is one and no
-    /// write began or ended since its reading started.
-    pub async fn take(&self, ns: &str, opts: &RecordListOptions) -> Option<Decided> {
-        let slot = {
-            let mut slots = self.inner.slots.lock();
-            let i = slots.iter().position(|s| s.reads(ns, opts))?;
-            slots.swap_remove(i)
+    /// The page `opts` of `ns` from a chunk read ahead, if one holds it and
+    /// no write began or ended since its reading started.
+    pub async fn take(&self, ns: &str, opts: &RecordListOptions) -> Option<CurrentPage> {
+        let candidates: Vec<(Chunk, u64)> = {
+            let slots = self.inner.slots.lock();
+            slots
+                .iter()
+                .filter(|s| {
+                    s.lists(ns, &opts.prefix) && starts_before(&s.req.opts.start, &opts.start)
+                })
+                .map(|s| (s.chunk.clone(), s.generation))
+                .collect()
         };
-        let page = slot.page.await.ok()?;
-        if self.inner.writes.load(Ordering::SeqCst) != slot.generation {
-            return None;
+        for (chunk, generation) in candidates {
+            let Some(decided) = chunk.clone().await else {
+                continue;
+            };
+            if self.inner.writes.load(Ordering::SeqCst) != generation {
+                self.inner.drop_chunk(&chunk);
+                return None;
+            }
+            let Some((page, end)) = decided.answer(&opts.start, opts.max_keys) else {
+                continue;
+            };
+            self.inner.hits.fetch_add(1, Ordering::Relaxed);
+            let req = self.inner.slot_request(&chunk);
+            if end {
+                self.inner.drop_chunk(&chunk);
+            }
+            if let Some(req) = req.filter(|r| r.paging.is_some()) {
+                // Not under the chunk's lock: starting the next chunk
+                // looks at this one.
+                let next = decided.rest.lock().next.clone();
+                self.inner.follow(&req, next.as_ref());
+            }
+            return Some(page);
         }
-        self.inner.hits.fetch_add(1, Ordering::Relaxed);
-        Some(page)
+        None
     }
 
     /// How many pages were served from a read ahead.
@@ -122,76 +269,104 @@ impl ListAhead {
         self.inner.hits.load(Ordering::Relaxed)
     }
 
-    /// Starts reading and deciding the page `req` (unless it is under way).
+    /// How many chunks were started.
+    #[cfg(test)]
+    pub fn chunks(&self) -> u64 {
+        self.inner.chunks.load(Ordering::Relaxed)
+    }
+
+    /// Starts reading and deciding the page `req` (with `paging`, the
+    /// chunk of pages from it), unless a chunk under way or read may hold
+    /// it.
     pub fn start(&self, req: AheadRequest) {
         Inner::start(&self.inner, req);
     }
 }
 
 impl Inner {
-    fn start(this: &Arc<Inner>, req: AheadRequest) {
+    fn start(this: &Arc<Inner>, mut req: AheadRequest) {
         let generation = this.writes.load(Ordering::SeqCst);
         let mut slots = this.slots.lock();
-        if slots.iter().any(|s| s.reads(&req.ns, &req.opts)) {
+        let held = |s: &Slot| match req.paging {
+            Some(_) => s.holds(&req.opts.start),
+            None => s.req.opts == req.opts,
+        };
+        if slots
+            .iter()
+            .any(|s| s.lists(&req.ns, &req.opts.prefix) && held(s))
+        {
             return;
         }
-        let (ns, opts) = (req.ns.clone(), req.opts.clone());
+        if let Some(paging) = req.paging {
+            req.opts.max_keys = req.opts.max_keys.max(paging.saturating_mul(WIDTH));
+        }
+        this.chunks.fetch_add(1, Ordering::Relaxed);
         let inner = this.clone();
-        let page = tokio::spawn(async move {
-            let read = read_heads(
-                req.disks.clone(),
-                req.need,
-                req.ns.clone(),
-                req.opts.clone(),
+        let read = req.clone();
+        let task = tokio::spawn(async move {
+            let pages = read_heads(
+                read.disks.clone(),
+                read.need,
+                read.ns.clone(),
+                read.opts.clone(),
             );
-            let decided = decide_current(&read.await, req.need);
-            if let (Ok(Some(page)), Some(paging)) = (&decided, req.paging) {
-                inner.follow(&req, page, paging);
+            let decided = decide_current(&pages.await, read.need).ok().flatten()?;
+            if read.paging.is_some() {
+                inner.follow(&read, decided.next.as_ref());
             }
-            decided
+            Some(Arc::new(Decided::of(read.opts.start.clone(), decided)))
         });
+        let abort = task.abort_handle();
+        let chunk = task.map(|r| r.ok().flatten()).boxed().shared();
         slots.retain(|s| {
             let keep = s.started.elapsed() < KEEP;
             if !keep {
-                s.page.abort();
+                s.abort.abort();
             }
             keep
         });
         if slots.len() == SLOTS {
             let oldest = slots.remove(0);
-            oldest.page.abort();
+            oldest.abort.abort();
         }
         slots.push(Slot {
-            ns,
-            opts,
+            req,
             generation,
             started: Instant::now(),
-            page,
+            chunk,
+            abort,
         });
     }
 
-    /// Starts the page a client paging `paging` keys at a time asks for
-    /// after `page` (read for `req`), while fewer than [`DEPTH`] pages of
-    /// its listing wait to be asked for.
-    fn follow(self: &Arc<Inner>, req: &AheadRequest, page: &CurrentPage, paging: usize) {
-        let mut visible = page.keys.iter().filter(|(_, v)| !v.delete_marker);
-        // The client's page ends at its `paging`-th key when more follow.
-        let Some((last, _)) = visible.nth(paging.saturating_sub(1)) else {
+    /// Starts the chunk after one read for `req` that continues after
+    /// `last`, while fewer than [`DEPTH`] chunks of its listing are read
+    /// ahead.
+    fn follow(self: &Arc<Inner>, req: &AheadRequest, last: Option<&Vec<u8>>) {
+        let Some(last) = last else {
             return;
         };
-        if visible.next().is_none() && page.next.is_none() {
-            return;
-        }
         let waiting = {
             let slots = self.slots.lock();
-            let same_listing = |s: &&Slot| s.ns == req.ns && s.opts.prefix == req.opts.prefix;
-            slots.iter().filter(same_listing).count()
+            let listing = |s: &&Slot| s.lists(&req.ns, &req.opts.prefix);
+            slots.iter().filter(listing).count()
         };
         if waiting >= DEPTH {
             return;
         }
         let mut next = req.clone();
-        next.opts.start = ListStart::After(last.as_bytes().to_vec());
+        next.opts.start = ListStart::After(last.clone());
         Inner::start(self, next);
+    }
+
+    /// The request `chunk` was read for, if it is still kept.
+    fn slot_request(&self, chunk: &Chunk) -> Option<AheadRequest> {
+        let slots = self.slots.lock();
+        let slot = slots.iter().find(|s| s.chunk.ptr_eq(chunk))?;
+        Some(slot.req.clone())
+    }
+
+    /// Forgets `chunk`.
+    fn drop_chunk(&self, chunk: &Chunk) {
+        self.slots.lock().retain(|s| !s.chunk.ptr_eq(chunk));
     }
 }

@@ -13,8 +13,7 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use disk_engine::{Disk, DiskError, HeadEntry, HeadPage, ListStart, RecordListOptions};
+use disk_engine::{Disk, DiskError, HeadPage, HeadVersion, ListStart, RecordListOptions};
 use futures::future::join_all;
 
 use crate::error::Error;
@@ -58,37 +57,48 @@ pub(crate) struct CurrentPage {
     pub next: Option<Vec<u8>>,
 }
 
-/// The versions every answering disk's head holds for a key, when they all
-/// hold the same writes (versions and stamps) and know them all; `None`
-/// otherwise (a damaged head included: the records decide). Heads of
-/// identical bytes (the normal case) are decoded once.
-fn agreed_heads(per_disk: Vec<Result<Bytes, DiskError>>) -> Option<Vec<HeadEntry>> {
-    let answers: Vec<Bytes> = per_disk.into_iter().flatten().collect();
-    let (first, others) = answers.split_first()?;
-    let reference = head_versions(first)?;
-    for other in others {
-        if other == first {
+/// Puts in `agreed` the versions every answering disk's head holds for a
+/// key, when they all hold the same writes (versions and stamps) and know
+/// them all; false otherwise (a damaged head included: the records
+/// decide). Heads of identical bytes (the normal case) are decoded once.
+fn agreed_heads<'a>(
+    per_disk: &[Result<&'a [u8], DiskError>],
+    agreed: &mut Vec<HeadVersion<'a>>,
+    other: &mut Vec<HeadVersion<'a>>,
+) -> bool {
+    let mut answers = per_disk.iter().flatten();
+    let Some(&first) = answers.next() else {
+        return false;
+    };
+    if !head_versions(first, agreed) {
+        return false;
+    }
+    for &head in answers {
+        if head == first {
             continue;
         }
-        let other = head_versions(other)?;
-        let same = other.len() == reference.len()
+        let same = head_versions(head, other)
+            && other.len() == agreed.len()
             && other
                 .iter()
-                .zip(&reference)
+                .zip(agreed.iter())
                 .all(|(a, b)| a.version == b.version && a.stamp == b.stamp);
         if !same {
-            return None;
+            return false;
         }
     }
-    Some(reference)
+    true
 }
 
-/// The versions of a head (none for a key a disk does not hold); `None`
-/// for a damaged or count-only head.
-fn head_versions(head: &Bytes) -> Option<Vec<HeadEntry>> {
+/// Puts the versions of a head in `out` (none for a key a disk does not
+/// hold); false for a damaged or count-only head.
+fn head_versions<'a>(head: &'a [u8], out: &mut Vec<HeadVersion<'a>>) -> bool {
     match head.is_empty() {
-        true => Some(Vec::new()),
-        false => disk_engine::head_versions(head).ok().flatten(),
+        true => {
+            out.clear();
+            true
+        }
+        false => disk_engine::head_versions(head, out).unwrap_or(false),
     }
 }
 
@@ -104,11 +114,11 @@ fn listed_key(encoded: &[u8]) -> Result<Vec<u8>, Error> {
 fn push_newest(
     keys: &mut Vec<(String, ObjectSummary)>,
     encoded: &[u8],
-    versions: &[HeadEntry],
+    versions: &[HeadVersion<'_>],
 ) -> Result<bool, Error> {
     let mut newest: Option<ObjectSummary> = None;
     for v in versions {
-        let Ok(s) = projection::decode(&v.listing) else {
+        let Ok(s) = projection::decode(v.listing) else {
             return Ok(false);
         };
         let order = |s: &ObjectSummary| version_order(s.mtime_ns, version_key(s.version_id));
@@ -127,13 +137,14 @@ fn push_newest(
 /// The newest version (delete markers included) of each merged key whose
 /// disks agree; `None` as soon as one key cannot be decided from heads.
 fn current_versions(
-    merged: Vec<Merged<&[u8], Bytes>>,
+    merged: Vec<Merged<&[u8], &[u8]>>,
 ) -> Result<Option<Vec<(String, ObjectSummary)>>, Error> {
     let mut keys = Vec::with_capacity(merged.len());
-    for (encoded, per_disk) in merged {
-        let Some(versions) = agreed_heads(per_disk) else {
+    let (mut versions, mut other) = (Vec::new(), Vec::new());
+    for (encoded, per_disk) in &merged {
+        if !agreed_heads(per_disk, &mut versions, &mut other) {
             return Ok(None);
-        };
+        }
         if !push_newest(&mut keys, encoded, &versions)? {
             return Ok(None);
         }
@@ -146,11 +157,12 @@ fn current_versions(
 /// no merge.
 fn current_versions_of(page: &HeadPage) -> Result<Option<Vec<(String, ObjectSummary)>>, Error> {
     let mut keys = Vec::with_capacity(page.spans.len());
+    let mut versions = Vec::new();
     for i in 0..page.spans.len() {
         let (encoded, head) = page.entry(i);
-        let Some(versions) = head_versions(&head) else {
+        if !head_versions(head, &mut versions) {
             return Ok(None);
-        };
+        }
         if !push_newest(&mut keys, encoded, &versions)? {
             return Ok(None);
         }
@@ -229,8 +241,8 @@ impl ErasureSet {
     ) -> Result<Option<CurrentPage>, Error> {
         let opts = list_options(prefix, start, max_keys);
         if let Some(ahead) = self.list_ahead() {
-            if let Some(decided) = ahead.take(ns, &opts).await {
-                return decided;
+            if let Some(page) = ahead.take(ns, &opts).await {
+                return Ok(Some(page));
             }
         }
         let need = self.heads_readers();
@@ -389,7 +401,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
         })
         .collect();
     // Keys merge in their encoded form, which sorts like the keys.
-    let (merged, horizon) = merge_pages(views, Bytes::new);
+    let (merged, horizon) = merge_pages(views, || &[][..]);
     let last = match merged.last() {
         Some((k, _)) => Some(listed_key(k)?),
         None => None,

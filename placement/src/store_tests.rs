@@ -541,44 +541,53 @@ async fn a_page_read_ahead_is_used_only_if_nothing_was_written_since() {
     r.store.delete_object("b", "d", None).await.unwrap();
     assert_eq!(page("c2").await, ["e"]);
     assert_eq!(hits(), 1);
-    // A request that differs from the one read ahead does not take it.
+    // A page the chunk read ahead does not hold is read from the disks:
+    // it starts after the chunk's last key, which has more after it.
     r.store
-        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 3, None);
-    assert_eq!(page("a").await, ["b", "c"]);
+        .read_ahead("b", "", ListStart::After(b"a".to_vec()), 2, None);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(page("c").await, ["c2", "e"]);
     assert_eq!(hits(), 1);
+    // A shorter page from the same start is held.
+    assert_eq!(page_after(&r, "a", 1).await, ["b"]);
+    assert_eq!(hits(), 2);
 }
 
 #[tokio::test]
-async fn pages_after_the_next_are_read_ahead_for_a_client_paging_through_keys() {
+async fn a_client_paging_through_keys_is_read_ahead_in_chunks_of_pages() {
     let r = rig(4, None);
     r.store.create_bucket("b", "us-east-1").await.unwrap();
-    for i in 0..20 {
+    for i in 0..40 {
         put(&r, &format!("k{i:02}"), b"x").await.unwrap();
     }
     let store = &r.store;
     let hits = || store.set().list_ahead.hits();
+    let chunks = || store.set().list_ahead.chunks();
     let page = |after: &'static str| page_after(&r, after, 4);
     // A client asking for 3 keys at a time (the set is asked for one more,
-    // to tell whether more follow): the page after its next one is read
-    // ahead as well, and no further while neither is asked for.
+    // to tell whether more follow) is read ahead 12 keys at a time: the
+    // chunk after its next page, and the chunk after that, no further
+    // while neither is asked for.
     r.store
         .read_ahead("b", "", ListStart::After(b"k02".to_vec()), 4, Some(3));
     tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(chunks(), 2);
     assert_eq!(page("k02").await, ["k03", "k04", "k05", "k06"]);
-    assert_eq!(hits(), 1);
     assert_eq!(page("k05").await, ["k06", "k07", "k08", "k09"]);
-    assert_eq!(hits(), 2);
     assert_eq!(page("k08").await, ["k09", "k10", "k11", "k12"]);
-    assert_eq!(hits(), 2);
-    // Pages read ahead are used only if nothing was written since, chained
-    // ones included.
-    r.store
-        .read_ahead("b", "", ListStart::After(b"k11".to_vec()), 4, Some(3));
+    // The page that reaches the chunk's end is short; the gateway asks for
+    // the rest after its last key, which the next chunk holds.
+    assert_eq!(page("k11").await, ["k12", "k13", "k14"]);
+    assert_eq!(hits(), 4);
+    assert_eq!(page("k14").await, ["k15", "k16", "k17", "k18"]);
+    assert_eq!(hits(), 5);
+    // Reading the second chunk starts the third.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    put(&r, "k15a", b"new").await.unwrap();
-    assert_eq!(page("k11").await, ["k12", "k13", "k14", "k15"]);
-    assert_eq!(page("k14").await, ["k15", "k15a", "k16", "k17"]);
-    assert_eq!(hits(), 2);
+    assert_eq!(chunks(), 3);
+    // Chunks read ahead are used only if nothing was written since.
+    put(&r, "k20a", b"new").await.unwrap();
+    assert_eq!(page("k17").await, ["k18", "k19", "k20", "k20a"]);
+    assert_eq!(hits(), 5);
 }
 
 #[tokio::test]
