@@ -50,7 +50,18 @@ struct Listed {
     contents: Vec<(String, ObjectSummary)>,
     prefixes: Vec<String>,
     truncated: bool,
-    last: Option<String>,
+    /// Whether the last entry listed is a common prefix (else a key).
+    last_is_prefix: bool,
+}
+
+impl Listed {
+    /// The last entry listed, where the next page continues.
+    fn last(&self) -> Option<&str> {
+        match self.last_is_prefix {
+            true => self.prefixes.last().map(String::as_str),
+            false => self.contents.last().map(|(k, _)| k.as_str()),
+        }
+    }
 }
 
 /// The smallest string greater than every string starting with `p`.
@@ -98,7 +109,7 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
         contents: Vec::new(),
         prefixes: Vec::new(),
         truncated: false,
-        last: None,
+        last_is_prefix: false,
     };
     let mut cursor = first_page(&p.prefix, p.after.as_deref(), p.max_keys).0;
     if p.max_keys == 0 {
@@ -144,7 +155,7 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
                         break 'pages;
                     }
                     out.prefixes.push(cp.clone());
-                    out.last = Some(cp.clone());
+                    out.last_is_prefix = true;
                     count += 1;
                 }
                 open = Some(cp);
@@ -154,7 +165,7 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
                 out.truncated = true;
                 break 'pages;
             }
-            out.last = Some(key.clone());
+            out.last_is_prefix = false;
             out.contents.push((key, rec));
             count += 1;
         }
@@ -169,7 +180,7 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
             (_, None) => break,
         }
     }
-    if let (true, Some(last)) = (out.truncated, &out.last) {
+    if let (true, Some(last)) = (out.truncated, out.last()) {
         // The client's next request continues after the last entry: its
         // first page is read while this one is written out (and, without a
         // delimiter, the pages after it while the client keeps up).
@@ -260,7 +271,7 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
     let fetch_owner = req.q("fetch-owner").is_some_and(|v| v == "true");
     let next_token = listed
         .truncated
-        .then(|| listed.last.as_ref().map(|l| B64.encode(l.as_bytes())))
+        .then(|| listed.last().map(|l| B64.encode(l.as_bytes())))
         .flatten();
     let mut doc = ListingXml::new(listed.contents.len() + listed.prefixes.len());
     doc.text("Name", req.bucket())
@@ -293,7 +304,7 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
     let p = ListParams::of(req, (!marker.is_empty()).then(|| marker.clone()))?;
     let listed = list(gw, req.bucket(), &p).await?;
     let next_marker = (listed.truncated && p.delimiter.is_some())
-        .then(|| listed.last.as_deref().map(|l| enc(l, url)))
+        .then(|| listed.last().map(|l| enc(l, url)))
         .flatten();
     let mut doc = ListingXml::new(listed.contents.len() + listed.prefixes.len());
     doc.text("Name", req.bucket())
