@@ -370,3 +370,88 @@ impl Inner {
         self.slots.lock().retain(|s| !s.chunk.ptr_eq(chunk));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::SummaryMeta;
+
+    fn chunk(keys: &[&str], next: Option<&str>) -> Decided {
+        let summary = ObjectSummary {
+            version_id: None,
+            mtime_ns: 1,
+            delete_marker: false,
+            size: 1,
+            meta: SummaryMeta {
+                etag: "e".into(),
+                checksum: None,
+                storage_class: None,
+            },
+        };
+        let page = CurrentPage {
+            keys: keys
+                .iter()
+                .map(|k| (k.to_string(), summary.clone()))
+                .collect(),
+            next: next.map(|n| n.as_bytes().to_vec()),
+        };
+        Decided::of(ListStart::After(b"0".to_vec()), page)
+    }
+
+    fn after(k: &str) -> ListStart {
+        ListStart::After(k.as_bytes().to_vec())
+    }
+
+    /// The keys of the page answered, where it continues, and whether it
+    /// reaches the chunk's end.
+    fn ask(
+        c: &Decided,
+        start: ListStart,
+        want: usize,
+    ) -> Option<(Vec<String>, Option<String>, bool)> {
+        let (page, end) = c.answer(&start, want)?;
+        let keys = page.keys.into_iter().map(|(k, _)| k).collect();
+        let next = page.next.map(|n| String::from_utf8(n).unwrap());
+        Some((keys, next, end))
+    }
+
+    #[test]
+    fn pages_are_handed_out_in_order_and_earlier_ones_are_not_held() {
+        let c = chunk(&["a", "b", "c", "d", "e"], Some("e"));
+        // The last key of a page stays: the next page starts after the key
+        // before it when the client showed one key less than it asked for.
+        assert_eq!(
+            ask(&c, after("0"), 3),
+            Some((
+                vec!["a".into(), "b".into(), "c".into()],
+                Some("c".into()),
+                false
+            ))
+        );
+        assert_eq!(
+            ask(&c, after("a"), 2),
+            None,
+            "keys a page handed out are gone"
+        );
+        // A client whose page ended at the last key (keys it did not show
+        // among them) continues after it.
+        assert_eq!(
+            ask(&c, after("c"), 3),
+            Some((vec!["d".into(), "e".into()], Some("e".into()), true))
+        );
+    }
+
+    #[test]
+    fn a_page_past_the_chunk_is_not_held_unless_the_listing_ends_with_it() {
+        let c = chunk(&["a", "b"], Some("b"));
+        assert!(!c.holds(&after("b")));
+        assert!(!c.holds(&ListStart::At(b"a".to_vec())));
+        assert!(c.holds(&after("a")));
+        let last = chunk(&["a", "b"], None);
+        assert_eq!(ask(&last, after("b"), 5), Some((vec![], None, true)));
+        assert!(
+            !chunk(&["a"], Some("a")).holds(&after("")),
+            "starts before the chunk"
+        );
+    }
+}
