@@ -590,6 +590,73 @@ async fn a_client_paging_through_keys_is_read_ahead_in_chunks_of_pages() {
     assert_eq!(hits(), 5);
 }
 
+/// Every key of a listing paged through `max` keys at a time as the
+/// gateway does it: the set asked for one key more than the page still
+/// needs, short pages continued after their last key, and the next page
+/// read ahead after each truncated one.
+async fn page_through(r: &Rig, max: usize) -> Vec<String> {
+    let mut listed = Vec::new();
+    let mut cursor = ListStart::Beginning;
+    let mut calls = 0;
+    loop {
+        let mut page: Vec<String> = Vec::new();
+        let truncated = loop {
+            calls += 1;
+            assert!(calls < 1000, "the listing makes no progress");
+            let want = max - page.len() + 1;
+            let p = r
+                .store
+                .list_objects("b", "", cursor.clone(), want)
+                .await
+                .unwrap();
+            let room = max - page.len();
+            let full = p.entries.len() > room;
+            page.extend(p.entries.into_iter().take(room).map(|(k, _)| k));
+            match (full, p.next) {
+                (true, _) => break true,
+                (false, Some(n)) => cursor = ListStart::After(n.into_bytes()),
+                (false, None) => break false,
+            }
+        };
+        listed.extend(page.iter().cloned());
+        if !truncated {
+            return listed;
+        }
+        let last = page.last().expect("a full page").as_bytes().to_vec();
+        r.store
+            .read_ahead("b", "", ListStart::After(last.clone()), max + 1, Some(max));
+        cursor = ListStart::After(last);
+    }
+}
+
+#[tokio::test]
+async fn paging_through_chunks_read_ahead_lists_every_visible_key_once() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    set_versioning(&r, Versioning::Enabled).await;
+    let mut visible = Vec::new();
+    for i in 0..60 {
+        let key = format!("k{i:02}");
+        put(&r, &key, b"x").await.unwrap();
+        // Delete markers in runs and alone, at chunk and page edges.
+        match i % 9 == 4 || (20..26).contains(&i) || i == 59 {
+            true => {
+                r.store.delete_object("b", &key, None).await.unwrap();
+            }
+            false => visible.push(key),
+        }
+    }
+    let store = &r.store;
+    let hits = || store.set().list_ahead.hits();
+    for max in [1, 2, 3, 4, 5, 7, 13, 100] {
+        let before = hits();
+        assert_eq!(page_through(&r, max).await, visible, "pages of {max}");
+        if max < 13 {
+            assert!(hits() > before, "pages of {max} were read ahead");
+        }
+    }
+}
+
 #[tokio::test]
 async fn multipart_complete_and_abort() {
     let r = rig(4, None);
