@@ -287,6 +287,15 @@ impl Inner {
     fn start(this: &Arc<Inner>, mut req: AheadRequest) {
         let generation = this.writes.load(Ordering::SeqCst);
         let mut slots = this.slots.lock();
+        // Chunks read before a write can no longer be used; neither they
+        // nor old ones hold a page or count against a listing's depth.
+        slots.retain(|s| {
+            let keep = s.generation == generation && s.started.elapsed() < KEEP;
+            if !keep {
+                s.abort.abort();
+            }
+            keep
+        });
         let held = |s: &Slot| match req.paging {
             Some(_) => s.holds(&req.opts.start),
             None => s.req.opts == req.opts,
@@ -318,13 +327,6 @@ impl Inner {
         });
         let abort = task.abort_handle();
         let chunk = task.map(|r| r.ok().flatten()).boxed().shared();
-        slots.retain(|s| {
-            let keep = s.started.elapsed() < KEEP;
-            if !keep {
-                s.abort.abort();
-            }
-            keep
-        });
         if slots.len() == SLOTS {
             let oldest = slots.remove(0);
             oldest.abort.abort();
@@ -347,7 +349,9 @@ impl Inner {
         };
         let waiting = {
             let slots = self.slots.lock();
-            let listing = |s: &&Slot| s.lists(&req.ns, &req.opts.prefix);
+            let generation = self.writes.load(Ordering::SeqCst);
+            let listing =
+                |s: &&Slot| s.lists(&req.ns, &req.opts.prefix) && s.generation == generation;
             slots.iter().filter(listing).count()
         };
         if waiting >= DEPTH {

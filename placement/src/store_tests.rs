@@ -588,6 +588,14 @@ async fn a_client_paging_through_keys_is_read_ahead_in_chunks_of_pages() {
     put(&r, "k20a", b"new").await.unwrap();
     assert_eq!(page("k17").await, ["k18", "k19", "k20", "k20a"]);
     assert_eq!(hits(), 5);
+    // Nor do they count against the listing's depth: reading ahead after
+    // the write starts two chunks again.
+    r.store
+        .read_ahead("b", "", ListStart::After(b"k20".to_vec()), 4, Some(3));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(chunks(), 5);
+    assert_eq!(page("k20").await, ["k20a", "k21", "k22", "k23"]);
+    assert_eq!(hits(), 6);
 }
 
 /// Every key of a listing paged through `max` keys at a time as the
