@@ -139,8 +139,8 @@ impl Head {
     /// Decodes a stored head; listings are slices of `v` (no copies).
     pub fn decode(v: &Bytes) -> Result<Head, DiskError> {
         let mut versions = Vec::new();
-        Ok(match head_versions(v, &mut versions)? {
-            true => Head::Versions(
+        Ok(match parse(v, &mut versions)? {
+            None => Head::Versions(
                 versions
                     .into_iter()
                     .map(|e| HeadEntry {
@@ -150,9 +150,7 @@ impl Head {
                     })
                     .collect(),
             ),
-            false => Head::Many(u32::from_le_bytes(
-                v[2..6].try_into().expect("checked by head_versions"),
-            )),
+            Some(count) => Head::Many(count),
         })
     }
 }
@@ -176,6 +174,12 @@ pub fn head_versions<'a>(
     head: &'a [u8],
     out: &mut Vec<HeadVersion<'a>>,
 ) -> Result<bool, DiskError> {
+    Ok(parse(head, out)?.is_none())
+}
+
+/// Decodes a stored head: its versions into `out` (cleared first), or the
+/// count of a head that keeps only how many versions there are.
+fn parse<'a>(head: &'a [u8], out: &mut Vec<HeadVersion<'a>>) -> Result<Option<u32>, DiskError> {
     out.clear();
     let bad = |why: &str| DiskError::corrupt("head", why);
     let (data, crc) = head
@@ -189,10 +193,7 @@ pub fn head_versions<'a>(
         return Err(bad("unknown format"));
     }
     match r.take(1)?[0] {
-        TAG_MANY => {
-            r.array::<4>()?;
-            Ok(false)
-        }
+        TAG_MANY => Ok(Some(u32::from_le_bytes(r.array()?))),
         TAG_VERSIONS => {
             let n = r.take(1)?[0] as usize;
             for _ in 0..n {
@@ -206,7 +207,7 @@ pub fn head_versions<'a>(
                     listing: r.take(len)?,
                 });
             }
-            Ok(true)
+            Ok(None)
         }
         _ => Err(bad("unknown kind")),
     }
