@@ -108,12 +108,10 @@ impl Decided {
         }
         if let ListStart::After(k) = start {
             // Keys up to the start are behind the client.
-            while rest
-                .keys
-                .front()
-                .is_some_and(|(key, _)| key.as_bytes() <= &k[..])
-            {
-                rest.past = rest.keys.pop_front().map(|(key, _)| key);
+            let behind = rest.up_to(k);
+            let last_behind = rest.keys.drain(..behind).next_back();
+            if let Some((key, _)) = last_behind {
+                rest.past = Some(key);
             }
         }
         let end = rest.keys.len() <= want;
@@ -146,13 +144,19 @@ impl Decided {
             (ListStart::After(_), None, from) => starts_before(from, start),
             _ => false,
         };
-        let more = |k: &[u8]| rest.keys.iter().any(|(key, _)| key.as_bytes() > k);
         starts
             && match (start, &rest.next) {
                 (_, None) => true,
-                (ListStart::After(k), Some(_)) => more(k),
+                (ListStart::After(k), Some(_)) => rest.up_to(k) < rest.keys.len(),
                 (_, Some(_)) => !rest.keys.is_empty(),
             }
+    }
+}
+
+impl Rest {
+    /// How many of the keys are at or before `k` (they are in order).
+    fn up_to(&self, k: &[u8]) -> usize {
+        self.keys.partition_point(|(key, _)| key.as_bytes() <= k)
     }
 }
 
