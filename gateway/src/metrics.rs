@@ -101,6 +101,16 @@ pub fn render(gw: &Gateway) -> String {
         &[],
         gw.store.listing_read_ahead_hits() as f64,
     );
+    o.family(
+        "granary_listing_pages_one_disk_total",
+        "counter",
+        "Listing pages read from one disk's heads, where the disks are known to agree.",
+    );
+    o.sample(
+        "granary_listing_pages_one_disk_total",
+        &[],
+        gw.store.listing_one_disk_pages() as f64,
+    );
     let Some(scanner) = &gw.lifecycle else {
         return o.0;
     };

@@ -12,6 +12,7 @@
 //! HTTP, XML or S3 error codes: its [`Error`] says what happened in storage
 //! terms and the gateway decides what a client sees.
 
+mod agreement;
 mod background;
 mod buckets;
 mod cache;

@@ -25,12 +25,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use disk_engine::{Disk, ListStart, RecordListOptions};
+use disk_engine::{ListStart, RecordListOptions};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
-use crate::listing::{decide_current, read_heads, CurrentPage};
+use crate::listing::{CurrentPage, HeadsSource};
 use crate::record::ObjectSummary;
 
 /// Chunks read ahead at once, over all listings in progress.
@@ -47,10 +47,8 @@ const KEEP: Duration = Duration::from_secs(10);
 /// What a chunk read ahead is read for, and from where.
 #[derive(Clone)]
 pub(crate) struct AheadRequest {
-    /// The set's disks.
-    pub disks: Vec<Arc<dyn Disk>>,
-    /// How many of them a heads listing reads.
-    pub need: usize,
+    /// Where the set's heads are read from.
+    pub source: HeadsSource,
     /// The listing's namespace (bucket).
     pub ns: String,
     /// The first page asked for.
@@ -317,13 +315,12 @@ impl Inner {
         let inner = this.clone();
         let read = req.clone();
         let task = tokio::spawn(async move {
-            let pages = read_heads(
-                read.disks.clone(),
-                read.need,
-                read.ns.clone(),
-                read.opts.clone(),
-            );
-            let decided = decide_current(&pages.await, read.need).ok().flatten()?;
+            let decided = read
+                .source
+                .current(&read.ns, read.opts.clone())
+                .await
+                .ok()
+                .flatten()?;
             if read.paging.is_some() {
                 inner.follow(&read, decided.next.as_ref());
             }

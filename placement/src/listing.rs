@@ -16,6 +16,7 @@ use std::sync::Arc;
 use disk_engine::{Disk, DiskError, HeadPage, HeadVersion, ListStart, RecordListOptions};
 use futures::future::join_all;
 
+use crate::agreement::Agreement;
 use crate::error::Error;
 use crate::list_ahead::{AheadRequest, ListAhead};
 use crate::projection;
@@ -245,9 +246,7 @@ impl ErasureSet {
                 return Ok(Some(page));
             }
         }
-        let need = self.heads_readers();
-        let pages = read_heads(self.disks.clone(), need, ns.to_string(), opts).await;
-        decide_current(&pages, need)
+        self.heads_source().current(ns, opts).await
     }
 
     /// Starts reading and deciding the page [`Self::list_current`] will be
@@ -266,8 +265,7 @@ impl ErasureSet {
             return;
         };
         ahead.start(AheadRequest {
-            disks: self.disks.clone(),
-            need: self.heads_readers(),
+            source: self.heads_source(),
             ns: ns.to_string(),
             opts: list_options(prefix, start, max_keys),
             paging,
@@ -280,9 +278,15 @@ impl ErasureSet {
         (!self.locks.is_shared()).then_some(&self.list_ahead)
     }
 
-    /// See [`heads_readers`].
-    fn heads_readers(&self) -> usize {
-        heads_readers(self.width(), self.quorum.read)
+    /// Where this set's heads pages are read from: one disk where this
+    /// process sees every write to the set and its disks agree, otherwise
+    /// [`heads_readers`] of them.
+    fn heads_source(&self) -> HeadsSource {
+        HeadsSource {
+            disks: self.disks.clone(),
+            need: heads_readers(self.width(), self.quorum.read),
+            agreement: (!self.locks.is_shared()).then(|| self.agreement.clone()),
+        }
     }
 
     /// Resolves merged keys; keys with no visible version are left out.
@@ -326,6 +330,49 @@ fn list_options(prefix: &[u8], start: ListStart, max_keys: usize) -> RecordListO
 /// are shown by a read too. For 2+2 that is 3 disks of 4; for 4+2, 4 of 6.
 pub(crate) fn heads_readers(width: usize, read: usize) -> usize {
     read.max(width + 1 - read).min(width)
+}
+
+/// Where a set's heads pages are read from.
+#[derive(Clone)]
+pub(crate) struct HeadsSource {
+    /// The set's disks.
+    pub disks: Vec<Arc<dyn Disk>>,
+    /// How many of them show what a read shows ([`heads_readers`]).
+    pub need: usize,
+    /// Where the disks may differ; `None` where other processes write
+    /// them too.
+    pub agreement: Option<Arc<Agreement>>,
+}
+
+impl HeadsSource {
+    /// The page `opts` of `ns` decided from heads (see
+    /// [`ErasureSet::list_current`]): read from one disk where the
+    /// namespace's disks are known to agree and nothing in the page's
+    /// range was in doubt or written while it was read; otherwise from
+    /// [`Self::need`] disks.
+    pub async fn current(
+        &self,
+        ns: &str,
+        opts: RecordListOptions,
+    ) -> Result<Option<CurrentPage>, Error> {
+        if let Some(agreement) = &self.agreement {
+            if let Some(mark) = agreement.mark(ns) {
+                let pages = read_heads(self.disks.clone(), 1, ns.to_string(), opts.clone()).await;
+                if let Some(page) = pages.iter().flatten().next() {
+                    let last = match page.spans.len().checked_sub(1) {
+                        Some(last) if page.truncated => Some(listed_key(page.entry(last).0)?),
+                        _ => None,
+                    };
+                    if agreement.untouched(mark, ns, &opts, last.as_deref()) {
+                        agreement.read_one_disk();
+                        return decide_current(&pages, 1);
+                    }
+                }
+            }
+        }
+        let pages = read_heads(self.disks.clone(), self.need, ns.to_string(), opts).await;
+        decide_current(&pages, self.need)
+    }
 }
 
 /// Every disk's heads page or failure, in slot order (disks not asked
@@ -393,10 +440,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
     let views = pages
         .iter()
         .map(|p| match p {
-            Ok(p) => Ok(DiskPage {
-                items: (0..p.spans.len()).map(|i| p.entry(i)).collect(),
-                truncated: p.truncated,
-            }),
+            Ok(p) => Ok(view(p)),
             Err(e) => Err(DiskError::Offline(e.to_string())),
         })
         .collect();
@@ -415,6 +459,45 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
     };
     let next = horizon.map(|h| last.unwrap_or(h));
     Ok(Some(CurrentPage { keys, next }))
+}
+
+/// A heads page as a merge reads it.
+fn view(p: &HeadPage) -> DiskPage<&[u8], &[u8]> {
+    DiskPage {
+        items: (0..p.spans.len()).map(|i| p.entry(i)).collect(),
+        truncated: p.truncated,
+    }
+}
+
+/// The keys (decoded, in order) whose heads differ between `pages`, every
+/// disk's page of one request, and where the pages continue (after the
+/// last key all of them cover); `None` when a listed key is damaged.
+pub(crate) fn differing(pages: &[HeadPage]) -> Option<(Vec<Vec<u8>>, Option<Vec<u8>>)> {
+    let decode = |k: &[u8]| disk_engine::decode_listed_key(k);
+    if let Some((first, others)) = pages.split_first() {
+        if others.iter().all(|p| p.bytes == first.bytes) {
+            let next = match first.spans.len().checked_sub(1) {
+                Some(last) if pages.iter().any(|p| p.truncated) => {
+                    Some(decode(first.entry(last).0)?)
+                }
+                _ => None,
+            };
+            return Some((Vec::new(), next));
+        }
+    }
+    let (merged, horizon) = merge_pages(pages.iter().map(|p| Ok(view(p))).collect(), || &[][..]);
+    let mut differ = Vec::new();
+    for (key, heads) in &merged {
+        let first = heads.first().and_then(|h| h.as_ref().ok());
+        if !heads.iter().all(|h| h.as_ref().ok() == first) {
+            differ.push(decode(key)?);
+        }
+    }
+    let next = match horizon {
+        Some(h) => Some(decode(h)?),
+        None => None,
+    };
+    Some((differ, next))
 }
 
 /// Merges sorted per-disk pages by key, moving (not copying) each disk's

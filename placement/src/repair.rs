@@ -202,12 +202,16 @@ impl ErasureSet {
             .collect();
         if missing.iter().any(|m| *m) {
             let rec = v.record.clone();
+            // Left in doubt: the disks differed, and the next comparison of
+            // their heads finds whether they still do.
+            let agreement = self.agreement.writing(ns, [key.as_bytes()]);
             let results = self
                 .some_disks(&missing, |_, d| {
                     let rec = rec.clone();
                     async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec, None).await }
                 })
                 .await;
+            drop(agreement);
             for (slot, r) in results.into_iter().enumerate() {
                 match r {
                     Some(Ok(PutRecordOutcome::Stored { replaced })) => {

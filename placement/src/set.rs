@@ -14,6 +14,7 @@ use disk_engine::{
 use futures::future::join_all;
 use uuid::Uuid;
 
+use crate::agreement::Agreement;
 use crate::cache::ReadCache;
 use crate::codec::Codec;
 use crate::error::Error;
@@ -50,6 +51,9 @@ pub struct ErasureSet {
     /// Listing pages read ahead, and the count of writes that invalidates
     /// them.
     pub(crate) list_ahead: ListAhead,
+    /// Which keys may differ between the disks (so where a listing may
+    /// read one disk).
+    pub(crate) agreement: Arc<Agreement>,
     last_mtime: AtomicU64,
 }
 
@@ -178,6 +182,7 @@ impl ErasureSet {
         }
         let data = n - parity;
         Ok(ErasureSet {
+            agreement: Arc::new(Agreement::new(disks.clone())),
             codec: Arc::new(Codec::new(data, parity)?),
             quorum: Quorum::for_layout(data, parity),
             disks,
@@ -523,6 +528,7 @@ impl ErasureSet {
         };
         let layout = object.layout;
         let writing = self.list_ahead.write();
+        let mut agreement = self.agreement.writing(ns, [key.as_bytes()]);
         let results = self
             .some_disks(targets, |slot, d| {
                 let rec = rec.clone();
@@ -551,6 +557,8 @@ impl ErasureSet {
             });
         }
         drop(writing);
+        agreement.reached_every_disk(stored == self.width());
+        drop(agreement);
         if stored < self.width() {
             self.repair
                 .stats
@@ -658,6 +666,9 @@ impl ErasureSet {
         items: Vec<(Vec<u8>, VersionId)>,
     ) -> Result<(), Error> {
         let writing = self.list_ahead.write();
+        let mut agreement = self
+            .agreement
+            .writing(ns, items.iter().map(|(k, _)| &k[..]));
         let results = self
             .each_disk(|_, d| {
                 let items = items.clone();
@@ -666,6 +677,8 @@ impl ErasureSet {
             .await;
         drop(writing);
         let ok = results.iter().filter(|r| r.is_ok()).count();
+        agreement.reached_every_disk(ok == self.width());
+        drop(agreement);
         let released = join_all(results.into_iter().enumerate().map(|(slot, r)| async move {
             let mut released = Vec::new();
             for old in r.into_iter().flatten().flatten() {

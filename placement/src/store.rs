@@ -186,6 +186,12 @@ impl Store {
         self.set.list_ahead.hits()
     }
 
+    /// Listing pages read from one disk's heads (where the disks are
+    /// known to agree).
+    pub fn listing_one_disk_pages(&self) -> u64 {
+        self.set.agreement.one_disk_pages()
+    }
+
     /// Every disk slot with its health.
     pub async fn disk_status(&self) -> Vec<DiskStatus> {
         let health = self.set.health().await;

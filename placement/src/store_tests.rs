@@ -598,6 +598,96 @@ async fn a_client_paging_through_keys_is_read_ahead_in_chunks_of_pages() {
     assert_eq!(hits(), 6);
 }
 
+/// Lists `prefix` of bucket `b` until a page is read from one disk (its
+/// disks were compared), and returns that listing's keys.
+async fn listed_from_one_disk(r: &Rig, prefix: &str) -> Vec<String> {
+    for _ in 0..500 {
+        let before = r.store.listing_one_disk_pages();
+        let page = r
+            .store
+            .list_objects("b", prefix, ListStart::Beginning, 1000)
+            .await
+            .unwrap();
+        if r.store.listing_one_disk_pages() > before {
+            return page.entries.into_iter().map(|(k, _)| k).collect();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never listed from one disk");
+}
+
+/// A listing reads one disk once the disks were compared, but not where a
+/// write missed a disk: that disk (the first one a listing from the
+/// start reads) would not show the key.
+#[tokio::test]
+async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_missed_one() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for k in ["a", "c", "x/1"] {
+        put(&r, k, b"x").await.unwrap();
+    }
+    let listed = || async {
+        let page = r
+            .store
+            .list_objects("b", "", ListStart::Beginning, 1000)
+            .await
+            .unwrap();
+        page.entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
+    };
+    assert_eq!(listed_from_one_disk(&r, "").await, ["a", "c", "x/1"]);
+    r.faulty[0].set_faults(vec![Fault::FailWrites]);
+    put(&r, "b", b"x").await.unwrap();
+    r.faulty[0].set_faults(vec![]);
+    let one_disk = r.store.listing_one_disk_pages();
+    assert_eq!(listed().await, ["a", "b", "c", "x/1"]);
+    assert_eq!(
+        r.store.listing_one_disk_pages(),
+        one_disk,
+        "read from a quorum"
+    );
+    // Pages without the key still read one disk.
+    assert_eq!(listed_from_one_disk(&r, "x/").await, ["x/1"]);
+    assert_eq!(r.store.listing_one_disk_pages(), one_disk + 1);
+}
+
+/// Differences left from before this process (a write that reached one
+/// disk and was never acknowledged) are found by comparing the disks
+/// before any listing reads one of them.
+#[tokio::test]
+async fn a_listing_reads_one_disk_only_where_a_scan_found_the_disks_agree() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for k in ["a", "c", "x/1"] {
+        put(&r, k, b"x").await.unwrap();
+    }
+    let object = r.store.head_object("b", "a").await.unwrap();
+    let stray = disk_engine::Record {
+        version: disk_engine::VersionId::NULL,
+        stamp: r.store.set().next_stamp(),
+        body: crate::record::encode(&object),
+        listing: crate::projection::encode(&object),
+    };
+    // Disk 0 is the one a listing from the start reads first.
+    r.local[0]
+        .put_record(b"b", b"ghost", stray, None)
+        .await
+        .unwrap();
+    assert_eq!(listed_from_one_disk(&r, "x/").await, ["x/1"]);
+    let one_disk = r.store.listing_one_disk_pages();
+    let page = r
+        .store
+        .list_objects("b", "", ListStart::Beginning, 1000)
+        .await
+        .unwrap();
+    let keys: Vec<_> = page.entries.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["a", "c", "x/1"]);
+    assert_eq!(
+        r.store.listing_one_disk_pages(),
+        one_disk,
+        "read from a quorum"
+    );
+}
+
 /// Every key of a listing paged through `max` keys at a time as the
 /// gateway does it: the set asked for one key more than the page still
 /// needs, short pages continued after their last key, and the next page

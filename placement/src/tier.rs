@@ -244,13 +244,15 @@ impl Store {
         };
         let name = tier.id.to_string();
         let item = vec![(name.into_bytes(), VersionId::NULL)];
-        let _ = pool
+        let mut agreement = pool.set.agreement.writing(TIER_NS, [&item[0].0[..]]);
+        let results = pool
             .set
             .each_disk(|_, d| {
                 let item = item.clone();
                 async move { d.delete_records(TIER_NS.as_bytes(), item).await }
             })
             .await;
+        agreement.reached_every_disk(results.iter().all(|r| r.is_ok()));
     }
 
     /// The shard ids a tier object's parts use (none for remote tiers
