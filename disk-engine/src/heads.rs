@@ -216,10 +216,14 @@ fn parse<'a>(head: &'a [u8], out: &mut Vec<HeadVersion<'a>>) -> Result<Option<u3
 /// The key of a heads listing entry (see [`crate::HeadPage`]), decoded;
 /// `None` if it is not a valid encoding.
 pub fn decode_listed_key(encoded: &[u8]) -> Option<Vec<u8>> {
-    match crate::keys::take_component(encoded)? {
-        (key, []) => Some(key),
-        _ => None,
-    }
+    let mut key = Vec::with_capacity(encoded.len());
+    decode_listed_key_into(encoded, &mut key).then_some(key)
+}
+
+/// [`decode_listed_key`] appended to `out` (no allocation when it has
+/// room); false if `encoded` is not a valid encoding.
+pub fn decode_listed_key_into(encoded: &[u8], out: &mut Vec<u8>) -> bool {
+    matches!(crate::keys::decode_component(encoded, out), Some([]))
 }
 
 struct Reader<'a>(&'a [u8]);

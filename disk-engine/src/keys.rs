@@ -38,6 +38,13 @@ pub(crate) fn ns_key(ns: &[u8], key: &[u8]) -> Vec<u8> {
 /// and the rest of the input.
 pub(crate) fn take_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
     let mut out = Vec::with_capacity(input.len());
+    let rest = decode_component(input, &mut out)?;
+    Some((out, rest))
+}
+
+/// [`take_component`] appending the component to `out`; returns the rest
+/// of the input.
+pub(crate) fn decode_component<'a>(input: &'a [u8], out: &mut Vec<u8>) -> Option<&'a [u8]> {
     let mut rest = input;
     loop {
         // Copy the run up to the next escape byte at once.
@@ -45,7 +52,7 @@ pub(crate) fn take_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
         out.extend_from_slice(&rest[..at]);
         match *rest.get(at + 1)? {
             ESC_ZERO => out.push(0),
-            TERM => return Some((out, &rest[at + 2..])),
+            TERM => return Some(&rest[at + 2..]),
             _ => return None,
         }
         rest = &rest[at + 2..];

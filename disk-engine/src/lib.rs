@@ -42,7 +42,7 @@ pub use disk::{
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
-pub use heads::{decode_listed_key, head_versions, HeadVersion};
+pub use heads::{decode_listed_key, decode_listed_key_into, head_versions, HeadVersion};
 pub use io::{at_bulk_priority, become_bulk_thread};
 pub use local::{metadata_reserve, ListingFn, LocalDisk, LocalDiskOptions, ShardIoMode};
 pub use offline::OfflineDisk;

@@ -18,6 +18,7 @@ mod buckets;
 mod cache;
 mod cluster;
 mod codec;
+mod current;
 mod error;
 mod expansion;
 mod heal;
@@ -51,6 +52,7 @@ mod store_tests;
 pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 pub use cluster::{expand, open_cluster_pool, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
 pub use codec::Codec;
+pub use current::ObjectPage;
 pub use disk_engine::rpc::accept;
 pub use disk_engine::{
     at_bulk_priority, become_bulk_thread, DiskHealth, ListStart, Tier, UploadListStart,
@@ -66,7 +68,7 @@ pub use objects::{
     DeleteOutcome, ObjectListing, VersionListing, VersionRef, WriteCondition, WriteOptions,
 };
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
-pub use projection::listing_of_body;
+pub use projection::{listing_of_body, Etag, SummaryView};
 pub use read::ObjectStream;
 pub use record::{
     BucketRecord, ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRecord, PartRef,

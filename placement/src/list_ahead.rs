@@ -20,7 +20,6 @@
 //! never missing from a page. The counter only sees this process's writes,
 //! so a set shared with other gateways reads no pages ahead.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,8 +29,8 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
+use crate::current::Objects;
 use crate::listing::{CurrentPage, HeadsSource};
-use crate::record::ObjectSummary;
 
 /// Chunks read ahead at once, over all listings in progress.
 const SLOTS: usize = 8;
@@ -64,97 +63,63 @@ pub(crate) struct AheadRequest {
 /// failed (the request then reads the disks itself).
 type Chunk = Shared<BoxFuture<'static, Option<Arc<Decided>>>>;
 
-/// The keys of a decided chunk the client has not been handed yet.
+/// A decided chunk: its keys are handed out a page at a time, by range.
 struct Decided {
     /// Where the chunk starts.
     from: ListStart,
-    rest: Mutex<Rest>,
-}
-
-struct Rest {
-    /// Keys in order with their newest version, from the first one not
-    /// handed out (the last key of a page handed out stays: the next page
-    /// may start after the one before it).
-    keys: VecDeque<(String, ObjectSummary)>,
+    /// Keys in order with their newest version (keys whose newest version
+    /// is a delete marker left out).
+    objects: Arc<Objects>,
     /// Where the listing continues after the chunk, if more may follow.
     next: Option<Vec<u8>>,
-    /// The last key handed out and no longer here.
-    past: Option<String>,
 }
 
 impl Decided {
     fn of(from: ListStart, page: CurrentPage) -> Decided {
         Decided {
             from,
-            rest: Mutex::new(Rest {
-                keys: page.keys.into(),
-                next: page.next,
-                past: None,
-            }),
+            objects: page.objects,
+            next: page.next,
+        }
+    }
+
+    /// Where a page starting at `start` (held by the chunk) starts.
+    fn first(&self, start: &ListStart) -> usize {
+        match start {
+            ListStart::After(k) => self.objects.up_to(k),
+            _ => 0,
         }
     }
 
     /// The page of up to `want` keys starting at `start`, and whether it
     /// reaches the chunk's end; `None` unless the chunk holds it (see
     /// [`Decided::holds`]). A page that reaches the end of a chunk with
-    /// more after it is short, and continues where the chunk does. Its keys
-    /// are moved out, not copied, but for the last one.
+    /// more after it is short, and continues where the chunk does.
     fn answer(&self, start: &ListStart, want: usize) -> Option<(CurrentPage, bool)> {
-        let mut rest = self.rest.lock();
-        if !self.holds_in(&rest, start) {
+        if !self.holds(start) {
             return None;
         }
-        if let ListStart::After(k) = start {
-            // Keys up to the start are behind the client.
-            let behind = rest.up_to(k);
-            let last_behind = rest.keys.drain(..behind).next_back();
-            if let Some((key, _)) = last_behind {
-                rest.past = Some(key);
-            }
-        }
-        let end = rest.keys.len() <= want;
-        let n = rest.keys.len().min(want);
-        let mut keys: Vec<_> = rest.keys.drain(..n.saturating_sub(1)).collect();
-        if let Some(last) = rest.keys.front() {
-            keys.push(last.clone());
-        }
-        if let Some((key, _)) = keys.iter().rev().nth(1) {
-            rest.past = Some(key.clone());
-        }
+        let first = self.first(start);
+        let last = first.saturating_add(want).min(self.objects.len());
+        let end = last == self.objects.len();
         let next = match end {
-            true => rest.next.clone(),
-            false => keys.last().map(|(k, _)| k.as_bytes().to_vec()),
+            true => self.next.clone(),
+            false => Some(self.objects.name(last - 1).as_bytes().to_vec()),
         };
-        Some((CurrentPage { keys, next }, end))
+        let page = CurrentPage {
+            objects: self.objects.clone(),
+            range: first..last,
+            next,
+        };
+        Some((page, end))
     }
 
     /// Whether the page starting at `start` can be answered: it starts
-    /// where the chunk does, or after a key at or past the last one handed
-    /// out; and it has a key, or the listing ends with the chunk.
+    /// where the chunk does or after a key at or past that; and it has a
+    /// key, or the listing ends with the chunk.
     fn holds(&self, start: &ListStart) -> bool {
-        self.holds_in(&self.rest.lock(), start)
-    }
-
-    fn holds_in(&self, rest: &Rest, start: &ListStart) -> bool {
-        let starts = match (start, &rest.past, &self.from) {
-            (s, None, from) if s == from => true,
-            (ListStart::After(k), Some(past), _) => k[..] >= *past.as_bytes(),
-            (ListStart::After(_), None, from) => starts_before(from, start),
-            _ => false,
-        };
-        starts
-            && match (start, &rest.next) {
-                (_, None) => true,
-                (ListStart::After(k), Some(_)) => rest.up_to(k) < rest.keys.len(),
-                (_, Some(_)) => !rest.keys.is_empty(),
-            }
-    }
-}
-
-impl Rest {
-    /// How many of the keys are at or before `k` (they are in order).
-    fn up_to(&self, k: &[u8]) -> usize {
-        self.keys.partition_point(|(key, _)| key.as_bytes() <= k)
+        starts_before(&self.from, start)
+            && (self.next.is_none() || self.first(start) < self.objects.len())
     }
 }
 
@@ -256,10 +221,7 @@ impl ListAhead {
                 self.inner.drop_chunk(&chunk);
             }
             if let Some(req) = req.filter(|r| r.paging.is_some()) {
-                // Not under the chunk's lock: starting the next chunk
-                // looks at this one.
-                let next = decided.rest.lock().next.clone();
-                self.inner.follow(&req, next.as_ref());
+                self.inner.follow(&req, decided.next.as_ref());
             }
             return Some(page);
         }
@@ -379,7 +341,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::SummaryMeta;
+    use crate::record::{ObjectSummary, SummaryMeta};
 
     fn chunk(keys: &[&str], next: Option<&str>) -> Decided {
         let summary = ObjectSummary {
@@ -393,11 +355,13 @@ mod tests {
                 storage_class: None,
             },
         };
+        let mut objects = Objects::with_capacity(keys.len());
+        for k in keys {
+            objects.push_summary(k, &summary);
+        }
         let page = CurrentPage {
-            keys: keys
-                .iter()
-                .map(|k| (k.to_string(), summary.clone()))
-                .collect(),
+            range: 0..objects.len(),
+            objects: Arc::new(objects),
             next: next.map(|n| n.as_bytes().to_vec()),
         };
         Decided::of(ListStart::After(b"0".to_vec()), page)
@@ -415,16 +379,17 @@ mod tests {
         want: usize,
     ) -> Option<(Vec<String>, Option<String>, bool)> {
         let (page, end) = c.answer(&start, want)?;
-        let keys = page.keys.into_iter().map(|(k, _)| k).collect();
+        let keys = page
+            .range
+            .map(|i| page.objects.name(i).to_string())
+            .collect();
         let next = page.next.map(|n| String::from_utf8(n).unwrap());
         Some((keys, next, end))
     }
 
     #[test]
-    fn pages_are_handed_out_in_order_and_earlier_ones_are_not_held() {
+    fn pages_are_answered_from_where_they_start() {
         let c = chunk(&["a", "b", "c", "d", "e"], Some("e"));
-        // The last key of a page stays: the next page starts after the key
-        // before it when the client showed one key less than it asked for.
         assert_eq!(
             ask(&c, after("0"), 3),
             Some((
@@ -433,13 +398,18 @@ mod tests {
                 false
             ))
         );
+        // The next page may start after the key before the last one (the
+        // client showed one key less than it asked for), and a page
+        // answered once can be answered again (another client).
         assert_eq!(
-            ask(&c, after("a"), 2),
-            None,
-            "keys a page handed out are gone"
+            ask(&c, after("b"), 2),
+            Some((vec!["c".into(), "d".into()], Some("d".into()), false))
         );
-        // A client whose page ended at the last key (keys it did not show
-        // among them) continues after it.
+        assert_eq!(
+            ask(&c, after("a"), 1),
+            Some((vec!["b".into()], Some("b".into()), false))
+        );
+        // A page that reaches the chunk's end continues where it does.
         assert_eq!(
             ask(&c, after("c"), 3),
             Some((vec!["d".into(), "e".into()], Some("e".into()), true))

@@ -11,16 +11,17 @@
 //! only as many disks as it takes to see what a read sees
 //! ([`heads_readers`]).
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use disk_engine::{Disk, DiskError, HeadPage, HeadVersion, ListStart, RecordListOptions};
 use futures::future::join_all;
 
 use crate::agreement::Agreement;
+use crate::current::Objects;
 use crate::error::Error;
 use crate::list_ahead::{AheadRequest, ListAhead};
 use crate::projection;
-use crate::record::ObjectSummary;
 use crate::set::{version_key, version_order, ErasureSet, Resolved, VersionBody};
 
 /// One merged page: resolved keys in order, and where to continue.
@@ -52,10 +53,22 @@ struct DiskPage<K, I> {
 
 /// One page of current versions from the heads indexes.
 pub(crate) struct CurrentPage {
-    /// Keys in order with their newest version (delete markers included).
-    pub keys: Vec<(String, ObjectSummary)>,
+    /// Keys in order with their newest version (keys whose newest version
+    /// is a delete marker left out), from the first one of `range`.
+    pub objects: Arc<Objects>,
+    pub range: Range<usize>,
     /// Continue after this key, if more may follow.
     pub next: Option<Vec<u8>>,
+}
+
+impl CurrentPage {
+    fn of(objects: Objects, next: Option<Vec<u8>>) -> CurrentPage {
+        CurrentPage {
+            range: 0..objects.len(),
+            objects: Arc::new(objects),
+            next,
+        }
+    }
 }
 
 /// Puts in `agreed` the versions every answering disk's head holds for a
@@ -109,66 +122,70 @@ fn listed_key(encoded: &[u8]) -> Result<Vec<u8>, Error> {
         .ok_or_else(|| Error::Corrupt("a listed key is not a valid encoding".into()))
 }
 
-/// Appends the key `encoded` with its newest version (delete markers
-/// included) among `versions` to `keys`, unless it has none; false when a
-/// projection is missing or damaged (the records decide).
+/// Appends the key `encoded` with its newest version among `versions` to
+/// `objects`, unless it has none or that is a delete marker (`name` is
+/// scratch space); false when a projection is damaged (the records
+/// decide).
 fn push_newest(
-    keys: &mut Vec<(String, ObjectSummary)>,
+    objects: &mut Objects,
+    name: &mut Vec<u8>,
     encoded: &[u8],
     versions: &[HeadVersion<'_>],
 ) -> Result<bool, Error> {
-    let mut newest: Option<ObjectSummary> = None;
+    let mut newest = None;
     for v in versions {
-        let Ok(s) = projection::decode(v.listing) else {
+        let Ok(view) = projection::view(v.listing) else {
             return Ok(false);
         };
-        let order = |s: &ObjectSummary| version_order(s.mtime_ns, version_key(s.version_id));
-        if newest.as_ref().is_none_or(|n| order(&s) > order(n)) {
-            newest = Some(s);
+        let order = version_order(view.mtime_ns, version_key(view.version_id));
+        if newest.as_ref().is_none_or(|(o, _, _)| order > *o) {
+            newest = Some((order, view.delete_marker, v.listing));
         }
     }
-    if let Some(newest) = newest {
-        let name = String::from_utf8(listed_key(encoded)?)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        keys.push((name, newest));
+    if let Some((_, false, listing)) = newest {
+        name.clear();
+        if !disk_engine::decode_listed_key_into(encoded, name) {
+            return Err(Error::Corrupt(
+                "a listed key is not a valid encoding".into(),
+            ));
+        }
+        objects.push(name, listing);
     }
     Ok(true)
 }
 
-/// The newest version (delete markers included) of each merged key whose
-/// disks agree; `None` as soon as one key cannot be decided from heads.
-fn current_versions(
-    merged: Vec<Merged<&[u8], &[u8]>>,
-) -> Result<Option<Vec<(String, ObjectSummary)>>, Error> {
-    let mut keys = Vec::with_capacity(merged.len());
-    let (mut versions, mut other) = (Vec::new(), Vec::new());
+/// The newest version of each merged key whose disks agree; `None` as soon
+/// as one key cannot be decided from heads.
+fn current_versions(merged: Vec<Merged<&[u8], &[u8]>>) -> Result<Option<Objects>, Error> {
+    let mut objects = Objects::with_capacity(merged.len());
+    let (mut versions, mut other, mut name) = (Vec::new(), Vec::new(), Vec::new());
     for (encoded, per_disk) in &merged {
         if !agreed_heads(per_disk, &mut versions, &mut other) {
             return Ok(None);
         }
-        if !push_newest(&mut keys, encoded, &versions)? {
+        if !push_newest(&mut objects, &mut name, encoded, &versions)? {
             return Ok(None);
         }
     }
-    Ok(Some(keys))
+    Ok(Some(objects))
 }
 
 /// [`current_versions`] of pages that are byte for byte the same on every
 /// disk that answered (the normal case): each head is decoded once, with
 /// no merge.
-fn current_versions_of(page: &HeadPage) -> Result<Option<Vec<(String, ObjectSummary)>>, Error> {
-    let mut keys = Vec::with_capacity(page.spans.len());
-    let mut versions = Vec::new();
+fn current_versions_of(page: &HeadPage) -> Result<Option<Objects>, Error> {
+    let mut objects = Objects::with_capacity(page.spans.len());
+    let (mut versions, mut name) = (Vec::new(), Vec::new());
     for i in 0..page.spans.len() {
         let (encoded, head) = page.entry(i);
         if !head_versions(head, &mut versions) {
             return Ok(None);
         }
-        if !push_newest(&mut keys, encoded, &versions)? {
+        if !push_newest(&mut objects, &mut name, encoded, &versions)? {
             return Ok(None);
         }
     }
-    Ok(Some(keys))
+    Ok(Some(objects))
 }
 
 /// Pages with at least this many keys are resolved on two threads.
@@ -425,7 +442,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
         if others.iter().all(|p| p.bytes == first.bytes) {
             // The same keys and heads everywhere: complete up to the last
             // key when a disk has more, as a merge would find.
-            let Some(keys) = current_versions_of(first)? else {
+            let Some(objects) = current_versions_of(first)? else {
                 return Ok(None);
             };
             let next = match first.spans.len().checked_sub(1) {
@@ -434,7 +451,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
                 }
                 _ => None,
             };
-            return Ok(Some(CurrentPage { keys, next }));
+            return Ok(Some(CurrentPage::of(objects, next)));
         }
     }
     let views = pages
@@ -450,7 +467,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
         Some((k, _)) => Some(listed_key(k)?),
         None => None,
     };
-    let Some(keys) = current_versions(merged)? else {
+    let Some(objects) = current_versions(merged)? else {
         return Ok(None);
     };
     let horizon = match horizon {
@@ -458,7 +475,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
         None => None,
     };
     let next = horizon.map(|h| last.unwrap_or(h));
-    Ok(Some(CurrentPage { keys, next }))
+    Ok(Some(CurrentPage::of(objects, next)))
 }
 
 /// A heads page as a merge reads it.

@@ -2,11 +2,13 @@
 //! preconditions), look versions up, read, delete (delete markers), list.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use disk_engine::{ListStart, Tier};
 use futures::future::join_all;
 use uuid::Uuid;
 
+use crate::current::{ObjectPage, Objects};
 use crate::error::Error;
 use crate::packed::Pieces;
 use crate::read::ObjectStream;
@@ -532,34 +534,46 @@ impl Store {
         start: ListStart,
         max_keys: usize,
     ) -> Result<ObjectListing, Error> {
+        let page = self
+            .list_object_page(bucket, prefix, start, max_keys)
+            .await?;
+        Ok(ObjectListing {
+            entries: page.summaries()?,
+            next: page.next,
+        })
+    }
+
+    /// [`Self::list_objects`] as a compact page, rendered without
+    /// allocating per key.
+    pub async fn list_object_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start: ListStart,
+        max_keys: usize,
+    ) -> Result<ObjectPage, Error> {
         self.bucket(bucket).await?;
         let current = self
             .set
             .list_current(bucket, prefix.as_bytes(), start.clone(), max_keys)
             .await?;
+        let lossy = |k: Vec<u8>| String::from_utf8_lossy(&k).into_owned();
         if let Some(page) = current {
-            return Ok(ObjectListing {
-                entries: page
-                    .keys
-                    .into_iter()
-                    .filter(|(_, v)| !v.delete_marker)
-                    .collect(),
-                next: page.next.map(|k| String::from_utf8_lossy(&k).into_owned()),
-            });
+            return Ok(ObjectPage::new(
+                page.objects,
+                page.range,
+                page.next.map(lossy),
+            ));
         }
         let page = self.list_versions(bucket, prefix, start, max_keys).await?;
-        let entries = page
-            .entries
-            .into_iter()
-            .filter_map(|(k, mut versions)| {
-                let v = versions.swap_remove(0);
-                (!v.delete_marker).then_some((k, v))
-            })
-            .collect();
-        Ok(ObjectListing {
-            entries,
-            next: page.next,
-        })
+        let mut objects = Objects::with_capacity(page.entries.len());
+        for (key, versions) in &page.entries {
+            if let Some(v) = versions.first().filter(|v| !v.delete_marker) {
+                objects.push_summary(key, v);
+            }
+        }
+        let range = 0..objects.len();
+        Ok(ObjectPage::new(Arc::new(objects), range, page.next))
     }
 
     /// Starts reading, ahead of the request, the page of

@@ -14,7 +14,11 @@
 //! Flags: 1 version id present, 2 delete marker, 4 checksum present,
 //! 8 storage class present, 16 the ETag is an MD5 in lowercase hex, stored
 //! as its 16 bytes. Other strings are a u16 LE length and UTF-8 bytes.
-//! Format 1 (MessagePack by position) is still read.
+//! Format 1 (MessagePack by position) is still read. Listings read the
+//! fields borrowed from the projection ([`view`]), not as an allocated
+//! [`ObjectSummary`].
+
+use std::borrow::Cow;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -89,21 +93,108 @@ pub fn encode(object: &ObjectRecord) -> Bytes {
 /// `None` for a body that is not an object version.
 pub fn listing_of_body(body: &[u8]) -> Option<Bytes> {
     let summary: ObjectSummary = record::decode(body).ok()?;
-    Some(write(&Fields::of_summary(&summary)))
+    Some(of_summary(&summary))
 }
 
-/// Decodes a projection of either format.
-pub fn decode(bytes: &[u8]) -> Result<ObjectSummary, Error> {
+/// A projection's fields, borrowed from it (format 2) or decoded (format
+/// 1), for listings that render them without allocating per key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryView<'a> {
+    /// `None` for the null version.
+    pub version_id: Option<Uuid>,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: u64,
+    /// True for a delete marker.
+    pub delete_marker: bool,
+    /// Total bytes.
+    pub size: u64,
+    /// Entity tag.
+    pub etag: Etag<'a>,
+    /// Algorithm, value and kind.
+    pub checksum: Option<(Cow<'a, str>, Cow<'a, str>, Cow<'a, str>)>,
+    /// Storage class name, when not the default.
+    pub storage_class: Option<Cow<'a, str>>,
+}
+
+/// An entity tag (without quotes): an MD5 as its bytes (shown in lowercase
+/// hex), or any other text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Etag<'a> {
+    /// An MD5 in lowercase hex, as its 16 bytes.
+    Md5([u8; 16]),
+    /// Any other entity tag.
+    Text(Cow<'a, str>),
+}
+
+impl Etag<'_> {
+    /// The ETag as text, written into `buf` for an MD5.
+    pub fn as_str<'b>(&'b self, buf: &'b mut [u8; 32]) -> &'b str {
+        match self {
+            Etag::Md5(raw) => {
+                // Into a buffer first: `hex::encode` builds its string a
+                // char at a time, a twentieth of a listing's server time.
+                let _ = hex::encode_to_slice(raw, buf);
+                std::str::from_utf8(buf).unwrap_or_default()
+            }
+            Etag::Text(t) => t,
+        }
+    }
+}
+
+impl SummaryView<'_> {
+    /// The summary these fields make.
+    pub fn to_summary(&self) -> ObjectSummary {
+        ObjectSummary {
+            version_id: self.version_id,
+            mtime_ns: self.mtime_ns,
+            delete_marker: self.delete_marker,
+            size: self.size,
+            meta: SummaryMeta {
+                etag: self.etag.as_str(&mut [0; 32]).to_owned(),
+                checksum: self.checksum.as_ref().map(|(a, v, k)| ChecksumValue {
+                    algorithm: a.to_string(),
+                    value: v.to_string(),
+                    kind: k.to_string(),
+                }),
+                storage_class: self.storage_class.as_ref().map(|c| c.to_string()),
+            },
+        }
+    }
+}
+
+/// The fields of a projection of either format.
+pub fn view(bytes: &[u8]) -> Result<SummaryView<'_>, Error> {
     match bytes.split_first() {
         Some((&FORMAT_V2, rest)) => {
-            decode_v2(rest).ok_or_else(|| Error::Corrupt("a listing projection is damaged".into()))
+            view_v2(rest).ok_or_else(|| Error::Corrupt("a listing projection is damaged".into()))
         }
         Some((&FORMAT_V1, rest)) => {
-            rmp_serde::from_slice(rest).map_err(|e| Error::Corrupt(e.to_string()))
+            let s: ObjectSummary =
+                rmp_serde::from_slice(rest).map_err(|e| Error::Corrupt(e.to_string()))?;
+            Ok(SummaryView {
+                version_id: s.version_id,
+                mtime_ns: s.mtime_ns,
+                delete_marker: s.delete_marker,
+                size: s.size,
+                etag: Etag::Text(Cow::Owned(s.meta.etag)),
+                checksum: s.meta.checksum.map(|c| {
+                    (
+                        Cow::Owned(c.algorithm),
+                        Cow::Owned(c.value),
+                        Cow::Owned(c.kind),
+                    )
+                }),
+                storage_class: s.meta.storage_class.map(Cow::Owned),
+            })
         }
         Some((v, _)) => Err(Error::Corrupt(format!("unknown listing format {v}"))),
         None => Err(Error::Corrupt("empty listing".into())),
     }
+}
+
+/// The projection of `summary`.
+pub fn of_summary(summary: &ObjectSummary) -> Bytes {
+    write(&Fields::of_summary(summary))
 }
 
 /// Format 2, or format 1 for a string too long for a u16 length (no
@@ -191,13 +282,13 @@ impl<'a> Reader<'a> {
         self.array().map(u64::from_le_bytes)
     }
 
-    fn string(&mut self) -> Option<String> {
+    fn string(&mut self) -> Option<Cow<'a, str>> {
         let len = u16::from_le_bytes(self.array()?) as usize;
-        String::from_utf8(self.take(len)?.to_vec()).ok()
+        std::str::from_utf8(self.take(len)?).ok().map(Cow::Borrowed)
     }
 }
 
-fn decode_v2(bytes: &[u8]) -> Option<ObjectSummary> {
+fn view_v2(bytes: &[u8]) -> Option<SummaryView<'_>> {
     let mut r = Reader(bytes);
     let [flags] = r.array()?;
     let version_id = match flags & HAS_VERSION {
@@ -207,43 +298,35 @@ fn decode_v2(bytes: &[u8]) -> Option<ObjectSummary> {
     let mtime_ns = r.u64()?;
     let size = r.u64()?;
     let etag = match flags & MD5_ETAG {
-        0 => r.string()?,
-        _ => {
-            // Into a buffer first: `hex::encode` builds its string a char
-            // at a time, a twentieth of a listing's server time.
-            let mut text = [0; 32];
-            hex::encode_to_slice(r.array::<16>()?, &mut text).ok()?;
-            std::str::from_utf8(&text).ok()?.to_owned()
-        }
+        0 => Etag::Text(r.string()?),
+        _ => Etag::Md5(r.array()?),
     };
     let checksum = match flags & HAS_CHECKSUM {
         0 => None,
-        _ => Some(ChecksumValue {
-            algorithm: r.string()?,
-            value: r.string()?,
-            kind: r.string()?,
-        }),
+        _ => Some((r.string()?, r.string()?, r.string()?)),
     };
     let storage_class = match flags & HAS_STORAGE_CLASS {
         0 => None,
         _ => Some(r.string()?),
     };
-    r.0.is_empty().then_some(ObjectSummary {
+    r.0.is_empty().then_some(SummaryView {
         version_id,
         mtime_ns,
         delete_marker: flags & DELETE_MARKER != 0,
         size,
-        meta: SummaryMeta {
-            etag,
-            checksum,
-            storage_class,
-        },
+        etag,
+        checksum,
+        storage_class,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decode(bytes: &[u8]) -> Result<ObjectSummary, Error> {
+        view(bytes).map(|v| v.to_summary())
+    }
     use crate::layout::ErasureLayout;
     use crate::record::{encode as encode_record, ObjectMeta, Versioning};
 

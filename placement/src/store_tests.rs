@@ -414,7 +414,8 @@ async fn listings_from_heads_match_the_records_through_versions_and_a_missing_di
     let plain = heads("plain/")
         .await
         .expect("agreeing disks list from heads");
-    assert_eq!(plain.keys.len(), 30);
+    // plain/07 is a delete marker now: left out.
+    assert_eq!(plain.range.len(), 29);
     assert!(heads("late").await.is_none(), "a disk that missed a write");
     assert!(heads("v/1").await.is_none(), "a key with a long history");
     assert!(heads("v/02").await.is_some(), "a few versions");

@@ -7,7 +7,7 @@ use axum::body::Body;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use http::{Response, StatusCode};
-use placement::{ListStart, ObjectSummary};
+use placement::{ListStart, ObjectPage};
 
 use super::list_xml::{ContentsEntry, ListingXml};
 use super::{named, xml};
@@ -47,7 +47,10 @@ impl ListParams {
 }
 
 struct Listed {
-    contents: Vec<(String, ObjectSummary)>,
+    /// The store's pages the contents come from.
+    pages: Vec<ObjectPage>,
+    /// The keys listed: page and key on it.
+    contents: Vec<(usize, usize)>,
     prefixes: Vec<String>,
     truncated: bool,
     /// Whether the last entry listed is a common prefix (else a key).
@@ -59,7 +62,7 @@ impl Listed {
     fn last(&self) -> Option<&str> {
         match self.last_is_prefix {
             true => self.prefixes.last().map(String::as_str),
-            false => self.contents.last().map(|(k, _)| k.as_str()),
+            false => self.contents.last().map(|&(p, i)| self.pages[p].name(i)),
         }
     }
 }
@@ -106,6 +109,7 @@ pub(crate) fn encoding_url(req: &S3Request) -> S3Result<bool> {
 
 async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
     let mut out = Listed {
+        pages: Vec::new(),
         contents: Vec::new(),
         prefixes: Vec::new(),
         truncated: false,
@@ -131,12 +135,17 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
         };
         let page = gw
             .store
-            .list_objects(bucket, &p.prefix, cursor.clone(), want)
+            .list_object_page(bucket, &p.prefix, cursor.clone(), want)
             .await
             .map_err(|e| named(e, bucket, None))?;
+        let next = page.next.clone();
+        out.pages.push(page);
+        let n = out.pages.len() - 1;
+        let page = &out.pages[n];
         // The common prefix whose keys are being skipped.
         let mut open: Option<String> = None;
-        for (key, rec) in page.entries {
+        for i in 0..page.len() {
+            let key = page.name(i);
             if open.as_deref().is_some_and(|cp| key.starts_with(cp)) {
                 continue;
             }
@@ -166,11 +175,11 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
                 break 'pages;
             }
             out.last_is_prefix = false;
-            out.contents.push((key, rec));
+            out.contents.push((n, i));
             count += 1;
         }
         short = open.is_some();
-        match (open, page.next) {
+        match (open, next) {
             // The page ended inside a common prefix: jump past all of it.
             (Some(cp), Some(_)) => match successor(&cp) {
                 Some(s) => cursor = ListStart::At(s),
@@ -203,21 +212,24 @@ fn first_page(prefix: &str, after: Option<&str>, max_keys: usize) -> (ListStart,
 }
 
 /// Writes the listed objects and common prefixes into `doc`.
-fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner: bool) {
-    for (key, rec) in &listed.contents {
+fn render(
+    gw: &Gateway,
+    doc: &mut ListingXml,
+    listed: &Listed,
+    url: bool,
+    owner: bool,
+) -> S3Result<()> {
+    for &(p, i) in &listed.contents {
+        let (key, v) = listed.pages[p].get(i).map_err(S3Error::from)?;
         let key = enc(key, url);
         doc.contents(
             &ContentsEntry {
                 key: &key,
-                mtime_ns: rec.mtime_ns,
-                etag: &rec.meta.etag,
-                checksum: rec
-                    .meta
-                    .checksum
-                    .as_ref()
-                    .map(|c| (c.algorithm.as_str(), c.kind.as_str())),
-                size: rec.size,
-                storage_class: rec.meta.storage_class.as_deref().unwrap_or(STANDARD),
+                mtime_ns: v.mtime_ns,
+                etag: &v.etag,
+                checksum: v.checksum.as_ref().map(|(a, _, k)| (&a[..], &k[..])),
+                size: v.size,
+                storage_class: v.storage_class.as_deref().unwrap_or(STANDARD),
             },
             owner.then_some(&gw.owner),
         );
@@ -225,6 +237,7 @@ fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner:
     for cp in &listed.prefixes {
         doc.common_prefix(&enc(cp, url));
     }
+    Ok(())
 }
 
 pub(crate) fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefix> {
@@ -293,7 +306,7 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
                 .map(|s| enc(s, url))
                 .as_deref(),
         );
-    render(gw, &mut doc, &listed, url, fetch_owner);
+    render(gw, &mut doc, &listed, url, fetch_owner)?;
     Ok(xml(StatusCode::OK, doc.finish()))
 }
 
@@ -318,6 +331,6 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
         )
         .value("IsTruncated", listed.truncated)
         .opt("EncodingType", url.then_some("url"));
-    render(gw, &mut doc, &listed, url, true);
+    render(gw, &mut doc, &listed, url, true)?;
     Ok(xml(StatusCode::OK, doc.finish()))
 }

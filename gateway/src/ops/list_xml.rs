@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use placement::Etag;
+
 use crate::headers::push_iso8601;
 use crate::xml::{Owner, NS};
 
@@ -13,7 +15,7 @@ pub(crate) struct ContentsEntry<'a> {
     pub key: &'a str,
     /// Modification time, ns since the epoch.
     pub mtime_ns: u64,
-    pub etag: &'a str,
+    pub etag: &'a Etag<'a>,
     pub checksum: Option<(&'a str, &'a str)>,
     pub size: u64,
     pub storage_class: &'a str,
@@ -66,7 +68,10 @@ impl ListingXml {
         push_iso8601(&mut self.out, e.mtime_ns);
         self.close("LastModified");
         self.out.push_str("<ETag>&quot;");
-        push_escaped(&mut self.out, e.etag);
+        match e.etag {
+            Etag::Md5(_) => self.out.push_str(e.etag.as_str(&mut [0; 32])),
+            Etag::Text(t) => push_escaped(&mut self.out, t),
+        }
         self.out.push_str("&quot;</ETag>");
         if let Some((algorithm, kind)) = e.checksum {
             self.text("ChecksumAlgorithm", algorithm)
@@ -151,7 +156,7 @@ mod tests {
             &ContentsEntry {
                 key: "a<&>\"'.txt",
                 mtime_ns: 1_767_225_600_000_000_000,
-                etag: "abc",
+                etag: &Etag::Text("abc".into()),
                 checksum: Some(("CRC32", "FULL_OBJECT")),
                 size: 7,
                 storage_class: "STANDARD",
