@@ -14,7 +14,7 @@ bin=$1 dir=$2 port=${3:-9405}
 pid=$!
 until curl -s -o /dev/null "http://127.0.0.1:$port/"; do sleep 0.1; done
 args=(--endpoint "http://127.0.0.1:$port" --op list-raw --size 1 --objects 1000000
-    --prefix l --concurrency 1 --seconds 1 --no-prepare)
+    --prefix l --concurrency 1 --count 1 --seconds 600 --no-prepare)
 ticks() {
     for t in /proc/"$pid"/task/*; do
         echo "$(basename "$t") $(awk '{print $14+$15}' "$t/stat")"

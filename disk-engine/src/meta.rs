@@ -694,7 +694,7 @@ impl MetaStore {
         // Every body of the page goes into one buffer, sliced afterwards:
         // one allocation per page instead of one per record.
         let mut arena = Vec::with_capacity(opts.max_keys.min(1024) * 512);
-        let mut spans = Vec::with_capacity(opts.max_keys.min(1024));
+        let mut spans = Vec::with_capacity(opts.max_keys.min(8192));
         while it.valid() {
             let (k, v) = (it.key().unwrap(), it.value().unwrap());
             let (key, rest) = take_component(&k[ns_len..])
@@ -738,8 +738,8 @@ impl MetaStore {
         let (mut it, ns_len) = self.scan(CF_HEADS, ns, opts, &[0]);
         // Keys and heads are copied as stored into one buffer; the reader
         // decodes what it needs (see [`HeadPage`]).
-        let mut bytes = Vec::with_capacity(opts.max_keys.min(1024) * 160);
-        let mut spans = Vec::with_capacity(opts.max_keys.min(1024));
+        let mut bytes = Vec::with_capacity(opts.max_keys.min(8192) * 160);
+        let mut spans = Vec::with_capacity(opts.max_keys.min(8192));
         let mut truncated = false;
         while it.valid() {
             if spans.len() == opts.max_keys {

@@ -1,60 +1,132 @@
 //! Pages of current objects held compactly: every key's name in one
-//! string and its listing projection in one buffer, so a listing of a
+//! string, its text fields in another and its other fields in a small
+//! fixed entry, so a listing of a
 //! million keys allocates per page, not per key (allocating, moving and
 //! freeing a summary per key was a third of a listing's server time), and
-//! a chunk read ahead hands out pages by range, not by moving keys.
+//! a chunk read ahead hands out pages by range, not by moving keys. The
+//! text was checked as UTF-8 once, when the projection was read: rendering
+//! reads it without checking it again.
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::error::Error;
-use crate::projection::{self, SummaryView};
+use std::borrow::Cow;
+
+use uuid::Uuid;
+
+use crate::projection::{Etag, SummaryView};
 use crate::record::ObjectSummary;
 
-/// Keys with the projection of their current version, in key order.
+/// Keys with the fields of their current version, in key order.
 #[derive(Debug, Default)]
 pub struct Objects {
+    /// Every key's name, one after the other.
     names: String,
-    projections: Vec<u8>,
-    /// Per key: where its name and its projection end.
-    ends: Vec<(u32, u32)>,
+    /// Every key's text fields, one after the other.
+    text: String,
+    entries: Vec<Entry>,
+}
+
+/// A key's current version; its name and text fields end where it says.
+#[derive(Debug)]
+struct Entry {
+    name_end: u32,
+    text_end: u32,
+    version_id: Option<Uuid>,
+    mtime_ns: u64,
+    size: u64,
+    md5: Option<[u8; 16]>,
+    /// Lengths of the ETag (when not an MD5), the checksum's algorithm,
+    /// value and kind, and the storage class, in `text`.
+    lens: [u16; 5],
+    checksum: bool,
+    storage_class: bool,
 }
 
 impl Objects {
     /// Room for `keys` keys.
     pub(crate) fn with_capacity(keys: usize) -> Objects {
         Objects {
-            names: String::with_capacity(keys * 24),
-            projections: Vec::with_capacity(keys * 48),
-            ends: Vec::with_capacity(keys),
+            names: String::with_capacity(keys * 32),
+            text: String::with_capacity(keys * 32),
+            entries: Vec::with_capacity(keys),
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.entries.len()
     }
 
-    /// Appends a key (after every key already here) with the projection of
-    /// its current version; a key that is not UTF-8 is shown with
-    /// replacement characters, as S3 keys are UTF-8.
-    pub(crate) fn push(&mut self, name: &[u8], projection: &[u8]) {
+    /// Appends a key (after every key already here) with the fields of its
+    /// current version; a key that is not UTF-8 is shown with replacement
+    /// characters, as S3 keys are UTF-8. Fields longer than a u16 (which no
+    /// gateway writes) are cut.
+    pub(crate) fn push(&mut self, name: &[u8], v: &SummaryView<'_>) {
         match std::str::from_utf8(name) {
             Ok(n) => self.names.push_str(n),
             Err(_) => self.names.push_str(&String::from_utf8_lossy(name)),
         }
-        self.projections.extend_from_slice(projection);
-        self.ends
-            .push((self.names.len() as u32, self.projections.len() as u32));
+        let mut lens = [0; 5];
+        let mut put = |i: usize, s: &str| {
+            let s = &s[..floor_char_boundary(s, u16::MAX as usize)];
+            self.text.push_str(s);
+            lens[i] = s.len() as u16;
+        };
+        let md5 = match &v.etag {
+            Etag::Md5(raw) => Some(*raw),
+            Etag::Text(t) => {
+                put(0, t);
+                None
+            }
+        };
+        if let Some((a, value, k)) = &v.checksum {
+            put(1, a);
+            put(2, value);
+            put(3, k);
+        }
+        if let Some(c) = &v.storage_class {
+            put(4, c);
+        }
+        self.entries.push(Entry {
+            name_end: self.names.len() as u32,
+            text_end: self.text.len() as u32,
+            version_id: v.version_id,
+            mtime_ns: v.mtime_ns,
+            size: v.size,
+            md5,
+            lens,
+            checksum: v.checksum.is_some(),
+            storage_class: v.storage_class.is_some(),
+        });
     }
 
     /// Appends a key with a decoded summary of its current version.
-    pub(crate) fn push_summary(&mut self, name: &str, summary: &ObjectSummary) {
-        self.push(name.as_bytes(), &projection::of_summary(summary));
+    pub(crate) fn push_summary(&mut self, name: &str, s: &ObjectSummary) {
+        let view = SummaryView {
+            version_id: s.version_id,
+            mtime_ns: s.mtime_ns,
+            delete_marker: s.delete_marker,
+            size: s.size,
+            etag: Etag::Text(Cow::Borrowed(&s.meta.etag)),
+            checksum: s.meta.checksum.as_ref().map(|c| {
+                (
+                    Cow::Borrowed(c.algorithm.as_str()),
+                    Cow::Borrowed(c.value.as_str()),
+                    Cow::Borrowed(c.kind.as_str()),
+                )
+            }),
+            storage_class: s.meta.storage_class.as_deref().map(Cow::Borrowed),
+        };
+        self.push(name.as_bytes(), &view);
     }
 
+    /// Where key `i`'s name and text fields start.
     fn starts(&self, i: usize) -> (usize, usize) {
         match i.checked_sub(1) {
-            Some(p) => (self.ends[p].0 as usize, self.ends[p].1 as usize),
+            Some(p) => (
+                self.entries[p].name_end as usize,
+                self.entries[p].text_end as usize,
+            ),
             None => (0, 0),
         }
     }
@@ -62,14 +134,34 @@ impl Objects {
     /// The name of key `i`.
     pub(crate) fn name(&self, i: usize) -> &str {
         let (from, _) = self.starts(i);
-        &self.names[from..self.ends[i].0 as usize]
+        &self.names[from..self.entries[i].name_end as usize]
     }
 
     /// Key `i` with its current version's fields.
-    pub(crate) fn get(&self, i: usize) -> Result<(&str, SummaryView<'_>), Error> {
-        let (_, from) = self.starts(i);
-        let view = projection::view(&self.projections[from..self.ends[i].1 as usize])?;
-        Ok((self.name(i), view))
+    pub(crate) fn get(&self, i: usize) -> (&str, SummaryView<'_>) {
+        let e = &self.entries[i];
+        let (_, mut at) = self.starts(i);
+        let mut take = |n: usize| {
+            let field = &self.text[at..at + e.lens[n] as usize];
+            at += field.len();
+            Cow::Borrowed(field)
+        };
+        let etag = match e.md5 {
+            Some(raw) => Etag::Md5(raw),
+            None => Etag::Text(take(0)),
+        };
+        let checksum = e.checksum.then(|| (take(1), take(2), take(3)));
+        let storage_class = e.storage_class.then(|| take(4));
+        let view = SummaryView {
+            version_id: e.version_id,
+            mtime_ns: e.mtime_ns,
+            delete_marker: false,
+            size: e.size,
+            etag,
+            checksum,
+            storage_class,
+        };
+        (self.name(i), view)
     }
 
     /// How many keys are at or before `key`.
@@ -84,6 +176,14 @@ impl Objects {
         }
         lo
     }
+}
+
+/// The largest index at most `max` that is a character boundary of `s`.
+fn floor_char_boundary(s: &str, max: usize) -> usize {
+    (0..=max.min(s.len()))
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0)
 }
 
 /// One page of an object listing: keys in order with their current
@@ -120,18 +220,17 @@ impl ObjectPage {
         self.objects.name(self.range.start + i)
     }
 
-    /// The page's key `i` with its current version's fields; `Corrupt` for
-    /// a damaged projection.
-    pub fn get(&self, i: usize) -> Result<(&str, SummaryView<'_>), Error> {
+    /// The page's key `i` with its current version's fields.
+    pub fn get(&self, i: usize) -> (&str, SummaryView<'_>) {
         self.objects.get(self.range.start + i)
     }
 
     /// The keys with their current version, decoded.
-    pub fn summaries(&self) -> Result<Vec<(String, ObjectSummary)>, Error> {
+    pub fn summaries(&self) -> Vec<(String, ObjectSummary)> {
         (0..self.len())
             .map(|i| {
-                let (name, view) = self.get(i)?;
-                Ok((name.to_string(), view.to_summary()))
+                let (name, view) = self.get(i);
+                (name.to_string(), view.to_summary())
             })
             .collect()
     }
@@ -140,6 +239,7 @@ impl ObjectPage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::projection;
     use crate::record::SummaryMeta;
 
     fn summary(etag: &str) -> ObjectSummary {
@@ -162,16 +262,27 @@ mod tests {
         let md5 = "0123456789abcdef0123456789abcdef";
         o.push_summary("a", &summary(md5));
         o.push_summary("bé", &summary("x-2"));
-        o.push(b"c\xff", &projection::of_summary(&summary("y")));
+        let y = projection::of_summary(&summary("y"));
+        o.push(b"c\xff", &projection::view(&y).unwrap());
         assert_eq!(o.len(), 3);
         let page = ObjectPage::new(Arc::new(o), 1..3, None);
         assert_eq!(page.len(), 2);
         assert_eq!(page.name(0), "bé");
         assert_eq!(page.name(1), "c\u{fffd}");
-        let got = page.summaries().unwrap();
+        let got = page.summaries();
         assert_eq!(got[0], ("bé".to_string(), summary("x-2")));
         assert_eq!(got[1].1, summary("y"));
-        assert_eq!(page.objects.get(0).unwrap().1.to_summary(), summary(md5));
+        assert_eq!(page.objects.get(0).1.to_summary(), summary(md5));
+        let mut with_checksum = summary("z");
+        with_checksum.meta.checksum = Some(crate::record::ChecksumValue {
+            algorithm: "CRC32".into(),
+            value: "AAAAAA==".into(),
+            kind: "FULL_OBJECT".into(),
+        });
+        with_checksum.meta.storage_class = None;
+        let mut o = Objects::with_capacity(1);
+        o.push_summary("k", &with_checksum);
+        assert_eq!(o.get(0).1.to_summary(), with_checksum);
     }
 
     #[test]

@@ -14,7 +14,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use disk_engine::{Disk, DiskError, HeadPage, HeadVersion, ListStart, RecordListOptions};
+use disk_engine::{
+    Disk, DiskError, HeadPage, HeadVersion, ListStart, RecordListOptions, VersionId,
+};
 use futures::future::join_all;
 
 use crate::agreement::Agreement;
@@ -132,25 +134,29 @@ fn push_newest(
     encoded: &[u8],
     versions: &[HeadVersion<'_>],
 ) -> Result<bool, Error> {
-    let mut newest = None;
+    let mut newest: Option<((u64, VersionId), bool, &[u8])> = None;
     for v in versions {
-        let Ok(view) = projection::view(v.listing) else {
+        let Ok((mtime_ns, id, delete_marker)) = projection::order_of(v.listing) else {
             return Ok(false);
         };
-        let order = version_order(view.mtime_ns, version_key(view.version_id));
-        if newest.as_ref().is_none_or(|(o, _, _)| order > *o) {
-            newest = Some((order, view.delete_marker, v.listing));
+        let order = version_order(mtime_ns, version_key(id));
+        if newest.is_none_or(|(o, _, _)| order > o) {
+            newest = Some((order, delete_marker, v.listing));
         }
     }
-    if let Some((_, false, listing)) = newest {
-        name.clear();
-        if !disk_engine::decode_listed_key_into(encoded, name) {
-            return Err(Error::Corrupt(
-                "a listed key is not a valid encoding".into(),
-            ));
-        }
-        objects.push(name, listing);
+    let Some((_, false, listing)) = newest else {
+        return Ok(true);
+    };
+    let Ok(view) = projection::view(listing) else {
+        return Ok(false);
+    };
+    name.clear();
+    if !disk_engine::decode_listed_key_into(encoded, name) {
+        return Err(Error::Corrupt(
+            "a listed key is not a valid encoding".into(),
+        ));
     }
+    objects.push(name, &view);
     Ok(true)
 }
 

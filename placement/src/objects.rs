@@ -538,7 +538,7 @@ impl Store {
             .list_object_page(bucket, prefix, start, max_keys)
             .await?;
         Ok(ObjectListing {
-            entries: page.summaries()?,
+            entries: page.summaries(),
             next: page.next,
         })
     }

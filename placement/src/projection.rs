@@ -281,35 +281,88 @@ impl<'a> Reader<'a> {
     fn u64(&mut self) -> Option<u64> {
         self.array().map(u64::from_le_bytes)
     }
+}
 
-    fn string(&mut self) -> Option<Cow<'a, str>> {
-        let len = u16::from_le_bytes(self.array()?) as usize;
-        std::str::from_utf8(self.take(len)?).ok().map(Cow::Borrowed)
+/// The length-prefixed strings that end a format 2 projection. Their
+/// lengths are below 128 in practice, so the bytes are valid UTF-8 as a
+/// whole: checked once, each string is then a slice of them (checking
+/// every string on its own cost a tenth of a listing's server time).
+struct Strings<'a> {
+    bytes: &'a [u8],
+    text: Option<&'a str>,
+    at: usize,
+}
+
+impl<'a> Strings<'a> {
+    fn new(bytes: &'a [u8]) -> Strings<'a> {
+        Strings {
+            bytes,
+            text: std::str::from_utf8(bytes).ok(),
+            at: 0,
+        }
+    }
+
+    fn next(&mut self) -> Option<Cow<'a, str>> {
+        let len = self.bytes.get(self.at..self.at + 2)?;
+        let from = self.at + 2;
+        let to = from + u16::from_le_bytes([len[0], len[1]]) as usize;
+        let bytes: &'a [u8] = self.bytes.get(from..to)?;
+        self.at = to;
+        let text = match self.text.and_then(|t| t.get(from..to)) {
+            Some(t) => t,
+            None => std::str::from_utf8(bytes).ok()?,
+        };
+        Some(Cow::Borrowed(text))
+    }
+
+    fn done(&self) -> bool {
+        self.at == self.bytes.len()
     }
 }
 
-fn view_v2(bytes: &[u8]) -> Option<SummaryView<'_>> {
-    let mut r = Reader(bytes);
+/// The fixed fields that start format 2: flags, version id, time, size.
+fn header(r: &mut Reader<'_>) -> Option<(u8, Option<Uuid>, u64, u64)> {
     let [flags] = r.array()?;
     let version_id = match flags & HAS_VERSION {
         0 => None,
         _ => Some(Uuid::from_bytes(r.array()?)),
     };
-    let mtime_ns = r.u64()?;
-    let size = r.u64()?;
-    let etag = match flags & MD5_ETAG {
-        0 => Etag::Text(r.string()?),
-        _ => Etag::Md5(r.array()?),
+    Some((flags, version_id, r.u64()?, r.u64()?))
+}
+
+/// What orders a projection's version among the key's others (its time
+/// and version id) and whether it is a delete marker, read without the
+/// rest of it.
+pub fn order_of(bytes: &[u8]) -> Result<(u64, Option<Uuid>, bool), Error> {
+    match bytes.split_first() {
+        Some((&FORMAT_V2, rest)) => header(&mut Reader(rest))
+            .map(|(flags, id, mtime, _)| (mtime, id, flags & DELETE_MARKER != 0))
+            .ok_or_else(|| Error::Corrupt("a listing projection is damaged".into())),
+        _ => view(bytes).map(|v| (v.mtime_ns, v.version_id, v.delete_marker)),
+    }
+}
+
+fn view_v2(bytes: &[u8]) -> Option<SummaryView<'_>> {
+    let mut r = Reader(bytes);
+    let (flags, version_id, mtime_ns, size) = header(&mut r)?;
+    let md5 = match flags & MD5_ETAG {
+        0 => None,
+        _ => Some(r.array()?),
+    };
+    let mut strings = Strings::new(r.0);
+    let etag = match md5 {
+        Some(raw) => Etag::Md5(raw),
+        None => Etag::Text(strings.next()?),
     };
     let checksum = match flags & HAS_CHECKSUM {
         0 => None,
-        _ => Some((r.string()?, r.string()?, r.string()?)),
+        _ => Some((strings.next()?, strings.next()?, strings.next()?)),
     };
     let storage_class = match flags & HAS_STORAGE_CLASS {
         0 => None,
-        _ => Some(r.string()?),
+        _ => Some(strings.next()?),
     };
-    r.0.is_empty().then_some(SummaryView {
+    strings.done().then_some(SummaryView {
         version_id,
         mtime_ns,
         delete_marker: flags & DELETE_MARKER != 0,
@@ -380,6 +433,24 @@ mod tests {
                 encode(&object)
             );
         }
+    }
+
+    #[test]
+    fn long_and_non_ascii_strings_decode_whichever_way_they_are_checked() {
+        // Lengths of 128 and more put bytes above 127 between the strings,
+        // so the strings are then checked one by one.
+        for len in [1, 127, 128, 200, 1000] {
+            let mut object = object(&"é".repeat(len / 2 + 1));
+            object.meta.storage_class = Some("ü".repeat(len));
+            if let Some(c) = object.meta.checksum.as_mut() {
+                c.value = "v".repeat(len);
+            }
+            assert_eq!(decode(&encode(&object)).unwrap(), summary(&object), "{len}");
+        }
+        let mut bad = encode(&object("x")).to_vec();
+        let at = bad.len() - 1;
+        bad[at] = 0xFF;
+        assert!(decode(&bad).is_err(), "not UTF-8");
     }
 
     #[test]

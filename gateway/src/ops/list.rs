@@ -220,7 +220,7 @@ fn render(
     owner: bool,
 ) -> S3Result<()> {
     for &(p, i) in &listed.contents {
-        let (key, v) = listed.pages[p].get(i).map_err(S3Error::from)?;
+        let (key, v) = listed.pages[p].get(i);
         let key = enc(key, url);
         doc.contents(
             &ContentsEntry {
