@@ -36,7 +36,7 @@ list)
     ticks() { awk '{print $14+$15}' "/proc/$pid/stat"; }
     list() {
         "$load" --endpoint "http://127.0.0.1:$port" --op "$op" --size 1 --objects 1000000 \
-            --prefix l --concurrency 1 --seconds 1 --no-prepare | awk 'NR==1'
+            --prefix l --concurrency 1 --count 1 --seconds 600 --no-prepare | awk 'NR==1'
     }
     list > /dev/null
     for _ in $(seq "$rounds"); do

@@ -6,6 +6,8 @@
 # during the listing).
 #
 #   benches/list-threads.sh BIN DIR [PORT]
+#
+# LIST_ARGS adds load generator arguments (e.g. LIST_ARGS="--delimiter /").
 set -euo pipefail
 . "$(dirname "$0")/bench-env.sh"
 bin=$1 dir=$2 port=${3:-9405}
@@ -15,6 +17,8 @@ pid=$!
 until curl -s -o /dev/null "http://127.0.0.1:$port/"; do sleep 0.1; done
 args=(--endpoint "http://127.0.0.1:$port" --op list-raw --size 1 --objects 1000000
     --prefix l --concurrency 1 --count 1 --seconds 600 --no-prepare)
+# shellcheck disable=SC2206
+args+=(${LIST_ARGS:-})
 ticks() {
     for t in /proc/"$pid"/task/*; do
         echo "$(basename "$t") $(awk '{print $14+$15}' "$t/stat")"

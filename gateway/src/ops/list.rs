@@ -191,10 +191,11 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
     }
     if let (true, Some(last)) = (out.truncated, out.last()) {
         // The client's next request continues after the last entry: its
-        // first page is read while this one is written out (and, without a
-        // delimiter, the pages after it while the client keeps up).
+        // first page is read while this one is written out (and, where no
+        // key rolled up into a common prefix, the pages after it while the
+        // client keeps up: each starts after the last key of the one before).
         let (start, want) = first_page(&p.prefix, Some(last), p.max_keys);
-        let paging = delimiter.is_none().then_some(p.max_keys);
+        let paging = out.prefixes.is_empty().then_some(p.max_keys);
         gw.store.read_ahead(bucket, &p.prefix, start, want, paging);
     }
     Ok(out)
