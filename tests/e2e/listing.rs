@@ -122,6 +122,37 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
         .unwrap();
     put_bytes(&c, "many", "dir20/file000", b"dir20/file000".to_vec()).await;
 
+    // A delimiter no key holds: pages of 1,000 keys, read ahead in chunks
+    // as without one, list every key once.
+    let before = counter(
+        &scrape_metrics(&s, "scrape-me").await,
+        "granary_listing_pages_read_ahead_total",
+    );
+    let mut got = Vec::new();
+    let mut token = None;
+    loop {
+        let r = c
+            .list_objects_v2()
+            .bucket("many")
+            .delimiter("#")
+            .set_continuation_token(token.clone())
+            .send()
+            .await
+            .unwrap();
+        assert!(r.common_prefixes().is_empty());
+        got.extend(r.contents().iter().map(|o| o.key().unwrap().to_string()));
+        token = r.next_continuation_token().map(str::to_string);
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!(got, all);
+    let after = counter(
+        &scrape_metrics(&s, "scrape-me").await,
+        "granary_listing_pages_read_ahead_total",
+    );
+    assert!(after >= before + 2.0, "{before} -> {after}");
+
     // Delimiter: 25 common prefixes, no objects.
     let r = c
         .list_objects_v2()
