@@ -16,8 +16,8 @@
 //!   to keep) is found by a scan, per namespace, that compares the heads
 //!   of every disk; the keys where they differ are in doubt. Until its
 //!   scan finishes, a namespace is listed from a quorum as before;
-//! - where doubts remain, the namespace is scanned again from time to time
-//!   (so keys healed since stop being in doubt).
+//! - where doubts remain, the keys in doubt are compared again every few
+//!   seconds (so keys healed since stop being in doubt).
 //!
 //! A page read from one disk is used only if no key of its range was in
 //! doubt, written, or being written at any time between the start of the
@@ -41,9 +41,14 @@ const MAX_DOUBTS: usize = 100_000;
 const ENDED: usize = 16_384;
 /// Keys per page of a scan.
 const SCAN_PAGE: usize = 10_000;
-/// A namespace with doubts (or whose scan failed) is scanned again at most
-/// this often.
-const RESCAN: Duration = Duration::from_secs(60);
+/// A namespace whose scan failed (a disk offline) is scanned again after
+/// this long.
+const RESCAN: Duration = Duration::from_secs(5);
+/// The keys in doubt of a namespace known to agree but for them are
+/// compared again this often.
+const RECHECK: Duration = Duration::from_secs(10);
+/// Keys compared again at most at once.
+const RECHECK_KEYS: usize = 1000;
 
 /// Where differences between a set's disks may be.
 pub(crate) struct Agreement {
@@ -251,8 +256,8 @@ impl Agreement {
         let due = match (n.scanning, n.scanned) {
             (true, _) => false,
             (false, None) => true,
-            (false, Some(t)) if !known => t.elapsed() >= RESCAN / 12,
-            (false, Some(t)) => t.elapsed() >= RESCAN && st.has_doubts(ns),
+            (false, Some(t)) if !known => t.elapsed() >= RESCAN,
+            (false, Some(t)) => t.elapsed() >= RECHECK && st.has_doubts(ns),
         };
         if due && tokio::runtime::Handle::try_current().is_ok() {
             if let Some(n) = st.namespaces.get_mut(ns) {
@@ -260,7 +265,7 @@ impl Agreement {
             }
             let me = self.clone();
             let ns = ns.to_string();
-            tokio::spawn(async move { me.scan(ns).await });
+            tokio::spawn(async move { me.scan(ns, known).await });
         }
         known.then_some(mark)
     }
@@ -294,16 +299,20 @@ impl Agreement {
     /// differ in doubt (and takes those where they agree out of it); `ns`
     /// is then known to agree, unless a disk failed or too many keys
     /// differ.
-    async fn scan(self: Arc<Self>, ns: String) {
-        let known = self.compare(&ns).await;
+    async fn scan(self: Arc<Self>, ns: String, known: bool) {
+        let agree = match known {
+            true => self.recheck(&ns).await,
+            false => self.compare(&ns).await,
+        };
         let mut st = self.state.lock();
         let n = st.namespaces.entry(ns.clone()).or_default();
         n.scanning = false;
         n.scanned = Some(Instant::now());
-        n.known |= known;
-        tracing::debug!(ns, known, "compared the disks' heads");
+        n.known |= agree && !known;
+        tracing::debug!(ns, known, agree, "compared the disks' heads");
     }
 
+    /// Compares the whole namespace.
     async fn compare(&self, ns: &str) -> bool {
         let epoch = self.state.lock().epoch;
         let mut opts = RecordListOptions {
@@ -312,44 +321,85 @@ impl Agreement {
             max_keys: SCAN_PAGE,
         };
         loop {
-            let mark = {
-                let st = self.state.lock();
-                Mark { seq: st.seq, epoch }
-            };
-            let reads = self
-                .disks
-                .iter()
-                .map(|d| d.list_heads(ns.as_bytes(), opts.clone()));
-            let pages: Result<Vec<HeadPage>, _> = join_all(reads).await.into_iter().collect();
-            let Ok(pages) = pages else {
-                return false;
-            };
-            let Some((differ, next)) = crate::listing::differing(&pages) else {
-                return false;
-            };
-            let span = Span::new(ns, &opts, next.as_deref());
-            {
-                let mut st = self.state.lock();
-                if st.epoch != epoch {
-                    return false;
-                }
-                let differ: Vec<Vec<u8>> = differ.iter().map(|k| full_key(ns, k)).collect();
-                for k in &differ {
-                    let s = st.keys.entry(k.clone()).or_default();
-                    if !s.doubt {
-                        st.doubt(k.clone());
-                    }
-                    if st.epoch != epoch {
-                        return false;
-                    }
-                }
-                st.settle(&span, mark, &differ);
-            }
-            match next {
-                Some(k) => opts.start = ListStart::After(k),
-                None => return true,
+            match self.compare_page(ns, &opts, epoch).await {
+                Some(Some(next)) => opts.start = ListStart::After(next),
+                Some(None) => return true,
+                None => return false,
             }
         }
+    }
+
+    /// Compares each key of `ns` in doubt (up to [`RECHECK_KEYS`] of
+    /// them) on every disk, taking those that agree out of doubt.
+    pub(crate) async fn recheck(&self, ns: &str) -> bool {
+        let (epoch, keys) = {
+            let st = self.state.lock();
+            let from = full_key(ns, b"");
+            let keys: Vec<Vec<u8>> = st
+                .keys
+                .range(from.clone()..)
+                .take_while(|(k, _)| k.starts_with(&from))
+                .filter(|(_, s)| s.doubt)
+                .take(RECHECK_KEYS)
+                .map(|(k, _)| k[from.len()..].to_vec())
+                .collect();
+            (st.epoch, keys)
+        };
+        for key in keys {
+            let opts = RecordListOptions {
+                prefix: key.clone(),
+                start: ListStart::At(key),
+                max_keys: 1,
+            };
+            if self.compare_page(ns, &opts, epoch).await.is_none() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Compares the page `opts` of `ns` on every disk: the keys whose heads
+    /// differ are put in doubt, the others of its range taken out of it.
+    /// Returns where the namespace continues after the page; `None` when a
+    /// disk failed, a listed key is damaged or the set forgot its doubts
+    /// since `epoch`.
+    async fn compare_page(
+        &self,
+        ns: &str,
+        opts: &RecordListOptions,
+        epoch: u64,
+    ) -> Option<Option<Vec<u8>>> {
+        let mark = {
+            let st = self.state.lock();
+            Mark { seq: st.seq, epoch }
+        };
+        let reads = self
+            .disks
+            .iter()
+            .map(|d| d.list_heads(ns.as_bytes(), opts.clone()));
+        let pages: Vec<HeadPage> = join_all(reads)
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let (differ, next) = crate::listing::differing(&pages)?;
+        let span = Span::new(ns, opts, next.as_deref());
+        let mut st = self.state.lock();
+        let differ: Vec<Vec<u8>> = differ.iter().map(|k| full_key(ns, k)).collect();
+        for k in &differ {
+            if st.epoch != epoch {
+                return None;
+            }
+            let s = st.keys.entry(k.clone()).or_default();
+            if !s.doubt {
+                st.doubt(k.clone());
+            }
+        }
+        if st.epoch != epoch {
+            return None;
+        }
+        st.settle(&span, mark, &differ);
+        Some(next)
     }
 }
 

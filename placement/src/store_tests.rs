@@ -649,6 +649,18 @@ async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_mi
     // Pages without the key still read one disk.
     assert_eq!(listed_from_one_disk(&r, "x/").await, ["x/1"]);
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 1);
+    // Once the key is healed and compared again, its pages read one disk.
+    assert!(r.store.set().agreement.recheck("b").await);
+    assert_eq!(
+        r.store.listing_one_disk_pages(),
+        one_disk + 1,
+        "not healed yet"
+    );
+    assert_eq!(listed().await, ["a", "b", "c", "x/1"]);
+    r.store.set().heal_object("b", "b", &[]).await.unwrap();
+    assert!(r.store.set().agreement.recheck("b").await);
+    assert_eq!(listed().await, ["a", "b", "c", "x/1"]);
+    assert_eq!(r.store.listing_one_disk_pages(), one_disk + 2);
 }
 
 /// Differences left from before this process (a write that reached one
