@@ -492,10 +492,14 @@ fn view(p: &HeadPage) -> DiskPage<&[u8], &[u8]> {
     }
 }
 
+/// Keys (decoded, in order) whose heads differ between disks, and where
+/// the comparison continues.
+pub(crate) type Differing = (Vec<Vec<u8>>, Option<Vec<u8>>);
+
 /// The keys (decoded, in order) whose heads differ between `pages`, every
 /// disk's page of one request, and where the pages continue (after the
 /// last key all of them cover); `None` when a listed key is damaged.
-pub(crate) fn differing(pages: &[HeadPage]) -> Option<(Vec<Vec<u8>>, Option<Vec<u8>>)> {
+pub(crate) fn differing(pages: &[HeadPage]) -> Option<Differing> {
     let decode = |k: &[u8]| disk_engine::decode_listed_key(k);
     if let Some((first, others)) = pages.split_first() {
         if others.iter().all(|p| p.bytes == first.bytes) {

@@ -297,14 +297,9 @@ async fn overwrite_and_delete_free_the_old_shards() {
     }
 }
 
-#[tokio::test]
-async fn listing_merges_disks_and_hides_unacknowledged_records() {
-    let r = rig(4, None);
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
-    for k in ["a", "b/1", "b/2", "c"] {
-        put(&r, k, b"x").await.unwrap();
-    }
-    // A record present on a single disk (an interrupted write) is not listed.
+/// Stores a copy of key `a`'s record as `ghost` in bucket `b` on disk 0
+/// only: a write cut short after its first disk.
+async fn put_ghost_on_disk_0(r: &Rig) {
     let object = r.store.head_object("b", "a").await.unwrap();
     let stray = disk_engine::Record {
         version: disk_engine::VersionId::NULL,
@@ -316,6 +311,17 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
         .put_record(b"b", b"ghost", stray, None)
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn listing_merges_disks_and_hides_unacknowledged_records() {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for k in ["a", "b/1", "b/2", "c"] {
+        put(&r, k, b"x").await.unwrap();
+    }
+    // A record present on a single disk (an interrupted write) is not listed.
+    put_ghost_on_disk_0(&r).await;
     let page = r
         .store
         .list_objects("b", "", ListStart::Beginning, 1000)
@@ -673,18 +679,8 @@ async fn a_listing_reads_one_disk_only_where_a_scan_found_the_disks_agree() {
     for k in ["a", "c", "x/1"] {
         put(&r, k, b"x").await.unwrap();
     }
-    let object = r.store.head_object("b", "a").await.unwrap();
-    let stray = disk_engine::Record {
-        version: disk_engine::VersionId::NULL,
-        stamp: r.store.set().next_stamp(),
-        body: crate::record::encode(&object),
-        listing: crate::projection::encode(&object),
-    };
     // Disk 0 is the one a listing from the start reads first.
-    r.local[0]
-        .put_record(b"b", b"ghost", stray, None)
-        .await
-        .unwrap();
+    put_ghost_on_disk_0(&r).await;
     assert_eq!(listed_from_one_disk(&r, "x/").await, ["x/1"]);
     let one_disk = r.store.listing_one_disk_pages();
     let page = r

@@ -30,6 +30,35 @@ async fn fill(c: &aws_sdk_s3::Client) {
     }
 }
 
+/// Every ListObjectsV2 page of bucket `many`, paged by continuation token
+/// until one is not truncated (which then has no next token).
+async fn pages_of(
+    c: &aws_sdk_s3::Client,
+    delimiter: Option<&str>,
+    max_keys: Option<i32>,
+) -> Vec<aws_sdk_s3::operation::list_objects_v2::ListObjectsV2Output> {
+    let mut pages = Vec::new();
+    let mut token = None;
+    loop {
+        let r = c
+            .list_objects_v2()
+            .bucket("many")
+            .set_delimiter(delimiter.map(str::to_string))
+            .set_max_keys(max_keys)
+            .set_continuation_token(token.clone())
+            .send()
+            .await
+            .unwrap();
+        let truncated = r.is_truncated().unwrap();
+        token = r.next_continuation_token().map(str::to_string);
+        assert_eq!(truncated, token.is_some());
+        pages.push(r);
+        if !truncated {
+            return pages;
+        }
+    }
+}
+
 /// The value of an unlabelled counter in a metrics scrape.
 fn counter(metrics: &str, name: &str) -> f64 {
     metrics
@@ -48,26 +77,13 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
     let all = keys();
 
     // V2, no delimiter, pages of 1,000.
+    let pages = pages_of(&c, None, None).await;
     let mut got = Vec::new();
-    let mut token = None;
-    let mut pages = 0;
-    loop {
-        let r = c
-            .list_objects_v2()
-            .bucket("many")
-            .set_continuation_token(token.clone())
-            .send()
-            .await
-            .unwrap();
-        pages += 1;
+    for r in &pages {
         got.extend(r.contents().iter().map(|o| o.key().unwrap().to_string()));
         assert_eq!(r.key_count().unwrap() as usize, r.contents().len());
-        if !r.is_truncated().unwrap() {
-            assert!(r.next_continuation_token().is_none());
-            break;
-        }
-        token = r.next_continuation_token().map(str::to_string);
     }
+    let pages = pages.len();
     assert_eq!(pages, 3);
     assert_eq!(got, all);
     // Pages after the first were read ahead while the previous one was
@@ -129,22 +145,9 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
         "granary_listing_pages_read_ahead_total",
     );
     let mut got = Vec::new();
-    let mut token = None;
-    loop {
-        let r = c
-            .list_objects_v2()
-            .bucket("many")
-            .delimiter("#")
-            .set_continuation_token(token.clone())
-            .send()
-            .await
-            .unwrap();
+    for r in pages_of(&c, Some("#"), None).await {
         assert!(r.common_prefixes().is_empty());
         got.extend(r.contents().iter().map(|o| o.key().unwrap().to_string()));
-        token = r.next_continuation_token().map(str::to_string);
-        if token.is_none() {
-            break;
-        }
     }
     assert_eq!(got, all);
     let after = counter(
@@ -173,26 +176,12 @@ async fn listing_2500_keys_with_delimiter_and_paging() {
 
     // Delimiter with small pages walks every prefix exactly once.
     let mut seen = Vec::new();
-    let mut token = None;
-    loop {
-        let r = c
-            .list_objects_v2()
-            .bucket("many")
-            .delimiter("/")
-            .max_keys(7)
-            .set_continuation_token(token.clone())
-            .send()
-            .await
-            .unwrap();
+    for r in pages_of(&c, Some("/"), Some(7)).await {
         seen.extend(
             r.common_prefixes()
                 .iter()
                 .map(|p| p.prefix().unwrap().to_string()),
         );
-        if !r.is_truncated().unwrap() {
-            break;
-        }
-        token = r.next_continuation_token().map(str::to_string);
     }
     assert_eq!(seen, prefixes);
 
