@@ -605,18 +605,34 @@ async fn a_client_paging_through_keys_is_read_ahead_in_chunks_of_pages() {
     assert_eq!(hits(), 6);
 }
 
+/// A store of four disks with bucket `b` holding keys `a`, `c` and `x/1`.
+async fn rig_with_three_keys() -> Rig {
+    let r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for k in ["a", "c", "x/1"] {
+        put(&r, k, b"x").await.unwrap();
+    }
+    r
+}
+
+/// The keys of one page of up to 1,000 keys of bucket `b` under `prefix`.
+async fn first_page(r: &Rig, prefix: &str) -> Vec<String> {
+    let page = r
+        .store
+        .list_objects("b", prefix, ListStart::Beginning, 1000)
+        .await
+        .unwrap();
+    page.entries.into_iter().map(|(k, _)| k).collect()
+}
+
 /// Lists `prefix` of bucket `b` until a page is read from one disk (its
 /// disks were compared), and returns that listing's keys.
 async fn listed_from_one_disk(r: &Rig, prefix: &str) -> Vec<String> {
     for _ in 0..500 {
         let before = r.store.listing_one_disk_pages();
-        let page = r
-            .store
-            .list_objects("b", prefix, ListStart::Beginning, 1000)
-            .await
-            .unwrap();
+        let keys = first_page(r, prefix).await;
         if r.store.listing_one_disk_pages() > before {
-            return page.entries.into_iter().map(|(k, _)| k).collect();
+            return keys;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -628,25 +644,13 @@ async fn listed_from_one_disk(r: &Rig, prefix: &str) -> Vec<String> {
 /// start reads) would not show the key.
 #[tokio::test]
 async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_missed_one() {
-    let r = rig(4, None);
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
-    for k in ["a", "c", "x/1"] {
-        put(&r, k, b"x").await.unwrap();
-    }
-    let listed = || async {
-        let page = r
-            .store
-            .list_objects("b", "", ListStart::Beginning, 1000)
-            .await
-            .unwrap();
-        page.entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
-    };
+    let r = rig_with_three_keys().await;
     assert_eq!(listed_from_one_disk(&r, "").await, ["a", "c", "x/1"]);
     r.faulty[0].set_faults(vec![Fault::FailWrites]);
     put(&r, "b", b"x").await.unwrap();
     r.faulty[0].set_faults(vec![]);
     let one_disk = r.store.listing_one_disk_pages();
-    assert_eq!(listed().await, ["a", "b", "c", "x/1"]);
+    assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(
         r.store.listing_one_disk_pages(),
         one_disk,
@@ -657,15 +661,15 @@ async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_mi
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 1);
     // Once the key is healed and compared again, its pages read one disk.
     assert!(r.store.set().agreement.recheck("b").await);
+    assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(
         r.store.listing_one_disk_pages(),
         one_disk + 1,
         "not healed yet"
     );
-    assert_eq!(listed().await, ["a", "b", "c", "x/1"]);
     r.store.set().heal_object("b", "b", &[]).await.unwrap();
     assert!(r.store.set().agreement.recheck("b").await);
-    assert_eq!(listed().await, ["a", "b", "c", "x/1"]);
+    assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 2);
 }
 
@@ -674,22 +678,12 @@ async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_mi
 /// before any listing reads one of them.
 #[tokio::test]
 async fn a_listing_reads_one_disk_only_where_a_scan_found_the_disks_agree() {
-    let r = rig(4, None);
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
-    for k in ["a", "c", "x/1"] {
-        put(&r, k, b"x").await.unwrap();
-    }
+    let r = rig_with_three_keys().await;
     // Disk 0 is the one a listing from the start reads first.
     put_ghost_on_disk_0(&r).await;
     assert_eq!(listed_from_one_disk(&r, "x/").await, ["x/1"]);
     let one_disk = r.store.listing_one_disk_pages();
-    let page = r
-        .store
-        .list_objects("b", "", ListStart::Beginning, 1000)
-        .await
-        .unwrap();
-    let keys: Vec<_> = page.entries.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(keys, ["a", "c", "x/1"]);
+    assert_eq!(first_page(&r, "").await, ["a", "c", "x/1"]);
     assert_eq!(
         r.store.listing_one_disk_pages(),
         one_disk,
