@@ -24,6 +24,9 @@ pub(crate) struct ContentsEntry<'a> {
 /// A listing document under construction.
 pub(crate) struct ListingXml {
     out: String,
+    /// The last second rendered (since the epoch) and its text up to the
+    /// milliseconds: keys written together share it.
+    second: Option<(u64, String)>,
 }
 
 impl ListingXml {
@@ -33,7 +36,7 @@ impl ListingXml {
         out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"");
         out.push_str(NS);
         out.push_str("\">");
-        ListingXml { out }
+        ListingXml { out, second: None }
     }
 
     /// `<tag>text</tag>` with the text escaped.
@@ -60,32 +63,60 @@ impl ListingXml {
         self
     }
 
-    /// One `<Contents>` element.
+    /// One `<Contents>` element, written in as few appends as its parts
+    /// allow (a page has a thousand of them).
     pub fn contents(&mut self, e: &ContentsEntry<'_>, owner: Option<&Owner>) -> &mut Self {
-        self.open("Contents");
-        self.text("Key", e.key);
-        self.open("LastModified");
-        push_iso8601(&mut self.out, e.mtime_ns);
-        self.close("LastModified");
-        self.out.push_str("<ETag>&quot;");
+        self.out.push_str("<Contents><Key>");
+        push_escaped(&mut self.out, e.key);
+        self.out.push_str("</Key><LastModified>");
+        self.last_modified(e.mtime_ns);
+        self.out.push_str("</LastModified><ETag>&quot;");
         match e.etag {
             Etag::Md5(_) => self.out.push_str(e.etag.as_str(&mut [0; 32])),
             Etag::Text(t) => push_escaped(&mut self.out, t),
         }
         self.out.push_str("&quot;</ETag>");
         if let Some((algorithm, kind)) = e.checksum {
-            self.text("ChecksumAlgorithm", algorithm)
-                .text("ChecksumType", kind);
+            self.out.push_str("<ChecksumAlgorithm>");
+            push_escaped(&mut self.out, algorithm);
+            self.out.push_str("</ChecksumAlgorithm><ChecksumType>");
+            push_escaped(&mut self.out, kind);
+            self.out.push_str("</ChecksumType>");
         }
-        self.value("Size", e.size);
+        self.out.push_str("<Size>");
+        self.out.push_str(itoa::Buffer::new().format(e.size));
+        self.out.push_str("</Size>");
         if let Some(o) = owner {
             self.open("Owner");
             self.text("ID", &o.id).text("DisplayName", &o.display_name);
             self.close("Owner");
         }
-        self.text("StorageClass", e.storage_class);
-        self.close("Contents");
+        self.out.push_str("<StorageClass>");
+        push_escaped(&mut self.out, e.storage_class);
+        self.out.push_str("</StorageClass></Contents>");
         self
+    }
+
+    /// An ISO 8601 time with milliseconds, the second's text reused from
+    /// the key before when it shares it.
+    fn last_modified(&mut self, ns: u64) {
+        let second = ns / 1_000_000_000;
+        let cached = match &mut self.second {
+            Some((s, text)) if *s == second => text,
+            slot => {
+                let mut text = String::with_capacity(24);
+                push_iso8601(&mut text, ns);
+                // Up to the milliseconds: "YYYY-MM-DDTHH:MM:SS."
+                text.truncate(20);
+                &mut slot.insert((second, text)).1
+            }
+        };
+        self.out.push_str(cached);
+        let millis = (ns / 1_000_000 % 1000) as u32;
+        for d in [millis / 100, millis / 10 % 10, millis % 10] {
+            self.out.push(char::from(b'0' + d as u8));
+        }
+        self.out.push('Z');
     }
 
     /// One `<CommonPrefixes>` element.
@@ -147,6 +178,49 @@ mod tests {
             push_escaped(&mut out, &text);
             proptest::prop_assert_eq!(out, quick_xml::escape::escape(&text));
         }
+    }
+
+    #[test]
+    fn times_sizes_and_md5_etags_render_as_s3_shows_them() {
+        let etag = Etag::Md5([0xab; 16]);
+        let second = 1_767_225_600_000_000_000;
+        let mut x = ListingXml::new(4);
+        for (ns, size) in [
+            (second + 5_000_000, 0),
+            (second + 999_000_000, 18_446_744_073_709_551_615),
+            (second + 1_007_000_000, 10),
+            (second - 1_000_000, 7),
+        ] {
+            x.contents(
+                &ContentsEntry {
+                    key: "k",
+                    mtime_ns: ns,
+                    etag: &etag,
+                    checksum: None,
+                    size,
+                    storage_class: "STANDARD",
+                },
+                None,
+            );
+        }
+        let doc = x.finish();
+        let times: Vec<&str> = doc
+            .split("<LastModified>")
+            .skip(1)
+            .map(|t| &t[..24])
+            .collect();
+        assert_eq!(
+            times,
+            [
+                "2026-01-01T00:00:00.005Z",
+                "2026-01-01T00:00:00.999Z",
+                "2026-01-01T00:00:01.007Z",
+                "2025-12-31T23:59:59.999Z"
+            ]
+        );
+        assert!(doc.contains("<Size>18446744073709551615</Size>"));
+        assert!(doc.contains("<Size>0</Size>"));
+        assert!(doc.contains(&format!("<ETag>&quot;{}&quot;</ETag>", "ab".repeat(16))));
     }
 
     #[test]
