@@ -694,7 +694,7 @@ impl MetaStore {
         // Every body of the page goes into one buffer, sliced afterwards:
         // one allocation per page instead of one per record.
         let mut arena = Vec::with_capacity(opts.max_keys.min(1024) * 512);
-        let mut spans = Vec::with_capacity(opts.max_keys.min(8192));
+        let mut spans = Vec::with_capacity(opts.max_keys.min(1024));
         while it.valid() {
             let (k, v) = (it.key().unwrap(), it.value().unwrap());
             let (key, rest) = take_component(&k[ns_len..])
