@@ -376,12 +376,12 @@ fn view_v2(bytes: &[u8]) -> Option<SummaryView<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::ErasureLayout;
+    use crate::record::{encode as encode_record, ObjectMeta, Versioning};
 
     fn decode(bytes: &[u8]) -> Result<ObjectSummary, Error> {
         view(bytes).map(|v| v.to_summary())
     }
-    use crate::layout::ErasureLayout;
-    use crate::record::{encode as encode_record, ObjectMeta, Versioning};
 
     fn object(etag: &str) -> ObjectRecord {
         let mut meta = ObjectMeta {
