@@ -154,6 +154,17 @@ impl Span {
         }
     }
 
+    /// Every key of `ns`.
+    fn namespace(ns: &str) -> Span {
+        let prefix = full_key(ns, b"");
+        Span {
+            from: prefix.clone(),
+            exclusive: false,
+            prefix,
+            last: None,
+        }
+    }
+
     fn contains(&self, k: &[u8]) -> bool {
         let after_start = match self.exclusive {
             true => k > &self.from[..],
@@ -192,6 +203,12 @@ impl Agreement {
     /// Listing pages read from one disk so far.
     pub fn one_disk_pages(&self) -> u64 {
         self.one_disk_pages.load(Relaxed)
+    }
+
+    /// Counts the starts and ends of writes so far: unchanged only while
+    /// no write began or ended.
+    pub fn writes(&self) -> u64 {
+        self.state.lock().seq
     }
 
     /// Marks a write of `keys` of `ns` from now until the returned guard
@@ -284,18 +301,15 @@ impl Agreement {
         let span = Span::new(ns, opts, last);
         let st = self.state.lock();
         st.epoch == mark.epoch
-            && st.forgotten <= mark.seq
             && st.namespaces.get(ns).is_some_and(|n| n.known)
             && span.within(&st.keys).next().is_none()
-            && !st
-                .ended
-                .iter()
-                .rev()
-                .take_while(|(s, _)| *s > mark.seq)
-                .any(|(_, k)| span.contains(k))
+            && st
+                .ended_after(mark.seq)
+                .is_some_and(|mut ended| !ended.any(|k| span.contains(k)))
     }
 
-    /// Compares every disk's heads of `ns` and puts the keys where they
+    /// Compares every disk's heads of `ns` (all of them, or where `ns` is
+    /// `known` to agree, its keys in doubt) and puts the keys where they
     /// differ in doubt (and takes those where they agree out of it); `ns`
     /// is then known to agree, unless a disk failed or too many keys
     /// differ.
@@ -334,14 +348,11 @@ impl Agreement {
     pub(crate) async fn recheck(&self, ns: &str) -> bool {
         let (epoch, keys) = {
             let st = self.state.lock();
-            let from = full_key(ns, b"");
+            let span = Span::namespace(ns);
             let keys: Vec<Vec<u8>> = st
-                .keys
-                .range(from.clone()..)
-                .take_while(|(k, _)| k.starts_with(&from))
-                .filter(|(_, s)| s.doubt)
+                .doubts_in(&span)
                 .take(RECHECK_KEYS)
-                .map(|(k, _)| k[from.len()..].to_vec())
+                .map(|k| k[span.prefix.len()..].to_vec())
                 .collect();
             (st.epoch, keys)
         };
@@ -382,7 +393,7 @@ impl Agreement {
             .into_iter()
             .collect::<Result<_, _>>()
             .ok()?;
-        let (differ, next) = crate::listing::differing(&pages)?;
+        let (differ, next) = crate::listing::differing(&pages).ok()?;
         let span = Span::new(ns, opts, next.as_deref());
         let mut st = self.state.lock();
         let differ: Vec<Vec<u8>> = differ.iter().map(|k| full_key(ns, k)).collect();
@@ -404,12 +415,27 @@ impl Agreement {
 }
 
 impl State {
+    /// The keys of `span` in doubt, in order.
+    fn doubts_in<'a>(&'a self, span: &'a Span) -> impl Iterator<Item = &'a Vec<u8>> {
+        span.within(&self.keys)
+            .filter(|(_, s)| s.doubt)
+            .map(|(k, _)| k)
+    }
+
     fn has_doubts(&self, ns: &str) -> bool {
-        let from = full_key(ns, b"");
-        self.keys
-            .range(from.clone()..)
-            .take_while(|(k, _)| k.starts_with(&from))
-            .any(|(_, s)| s.doubt)
+        self.doubts_in(&Span::namespace(ns)).next().is_some()
+    }
+
+    /// The keys of the writes that ended after count `seq`, newest first;
+    /// `None` when some of them are no longer remembered.
+    fn ended_after(&self, seq: u64) -> Option<impl Iterator<Item = &Vec<u8>>> {
+        (self.forgotten <= seq).then(|| {
+            self.ended
+                .iter()
+                .rev()
+                .take_while(move |(s, _)| *s > seq)
+                .map(|(_, k)| k)
+        })
     }
 
     /// Puts `k` (in `keys`) in doubt; past [`MAX_DOUBTS`], forgets every
@@ -434,20 +460,14 @@ impl State {
     }
 
     /// Takes the keys of `span` out of doubt that a scan found the same on
-    /// every disk (not in `differ`, which is ordered), unless they were written since `mark`
-    /// or are being written (the scan may have read them mid-write).
+    /// every disk (not in `differ`, which is ordered), unless they were
+    /// written since `mark` or are being written (the scan may have read
+    /// them mid-write).
     fn settle(&mut self, span: &Span, mark: Mark, differ: &[Vec<u8>]) {
-        if self.forgotten > mark.seq {
+        let Some(ended) = self.ended_after(mark.seq) else {
             return;
-        }
-        let written: Vec<&Vec<u8>> = self
-            .ended
-            .iter()
-            .rev()
-            .take_while(|(s, _)| *s > mark.seq)
-            .map(|(_, k)| k)
-            .filter(|k| span.contains(k))
-            .collect();
+        };
+        let written: Vec<&Vec<u8>> = ended.filter(|k| span.contains(k)).collect();
         let agreed: Vec<Vec<u8>> = span
             .within(&self.keys)
             .filter(|(k, s)| {

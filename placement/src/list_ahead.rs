@@ -14,11 +14,12 @@
 //! hand-offs between threads) over those pages.
 //!
 //! A chunk read ahead is used only if no write to the set began or ended
-//! since its reading started: every record write and deletion bumps a
-//! counter when it starts and again when its disks have answered (before it
-//! is acknowledged), so a write acknowledged before the request arrived is
-//! never missing from a page. The counter only sees this process's writes,
-//! so a set shared with other gateways reads no pages ahead.
+//! since its reading started: the set's [`Agreement`] counts every record
+//! write and deletion when it starts and again when its disks have
+//! answered (before it is acknowledged), so a write acknowledged before the
+//! request arrived is never missing from a page. The count only sees this
+//! process's writes, so a set shared with other gateways reads no pages
+//! ahead.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
+use crate::agreement::Agreement;
 use crate::current::Objects;
 use crate::listing::{CurrentPage, HeadsSource};
 
@@ -159,15 +161,14 @@ fn starts_before(from: &ListStart, start: &ListStart) -> bool {
     }
 }
 
-/// The chunks read ahead of a set's listings, and its write counter.
-#[derive(Default)]
+/// The chunks read ahead of a set's listings.
 pub(crate) struct ListAhead {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
-    writes: AtomicU64,
+    /// Counts the set's writes.
+    writes: Arc<Agreement>,
     slots: Mutex<Vec<Slot>>,
     /// Pages served from a read ahead.
     hits: AtomicU64,
@@ -175,20 +176,17 @@ struct Inner {
     chunks: AtomicU64,
 }
 
-/// Held while a write to the set's disks is in flight.
-pub(crate) struct WriteMark<'a>(&'a AtomicU64);
-
-impl Drop for WriteMark<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 impl ListAhead {
-    /// Marks a write to the set's disks from now until the mark is dropped.
-    pub fn write(&self) -> WriteMark<'_> {
-        self.inner.writes.fetch_add(1, Ordering::SeqCst);
-        WriteMark(&self.inner.writes)
+    /// Read-ahead for a set whose writes `writes` counts.
+    pub fn new(writes: Arc<Agreement>) -> ListAhead {
+        ListAhead {
+            inner: Arc::new(Inner {
+                writes,
+                slots: Mutex::default(),
+                hits: AtomicU64::new(0),
+                chunks: AtomicU64::new(0),
+            }),
+        }
     }
 
     /// The page `opts` of `ns` from a chunk read ahead, if one holds it and
@@ -208,7 +206,7 @@ impl ListAhead {
             let Some(decided) = chunk.clone().await else {
                 continue;
             };
-            if self.inner.writes.load(Ordering::SeqCst) != generation {
+            if self.inner.writes.writes() != generation {
                 self.inner.drop_chunk(&chunk);
                 return None;
             }
@@ -249,7 +247,7 @@ impl ListAhead {
 
 impl Inner {
     fn start(this: &Arc<Inner>, mut req: AheadRequest) {
-        let generation = this.writes.load(Ordering::SeqCst);
+        let generation = this.writes.writes();
         let mut slots = this.slots.lock();
         // Chunks read before a write can no longer be used; neither they
         // nor old ones hold a page or count against a listing's depth.
@@ -312,7 +310,7 @@ impl Inner {
         };
         let waiting = {
             let slots = self.slots.lock();
-            let generation = self.writes.load(Ordering::SeqCst);
+            let generation = self.writes.writes();
             let listing =
                 |s: &&Slot| s.lists(&req.ns, &req.opts.prefix) && s.generation == generation;
             slots.iter().filter(listing).count()

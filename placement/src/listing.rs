@@ -120,8 +120,20 @@ fn head_versions<'a>(head: &'a [u8], out: &mut Vec<HeadVersion<'a>>) -> bool {
 
 /// A key of a heads listing, decoded.
 fn listed_key(encoded: &[u8]) -> Result<Vec<u8>, Error> {
-    disk_engine::decode_listed_key(encoded)
-        .ok_or_else(|| Error::Corrupt("a listed key is not a valid encoding".into()))
+    disk_engine::decode_listed_key(encoded).ok_or_else(bad_listed_key)
+}
+
+fn bad_listed_key() -> Error {
+    Error::Corrupt("a listed key is not a valid encoding".into())
+}
+
+/// The last key of `page` (decoded) when `more` keys follow it: where a
+/// listing continues.
+fn last_key_if(page: &HeadPage, more: bool) -> Result<Option<Vec<u8>>, Error> {
+    match page.spans.len().checked_sub(1) {
+        Some(last) if more => listed_key(page.entry(last).0).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// Appends the key `encoded` with its newest version among `versions` to
@@ -152,9 +164,7 @@ fn push_newest(
     };
     name.clear();
     if !disk_engine::decode_listed_key_into(encoded, name) {
-        return Err(Error::Corrupt(
-            "a listed key is not a valid encoding".into(),
-        ));
+        return Err(bad_listed_key());
     }
     objects.push(name, &view);
     Ok(true)
@@ -382,10 +392,7 @@ impl HeadsSource {
             if let Some(mark) = agreement.mark(ns) {
                 let pages = read_heads(self.disks.clone(), 1, ns.to_string(), opts.clone()).await;
                 if let Some(page) = pages.iter().flatten().next() {
-                    let last = match page.spans.len().checked_sub(1) {
-                        Some(last) if page.truncated => Some(listed_key(page.entry(last).0)?),
-                        _ => None,
-                    };
+                    let last = last_key_if(page, page.truncated)?;
                     if agreement.untouched(mark, ns, &opts, last.as_deref()) {
                         agreement.read_one_disk();
                         return decide_current(&pages, 1);
@@ -451,12 +458,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
             let Some(objects) = current_versions_of(first)? else {
                 return Ok(None);
             };
-            let next = match first.spans.len().checked_sub(1) {
-                Some(last) if answered.iter().any(|p| p.truncated) => {
-                    Some(listed_key(first.entry(last).0)?)
-                }
-                _ => None,
-            };
+            let next = last_key_if(first, answered.iter().any(|p| p.truncated))?;
             return Ok(Some(CurrentPage::of(objects, next)));
         }
     }
@@ -476,10 +478,7 @@ pub(crate) fn decide_current(pages: &DiskPages, need: usize) -> Result<Option<Cu
     let Some(objects) = current_versions(merged)? else {
         return Ok(None);
     };
-    let horizon = match horizon {
-        Some(h) => Some(listed_key(h)?),
-        None => None,
-    };
+    let horizon = horizon.map(listed_key).transpose()?;
     let next = horizon.map(|h| last.unwrap_or(h));
     Ok(Some(CurrentPage::of(objects, next)))
 }
@@ -498,18 +497,12 @@ pub(crate) type Differing = (Vec<Vec<u8>>, Option<Vec<u8>>);
 
 /// The keys (decoded, in order) whose heads differ between `pages`, every
 /// disk's page of one request, and where the pages continue (after the
-/// last key all of them cover); `None` when a listed key is damaged.
-pub(crate) fn differing(pages: &[HeadPage]) -> Option<Differing> {
-    let decode = |k: &[u8]| disk_engine::decode_listed_key(k);
+/// last key all of them cover); `Corrupt` when a listed key is damaged.
+pub(crate) fn differing(pages: &[HeadPage]) -> Result<Differing, Error> {
     if let Some((first, others)) = pages.split_first() {
         if others.iter().all(|p| p.bytes == first.bytes) {
-            let next = match first.spans.len().checked_sub(1) {
-                Some(last) if pages.iter().any(|p| p.truncated) => {
-                    Some(decode(first.entry(last).0)?)
-                }
-                _ => None,
-            };
-            return Some((Vec::new(), next));
+            let next = last_key_if(first, pages.iter().any(|p| p.truncated))?;
+            return Ok((Vec::new(), next));
         }
     }
     let (merged, horizon) = merge_pages(pages.iter().map(|p| Ok(view(p))).collect(), || &[][..]);
@@ -517,14 +510,11 @@ pub(crate) fn differing(pages: &[HeadPage]) -> Option<Differing> {
     for (key, heads) in &merged {
         let first = heads.first().and_then(|h| h.as_ref().ok());
         if !heads.iter().all(|h| h.as_ref().ok() == first) {
-            differ.push(decode(key)?);
+            differ.push(listed_key(key)?);
         }
     }
-    let next = match horizon {
-        Some(h) => Some(decode(h)?),
-        None => None,
-    };
-    Some((differ, next))
+    let next = horizon.map(listed_key).transpose()?;
+    Ok((differ, next))
 }
 
 /// Merges sorted per-disk pages by key, moving (not copying) each disk's

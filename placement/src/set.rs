@@ -48,11 +48,11 @@ pub struct ErasureSet {
     /// Where tier objects go once no version refers to them any more (the
     /// store's tier worker deletes them); unset without a tier.
     pub(crate) tier_release: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<TierRef>>,
-    /// Listing pages read ahead, and the count of writes that invalidates
-    /// them.
+    /// Listing pages read ahead.
     pub(crate) list_ahead: ListAhead,
     /// Which keys may differ between the disks (so where a listing may
-    /// read one disk).
+    /// read one disk), and the count of writes that invalidates pages read
+    /// ahead.
     pub(crate) agreement: Arc<Agreement>,
     last_mtime: AtomicU64,
 }
@@ -181,8 +181,10 @@ impl ErasureSet {
             )));
         }
         let data = n - parity;
+        let agreement = Arc::new(Agreement::new(disks.clone()));
         Ok(ErasureSet {
-            agreement: Arc::new(Agreement::new(disks.clone())),
+            list_ahead: ListAhead::new(agreement.clone()),
+            agreement,
             codec: Arc::new(Codec::new(data, parity)?),
             quorum: Quorum::for_layout(data, parity),
             disks,
@@ -196,7 +198,6 @@ impl ErasureSet {
             repair,
             presence_checks: Arc::new(tokio::sync::Semaphore::new(crate::repair::PRESENCE_CHECKS)),
             tier_release: std::sync::OnceLock::new(),
-            list_ahead: ListAhead::default(),
             last_mtime: AtomicU64::new(0),
         })
     }
@@ -527,8 +528,7 @@ impl ErasureSet {
             listing: crate::projection::encode(&object),
         };
         let layout = object.layout;
-        let writing = self.list_ahead.write();
-        let mut agreement = self.agreement.writing(ns, [key.as_bytes()]);
+        let mut writing = self.agreement.writing(ns, [key.as_bytes()]);
         let results = self
             .some_disks(targets, |slot, d| {
                 let rec = rec.clone();
@@ -556,9 +556,8 @@ impl ErasureSet {
                 }
             });
         }
+        writing.reached_every_disk(stored == self.width());
         drop(writing);
-        agreement.reached_every_disk(stored == self.width());
-        drop(agreement);
         if stored < self.width() {
             self.repair
                 .stats
@@ -665,8 +664,7 @@ impl ErasureSet {
         ns: &str,
         items: Vec<(Vec<u8>, VersionId)>,
     ) -> Result<(), Error> {
-        let writing = self.list_ahead.write();
-        let mut agreement = self
+        let mut writing = self
             .agreement
             .writing(ns, items.iter().map(|(k, _)| &k[..]));
         let results = self
@@ -675,10 +673,9 @@ impl ErasureSet {
                 async move { d.delete_records(ns.as_bytes(), items).await }
             })
             .await;
-        drop(writing);
         let ok = results.iter().filter(|r| r.is_ok()).count();
-        agreement.reached_every_disk(ok == self.width());
-        drop(agreement);
+        writing.reached_every_disk(ok == self.width());
+        drop(writing);
         let released = join_all(results.into_iter().enumerate().map(|(slot, r)| async move {
             let mut released = Vec::new();
             for old in r.into_iter().flatten().flatten() {

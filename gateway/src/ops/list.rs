@@ -213,13 +213,7 @@ fn first_page(prefix: &str, after: Option<&str>, max_keys: usize) -> (ListStart,
 }
 
 /// Writes the listed objects and common prefixes into `doc`.
-fn render(
-    gw: &Gateway,
-    doc: &mut ListingXml,
-    listed: &Listed,
-    url: bool,
-    owner: bool,
-) -> S3Result<()> {
+fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner: bool) {
     for &(p, i) in &listed.contents {
         let (key, v) = listed.pages[p].get(i);
         let key = enc(key, url);
@@ -238,7 +232,6 @@ fn render(
     for cp in &listed.prefixes {
         doc.common_prefix(&enc(cp, url));
     }
-    Ok(())
 }
 
 pub(crate) fn common_prefixes(prefixes: &[String], url: bool) -> Vec<CommonPrefix> {
@@ -307,7 +300,7 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
                 .map(|s| enc(s, url))
                 .as_deref(),
         );
-    render(gw, &mut doc, &listed, url, fetch_owner)?;
+    render(gw, &mut doc, &listed, url, fetch_owner);
     Ok(xml(StatusCode::OK, doc.finish()))
 }
 
@@ -332,6 +325,6 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
         )
         .value("IsTruncated", listed.truncated)
         .opt("EncodingType", url.then_some("url"));
-    render(gw, &mut doc, &listed, url, true)?;
+    render(gw, &mut doc, &listed, url, true);
     Ok(xml(StatusCode::OK, doc.finish()))
 }
