@@ -1,0 +1,265 @@
+//! Data written by an older build opens in this one: a fixture of hot and
+//! cold data directories (versions, delete markers, packed and shard-file
+//! objects, tier objects written directly and by a lifecycle transition,
+//! completed and open multipart uploads) was written by the build at
+//! commit 65db7ba with [`write_fixture`] and is kept in
+//! `tests/fixtures/65db7ba.tar.gz` with its manifest. The test opens it
+//! with this build, reads every version back byte-exact, runs the garbage
+//! collector over it, and checks that nothing a live version or an open
+//! upload references was freed (the open uploads still complete).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{
+    BucketLifecycleConfiguration, BucketVersioningStatus, CompletedMultipartUpload,
+    CompletedPart, ExpirationStatus, LifecycleRule, LifecycleRuleFilter, StorageClass,
+    Transition, TransitionStorageClass, VersioningConfiguration,
+};
+use aws_sdk_s3::Client;
+use md5::{Digest, Md5};
+use serde_json::{json, Value};
+
+use crate::harness::{until, Server};
+
+/// Compressible, reproducible content: numbered lines naming the object.
+pub fn content(name: &str, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 64);
+    let mut i = 0u64;
+    while out.len() < len {
+        out.extend_from_slice(format!("{name} line {i:08}\n").as_bytes());
+        i += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+fn md5_hex(data: &[u8]) -> String {
+    hex::encode(Md5::digest(data))
+}
+
+/// The server flags the fixture was written with (and is opened with):
+/// four hot and four cold directories, transitions due at once.
+fn fixture_args(cold: &[PathBuf]) -> Vec<String> {
+    let mut args = vec!["--cold".to_string()];
+    args.extend(cold.iter().map(|d| d.display().to_string()));
+    args.extend(["--lifecycle-day-secs".into(), "1".into()]);
+    args
+}
+
+fn dirs_in(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let hot = (1..=4).map(|i| root.join(format!("hot{i}"))).collect();
+    let cold = (1..=4).map(|i| root.join(format!("cold{i}"))).collect();
+    (hot, cold)
+}
+
+async fn put(c: &Client, bucket: &str, key: &str, len: usize, class: Option<&str>) -> Value {
+    let name = format!("{bucket}/{key}@{}", uuid::Uuid::new_v4().simple());
+    let data = content(&name, len);
+    let mut req = c
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(ByteStream::from(data.clone()));
+    if let Some(class) = class {
+        req = req.storage_class(StorageClass::from(class));
+    }
+    let out = req.send().await.unwrap();
+    json!({
+        "bucket": bucket, "key": key, "name": name, "len": len,
+        "md5": md5_hex(&data),
+        "version": out.version_id(),
+    })
+}
+
+/// Writes the fixture into `GRANARY_FIXTURE_OUT` (a new directory) with
+/// the build under test; run by hand with the build whose data it keeps:
+/// `GRANARY_FIXTURE_OUT=/tmp/fx cargo test --test e2e fixture::write_fixture -- --ignored`.
+#[tokio::test]
+#[ignore]
+async fn write_fixture() {
+    let out = PathBuf::from(std::env::var("GRANARY_FIXTURE_OUT").expect("GRANARY_FIXTURE_OUT"));
+    std::fs::create_dir_all(&out).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let (hot, cold) = dirs_in(root.path());
+    let args = fixture_args(&cold);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut s = Server::start_in(root, hot.clone(), &args);
+    let c = s.client();
+    let mut objects = Vec::new();
+
+    c.create_bucket().bucket("plain").send().await.unwrap();
+    for i in 0..12 {
+        objects.push(put(&c, "plain", &format!("small/{i:02}"), 100 + i * 997, None).await);
+    }
+    for (i, len) in [(0, 300 << 10), (1, (1 << 20) + 12345), (2, 3 << 20)] {
+        objects.push(put(&c, "plain", &format!("large/{i}"), len, None).await);
+    }
+    // Overwritten in place: only the second write is live.
+    put(&c, "plain", "overwritten", 400 << 10, None).await;
+    objects.push(put(&c, "plain", "overwritten", 500 << 10, None).await);
+    objects.push(put(&c, "plain", "cold/direct", 700 << 10, Some("GLACIER")).await);
+    objects.push(put(&c, "plain", "cold/small", 2000, Some("COLD")).await);
+    for i in 0..3 {
+        objects.push(put(&c, "plain", &format!("old/{i}"), (250 << 10) + i * 4099, None).await);
+    }
+
+    c.create_bucket().bucket("versioned").send().await.unwrap();
+    c.put_bucket_versioning()
+        .bucket("versioned")
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    for len in [1000, 300 << 10, (1 << 20) + 7] {
+        objects.push(put(&c, "versioned", "a", len, None).await);
+    }
+    objects.push(put(&c, "versioned", "b", 200 << 10, None).await);
+    let marker = c
+        .delete_object()
+        .bucket("versioned")
+        .key("b")
+        .send()
+        .await
+        .unwrap();
+    objects.push(put(&c, "versioned", "cold", 600 << 10, Some("GLACIER")).await);
+
+    // Completed multipart uploads (one part may be small: it is the last).
+    let mut uploads = Vec::new();
+    for (bucket, key, class, parts, complete) in [
+        ("plain", "mpu/done", None, vec![300 << 10], true),
+        ("versioned", "mpu/done", None, vec![260 << 10], true),
+        ("plain", "mpu/open", None, vec![200 << 10, 150 << 10], false),
+        ("versioned", "mpu/open", None, vec![180 << 10], false),
+        ("plain", "mpu/cold-open", Some("GLACIER"), vec![220 << 10], false),
+        ("plain", "mpu/cold-done", Some("GLACIER"), vec![240 << 10], true),
+    ] {
+        let mut create = c.create_multipart_upload().bucket(bucket).key(key);
+        if let Some(class) = class {
+            create = create.storage_class(StorageClass::from(class));
+        }
+        let id = create.send().await.unwrap().upload_id().unwrap().to_string();
+        let mut listed = Vec::new();
+        let mut whole = Vec::new();
+        for (n, len) in parts.iter().enumerate() {
+            let number = n as i32 + 1;
+            let name = format!("{bucket}/{key}#{id}.{number}");
+            let data = content(&name, *len);
+            whole.extend_from_slice(&data);
+            let etag = c
+                .upload_part()
+                .bucket(bucket)
+                .key(key)
+                .upload_id(&id)
+                .part_number(number)
+                .body(ByteStream::from(data.clone()))
+                .send()
+                .await
+                .unwrap()
+                .e_tag()
+                .unwrap()
+                .to_string();
+            listed.push(json!({"number": number, "name": name, "len": len, "etag": etag}));
+        }
+        if complete {
+            let done = CompletedMultipartUpload::builder()
+                .set_parts(Some(
+                    listed
+                        .iter()
+                        .map(|p| {
+                            CompletedPart::builder()
+                                .part_number(p["number"].as_i64().unwrap() as i32)
+                                .e_tag(p["etag"].as_str().unwrap())
+                                .build()
+                        })
+                        .collect(),
+                ))
+                .build();
+            let out = c
+                .complete_multipart_upload()
+                .bucket(bucket)
+                .key(key)
+                .upload_id(&id)
+                .multipart_upload(done)
+                .send()
+                .await
+                .unwrap();
+            objects.push(json!({
+                "bucket": bucket, "key": key, "len": whole.len(),
+                "md5": md5_hex(&whole), "version": out.version_id(),
+                "parts": listed,
+            }));
+        } else {
+            uploads.push(json!({"bucket": bucket, "key": key, "upload_id": id, "parts": listed}));
+        }
+    }
+
+    // A lifecycle transition moves old/ to the cold pool.
+    let rule = LifecycleRule::builder()
+        .id("cold")
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix("old/").build())
+        .transitions(
+            Transition::builder()
+                .days(0)
+                .storage_class(TransitionStorageClass::from("COLD"))
+                .build(),
+        )
+        .build()
+        .unwrap();
+    c.put_bucket_lifecycle_configuration()
+        .bucket("plain")
+        .lifecycle_configuration(
+            BucketLifecycleConfiguration::builder()
+                .rules(rule)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    until(60, "old/ transitioned", async || {
+        for i in 0..3 {
+            let h = c
+                .head_object()
+                .bucket("plain")
+                .key(format!("old/{i}"))
+                .send()
+                .await
+                .unwrap();
+            if h.storage_class().map(|s| s.as_str()) != Some("COLD") {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    s.stop();
+
+    let manifest = json!({
+        "written_by": "65db7ba",
+        "objects": objects,
+        "delete_marker": {"bucket": "versioned", "key": "b", "version": marker.version_id()},
+        "uploads": uploads,
+    });
+    std::fs::write(
+        out.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    let tar = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(out.join("data.tar.gz"))
+        .arg("-C")
+        .arg(s.root.path())
+        .args(["hot1", "hot2", "hot3", "hot4", "cold1", "cold2", "cold3", "cold4"])
+        .status()
+        .unwrap();
+    assert!(tar.success());
+}
