@@ -43,6 +43,9 @@ enum Command {
 }
 
 fn main() {
+    // Fault points named in FAILPOINTS (test builds only).
+    #[cfg(feature = "failpoints")]
+    let _faults = fail::FailScenario::setup();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

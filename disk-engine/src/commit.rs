@@ -57,7 +57,10 @@ impl Committer {
         let (tx, rx) = mpsc::channel(COMMIT_QUEUE);
         let thread = std::thread::Builder::new()
             .name(format!("commit {label}"))
-            .spawn(move || run(meta, rx))?;
+            .spawn({
+                let label = label.to_string();
+                move || run(meta, rx, &label)
+            })?;
         Ok(Committer {
             tx: Some(tx),
             thread: Some(thread),
@@ -90,7 +93,7 @@ fn gone() -> DiskError {
     DiskError::Io(std::io::Error::other("record committer stopped"))
 }
 
-fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<Job>) {
+fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<Job>, label: &str) {
     let mut writes = Vec::with_capacity(MAX_BATCH);
     let mut replies = Vec::with_capacity(MAX_BATCH);
     let mut dropped = Vec::new();
@@ -112,7 +115,10 @@ fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<Job>) {
                 next = rx.try_recv().ok();
             }
         }
-        match meta.commit_batch(&writes, &dropped) {
+        crate::failpoint::hit_blocking("disk.commit.before", label);
+        let committed = meta.commit_batch(&writes, &dropped);
+        crate::failpoint::hit_blocking("disk.commit.after", label);
+        match committed {
             Ok(outcomes) => {
                 for (r, o) in replies.drain(..).zip(outcomes) {
                     let _ = r.send(o);

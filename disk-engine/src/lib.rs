@@ -19,6 +19,7 @@ mod atomic;
 mod commit;
 mod disk;
 mod error;
+pub mod failpoint;
 mod faulty;
 mod format;
 mod heads;

@@ -23,6 +23,7 @@ use crate::disk::{
     ShardSummary, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
+use crate::failpoint;
 use crate::format::{FormatRecord, FORMAT_FILE};
 use crate::io::at_bulk_priority;
 use crate::io::ring::Ring;
@@ -134,6 +135,16 @@ pub struct LocalDisk {
     reserve: u64,
     io: ShardIo,
     _lock: File,
+}
+
+/// An I/O error where fault point `name` asks for one on this disk.
+async fn injected(label: &str, name: &'static str) -> Result<(), DiskError> {
+    match failpoint::hit(name, label).await.is_error() {
+        true => Err(DiskError::Io(std::io::Error::other(format!(
+            "{name}: fault injected"
+        )))),
+        false => Ok(()),
+    }
 }
 
 async fn blocking<T, F>(f: F) -> Result<T, DiskError>
@@ -351,6 +362,12 @@ impl Disk for LocalDisk {
     }
 
     async fn read_shard(&self, id: ShardId, offset: u64, len: u64) -> Result<Bytes, DiskError> {
+        if failpoint::hit("disk.read_shard", &self.label)
+            .await
+            .is_error()
+        {
+            return Err(DiskError::corrupt("shard", "fault injected"));
+        }
         let path = self.shard_path(id);
         if let ShardIo::Ring { ring, direct, open } = &self.io {
             return open.read(ring, id, path, *direct, offset, len).await;
@@ -394,6 +411,7 @@ impl Disk for LocalDisk {
         if let Some(p) = &piece {
             self.check_piece_space(p.data.len())?;
         }
+        injected(&self.label, "disk.put_record").await?;
         self.committer
             .put(RecordWrite {
                 ns: ns.to_vec(),
@@ -440,6 +458,7 @@ impl Disk for LocalDisk {
         ns: &[u8],
         items: Vec<(Vec<u8>, VersionId)>,
     ) -> Result<Vec<Option<Record>>, DiskError> {
+        injected(&self.label, "disk.delete_records").await?;
         let (m, ns) = (self.meta(), ns.to_vec());
         blocking(move || m.delete_records(&ns, &items)).await
     }
@@ -496,6 +515,7 @@ impl Disk for LocalDisk {
         upload_id: Uuid,
         part: PartEntry,
     ) -> Result<Option<PartEntry>, DiskError> {
+        injected(&self.label, "disk.put_part").await?;
         let (m, ns, key) = (self.meta(), ns.to_vec(), key.to_vec());
         blocking(move || m.put_part(&ns, &key, upload_id, &part)).await
     }

@@ -962,11 +962,13 @@ impl MetaStore {
         self.db
             .set_options_cf(cf, &[("blob_garbage_collection_age_cutoff", "1.0")])?;
         let flushed = self.db.flush_cf(cf);
+        crate::failpoint::hit_blocking("pack_gc.flushed", "");
         if flushed.is_ok() {
             let mut opts = rocksdb::CompactOptions::default();
             opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
             self.db
                 .compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &opts);
+            crate::failpoint::hit_blocking("pack_gc.compacted", "");
         }
         // Back to the normal cutoff even when the flush failed.
         self.db.set_options_cf(

@@ -17,6 +17,9 @@
 //! | GET | `/granary/admin/v1/tiers` | remote tiers (without secrets) |
 //! | GET | `/granary/admin/v1/metrics` | the Prometheus metrics (as a JSON string) |
 //! | PUT, DELETE | `/granary/admin/v1/tiers/{NAME}` | add or change, remove a remote tier (another S3 endpoint) |
+//! | GET | `/granary/admin/v1/faults` | fault points reached and client disconnects seen (fault tests) |
+//! | PUT | `/granary/admin/v1/faults/{NAME}` | set a fault point's actions (builds with fault points only) |
+//! | PUT | `/granary/admin/v1/clock` | `{"skewMs": N}`: step the store's clock (builds with fault points only) |
 
 use std::sync::Arc;
 
@@ -194,6 +197,56 @@ async fn status(store: &placement::Store) -> Value {
         "heal": store.heal_progress(),
         "runsBackgroundWork": store.owns_background(),
     })
+}
+
+/// Fault points reached and client disconnects seen.
+fn faults(gw: &Gateway) -> Value {
+    let points: serde_json::Map<String, Value> = placement::failpoint::counts()
+        .into_iter()
+        .map(|(name, (arrived, acted))| (name, json!({"arrived": arrived, "acted": acted})))
+        .collect();
+    let disconnects: Vec<Value> = gw
+        .disconnects
+        .snapshot()
+        .into_iter()
+        .map(|((api, phase), n)| json!({"api": api, "phase": phase, "count": n}))
+        .collect();
+    json!({
+        "enabled": placement::failpoint::ENABLED,
+        "points": points,
+        "disconnects": disconnects,
+        "clockSkewMs": placement::clock::skew_ms(),
+    })
+}
+
+/// Steps the store's clock (builds with fault points only).
+fn set_clock(body: &[u8]) -> Response<Body> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Clock {
+        skew_ms: i64,
+    }
+    let Ok(c) = serde_json::from_slice::<Clock>(body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "InvalidArgument",
+            "expected {\"skewMs\": N}",
+        );
+    };
+    #[cfg(feature = "failpoints")]
+    {
+        placement::clock::set_skew_ms(c.skew_ms);
+        reply(StatusCode::OK, json!({ "clockSkewMs": c.skew_ms }))
+    }
+    #[cfg(not(feature = "failpoints"))]
+    {
+        let _ = c.skew_ms;
+        error(
+            StatusCode::NOT_IMPLEMENTED,
+            "NotImplemented",
+            "this build has no fault points; the clock cannot be stepped",
+        )
+    }
 }
 
 /// Handles every admin request.
@@ -401,6 +454,24 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
         }
         (&Method::GET, ["heal"]) => reply(StatusCode::OK, json!(gw.store.heal_progress())),
         (&Method::GET, ["status"]) => reply(StatusCode::OK, status(&gw.store).await),
+        (&Method::GET, ["faults"]) => reply(StatusCode::OK, faults(&gw)),
+        (&Method::PUT, ["faults", name]) => {
+            let bytes = match read(body).await {
+                Ok(b) => b,
+                Err(e) => return s3_error(e),
+            };
+            match placement::failpoint::configure(name, String::from_utf8_lossy(&bytes).trim()) {
+                Ok(()) => reply(StatusCode::OK, json!({ "configured": name })),
+                Err(e) => error(StatusCode::BAD_REQUEST, "InvalidArgument", e),
+            }
+        }
+        (&Method::PUT, ["clock"]) => {
+            let bytes = match read(body).await {
+                Ok(b) => b,
+                Err(e) => return s3_error(e),
+            };
+            set_clock(&bytes)
+        }
         (&Method::POST, ["gc"]) => {
             let disks = gw.store.collect_packed_garbage().await;
             reply(StatusCode::OK, json!({ "disksCollected": disks }))

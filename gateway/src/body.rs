@@ -19,6 +19,7 @@ use crate::auth::chunked::ChunkedDecoder;
 use crate::auth::Payload;
 use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
+use crate::progress::{Phase, Progress};
 
 /// Most bytes of an abandoned request body read and discarded so the
 /// client receives the error response instead of a reset connection.
@@ -32,21 +33,26 @@ const DRAIN_IDLE: Duration = Duration::from_secs(2);
 /// [`DRAIN_LIMIT_BYTES`] in the background. Without it the connection closes
 /// under a client that is still sending, which sees a broken pipe instead of
 /// the S3 error.
+///
+/// It also moves the request's [`Progress`] through the body's phases,
+/// and reports a body the client cut short.
 pub struct DrainOnDrop {
     inner: Option<Body>,
     /// The client waits for `100 Continue` before sending the body.
     expects_continue: bool,
     polled: bool,
+    progress: Arc<Progress>,
 }
 
 impl DrainOnDrop {
     /// Wraps a request body; `expects_continue` when the request carried
     /// `Expect: 100-continue` (then an unread body was never sent).
-    pub fn new(body: Body, expects_continue: bool) -> DrainOnDrop {
+    pub fn new(body: Body, expects_continue: bool, progress: Arc<Progress>) -> DrainOnDrop {
         DrainOnDrop {
             inner: Some(body),
             expects_continue,
             polled: false,
+            progress,
         }
     }
 }
@@ -59,11 +65,19 @@ impl http_body::Body for DrainOnDrop {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        use std::task::Poll;
         self.polled = true;
-        match self.inner.as_mut() {
+        let polled = match self.inner.as_mut() {
             Some(b) => std::pin::Pin::new(b).poll_frame(cx),
-            None => std::task::Poll::Ready(None),
+            None => Poll::Ready(None),
+        };
+        match &polled {
+            Poll::Ready(Some(Ok(_))) => self.progress.enter(Phase::DuringBody),
+            Poll::Ready(None) => self.progress.enter(Phase::AfterBody),
+            Poll::Ready(Some(Err(_))) => self.progress.body_cut(),
+            Poll::Pending => {}
         }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

@@ -20,12 +20,10 @@ const STORED_HEADERS: [&str; 5] = [
     "expires",
 ];
 
-/// Now, in nanoseconds since the epoch.
+/// Now, in nanoseconds since the epoch, on the store's clock (the one
+/// modification times are taken from).
 pub fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    placement::clock::now_ns()
 }
 
 /// ISO 8601 with milliseconds, as S3's XML uses.

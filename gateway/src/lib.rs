@@ -22,6 +22,7 @@ pub mod iam;
 mod metrics;
 mod names;
 mod ops;
+pub mod progress;
 mod range;
 mod request;
 mod server;
@@ -89,6 +90,8 @@ pub struct Gateway {
     pub(crate) lifecycle_configs: lifecycle::ConfigCache,
     /// Owner shown in listings.
     pub owner: xml::Owner,
+    /// Requests whose client went away, by operation and phase.
+    pub disconnects: Arc<progress::Disconnects>,
 }
 
 impl Gateway {
@@ -113,6 +116,7 @@ impl Gateway {
             lifecycle: None,
             lifecycle_configs: Default::default(),
             owner,
+            disconnects: Default::default(),
         }
     }
 

@@ -111,6 +111,18 @@ pub fn render(gw: &Gateway) -> String {
         &[],
         gw.store.listing_one_disk_pages() as f64,
     );
+    o.family(
+        "granary_client_disconnects_total",
+        "counter",
+        "Requests whose client went away before the answer, by operation and by what the request was doing.",
+    );
+    for ((api, phase), n) in gw.disconnects.snapshot() {
+        o.sample(
+            "granary_client_disconnects_total",
+            &[("api", api), ("phase", phase)],
+            n as f64,
+        );
+    }
     let Some(scanner) = &gw.lifecycle else {
         return o.0;
     };

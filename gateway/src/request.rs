@@ -27,6 +27,8 @@ pub struct S3Request {
     pub client: Option<SocketAddr>,
     /// Whether the connection is TLS.
     pub secure: bool,
+    /// How far the request got (for counting clients that go away).
+    pub progress: std::sync::Arc<crate::progress::Progress>,
 }
 
 /// Splits a raw query string into decoded pairs.

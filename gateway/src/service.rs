@@ -22,6 +22,7 @@ use crate::error::S3Result;
 use crate::iam::Principal;
 use crate::ops;
 use crate::ops::dispatch;
+use crate::progress::{AbandonGuard, Phase, Progress};
 use crate::request::{parse_query, parse_target, virtual_host_bucket, S3Request};
 use crate::Gateway;
 
@@ -76,10 +77,16 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
             .headers
             .get(http::header::EXPECT)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-        let body = Body::new(DrainOnDrop::new(body, expects_continue));
+        let progress = Progress::new(gw.disconnects.clone());
+        let abandoned = AbandonGuard(progress.clone());
+        let body = Body::new(DrainOnDrop::new(body, expects_continue, progress.clone()));
         let resource = parts.uri.path().to_string();
         let head = parts.method == http::Method::HEAD;
-        let mut resp = match handle(&gw, parts, body).await {
+        let handled = handle(&gw, parts, body, &progress).await;
+        progress.enter(Phase::Answer);
+        progress.answered();
+        drop(abandoned);
+        let mut resp = match handled {
             Ok(r) => r,
             Err(e) => {
                 if e.status().is_server_error() {
@@ -121,7 +128,12 @@ pub struct Connection {
     pub secure: bool,
 }
 
-async fn handle(gw: &Gateway, parts: http::request::Parts, body: Body) -> S3Result<Response<Body>> {
+async fn handle(
+    gw: &Gateway,
+    parts: http::request::Parts,
+    body: Body,
+    progress: &Arc<Progress>,
+) -> S3Result<Response<Body>> {
     let (bucket, key) = parse_target(&parts, gw.config.domain.as_deref())?;
     let conn = parts.extensions.get::<Connection>().copied();
     if parts.method == http::Method::OPTIONS {
@@ -157,6 +169,7 @@ async fn handle(gw: &Gateway, parts: http::request::Parts, body: Body) -> S3Resu
         principal,
         client: conn.map(|c| c.peer),
         secure: conn.is_some_and(|c| c.secure),
+        progress: progress.clone(),
     };
     let method = req.parts.method.clone();
     let origin = req.parts.headers.contains_key(http::header::ORIGIN);

@@ -37,12 +37,9 @@ const PLAN_EXAMPLES: usize = 5;
 /// whatever their age). A quarter of a shortened lifecycle day, for tests.
 const SWEEP_GRACE: Duration = Duration::from_secs(600);
 
-/// Now, in nanoseconds since the epoch.
+/// Now, in nanoseconds since the epoch, on the store's clock.
 fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    placement::clock::now_ns()
 }
 
 /// A bucket's checkpoint retention rules, if it has any.

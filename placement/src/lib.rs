@@ -16,6 +16,7 @@ mod agreement;
 mod background;
 mod buckets;
 mod cache;
+pub mod clock;
 mod cluster;
 mod codec;
 mod current;
@@ -53,6 +54,7 @@ pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 pub use cluster::{expand, open_cluster_pool, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
 pub use codec::Codec;
 pub use current::ObjectPage;
+pub use disk_engine::failpoint;
 pub use disk_engine::rpc::accept;
 pub use disk_engine::{
     at_bulk_priority, become_bulk_thread, DiskHealth, ListStart, Tier, UploadListStart,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use disk_engine::{DiskError, PartEntry, ShardId, UploadEntry, UploadListStart};
+use disk_engine::{failpoint, DiskError, PartEntry, ShardId, UploadEntry, UploadListStart};
 use uuid::Uuid;
 
 use crate::error::Error;
@@ -177,17 +177,24 @@ impl Store {
             number,
             body: record::encode(&rec),
         };
+        failpoint::hit("part.staged", "").await;
         let _guard = self.set.locks.lock(bucket, key).await?;
         let results = self
             .set
             .each_disk(|_, d| {
                 let entry = entry.clone();
                 async move {
-                    d.put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry)
-                        .await
+                    let r = d
+                        .put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry)
+                        .await;
+                    if r.is_ok() {
+                        failpoint::hit("part.stored", d.label()).await;
+                    }
+                    r
                 }
             })
             .await;
+        failpoint::hit("part.recorded", "").await;
         let gone = results
             .iter()
             .filter(|r| matches!(r, Err(DiskError::NotFound)))
@@ -307,6 +314,7 @@ impl Store {
         let _guard = self.set.locks.lock(bucket, key).await?;
         // The upload may have been completed or aborted while we waited.
         self.get_upload(bucket, key, upload_id).await?;
+        failpoint::hit("complete.before", "").await;
         if upload.part_pool().is_some() {
             return self
                 .complete_cold_upload(bucket, key, upload_id, upload, parts, meta, opts)
@@ -324,8 +332,10 @@ impl Store {
         let stored = self
             .commit_version_locked(bucket, key, record, &all, opts, None)
             .await?;
+        failpoint::hit("complete.committed", "").await;
         let keep: Vec<Uuid> = stored.data_ids().collect();
         self.drop_upload(bucket, key, upload_id, None, &keep).await;
+        failpoint::hit("complete.dropped", "").await;
         Ok(stored)
     }
 

@@ -178,6 +178,7 @@ impl Store {
                 .put_tiered_object(bucket, key, staged, meta, tags, opts)
                 .await;
         }
+        disk_engine::failpoint::hit("put.staged", "").await;
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), &meta);
         let record = ObjectRecord::new_version(staged.layout, vec![part], false, meta, tags, None);
         let disks = staged.disks.clone();
@@ -202,6 +203,7 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
+        disk_engine::failpoint::hit("tier.put.committed", "").await;
         let part = PartRef::single(size, None, false, &meta);
         let layout = self.set.layout_for(bucket, key);
         let record =

@@ -195,6 +195,7 @@ impl ErasureSet {
                 } else {
                     self.rebuild_shards(data_id, &geo, &targets).await?;
                 }
+                disk_engine::failpoint::hit("heal.rebuilt", "").await;
             }
         }
         let missing: Vec<bool> = (0..self.width())
@@ -212,6 +213,7 @@ impl ErasureSet {
                 })
                 .await;
             drop(agreement);
+            disk_engine::failpoint::hit("heal.recorded", "").await;
             for (slot, r) in results.into_iter().enumerate() {
                 match r {
                     Some(Ok(PutRecordOutcome::Stored { replaced })) => {

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use disk_engine::{
     Disk, DiskError, DiskHealth, PutRecordOutcome, Record, ShardId, ShardOptions, ShardWriter,
@@ -13,6 +12,8 @@ use disk_engine::{
 };
 use futures::future::join_all;
 use uuid::Uuid;
+
+use disk_engine::failpoint;
 
 use crate::agreement::Agreement;
 use crate::cache::ReadCache;
@@ -143,26 +144,7 @@ pub(crate) fn version_key(id: Option<Uuid>) -> VersionId {
     id.map_or(VersionId::NULL, |u| VersionId(*u.as_bytes()))
 }
 
-/// Now, in nanoseconds since the epoch.
-pub(crate) fn now_ns() -> u64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    now.saturating_add_signed(clock_skew_ns())
-}
-
-/// Fault injection for tests of clock skew between gateways: shifts this
-/// process's clock by `GRANARY_FAULT_CLOCK_SKEW_MS` milliseconds.
-fn clock_skew_ns() -> i64 {
-    static SKEW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *SKEW.get_or_init(|| {
-        std::env::var("GRANARY_FAULT_CLOCK_SKEW_MS")
-            .ok()
-            .and_then(|v| v.parse::<i64>().ok())
-            .map_or(0, |ms| ms.saturating_mul(1_000_000))
-    })
-}
+pub(crate) use crate::clock::now_ns;
 
 impl ErasureSet {
     /// Builds a set over `disks` (in slot order) with `parity` parity shards.
@@ -529,13 +511,19 @@ impl ErasureSet {
         };
         let layout = object.layout;
         let mut writing = self.agreement.writing(ns, [key.as_bytes()]);
+        failpoint::hit("set.record.before", "").await;
         let results = self
             .some_disks(targets, |slot, d| {
                 let rec = rec.clone();
                 let piece = pieces.map(|p| p.for_shard(layout.shard_of_disk(slot)));
                 async move {
-                    d.put_record(ns.as_bytes(), key.as_bytes(), rec, piece)
-                        .await
+                    let r = d
+                        .put_record(ns.as_bytes(), key.as_bytes(), rec, piece)
+                        .await;
+                    if r.is_ok() {
+                        failpoint::hit("set.record.stored", d.label()).await;
+                    }
+                    r
                 }
             })
             .await;
@@ -564,6 +552,7 @@ impl ErasureSet {
                 .degraded_writes
                 .fetch_add(1, Ordering::Relaxed);
         }
+        failpoint::hit("set.record.quorum", "").await;
         let keep: Vec<Uuid> = object.data_ids().collect();
         let mut released = Vec::new();
         for (slot, r) in results.into_iter().enumerate() {
@@ -576,6 +565,7 @@ impl ErasureSet {
         }
         released.retain(|t| object.tiered.as_ref() != Some(t));
         self.release_tiered(released);
+        failpoint::hit("set.record.freed", "").await;
         Ok(object)
     }
 
@@ -667,12 +657,20 @@ impl ErasureSet {
         let mut writing = self
             .agreement
             .writing(ns, items.iter().map(|(k, _)| &k[..]));
+        failpoint::hit("set.delete.before", "").await;
         let results = self
             .each_disk(|_, d| {
                 let items = items.clone();
-                async move { d.delete_records(ns.as_bytes(), items).await }
+                async move {
+                    let r = d.delete_records(ns.as_bytes(), items).await;
+                    if r.is_ok() {
+                        failpoint::hit("set.delete.removed", d.label()).await;
+                    }
+                    r
+                }
             })
             .await;
+        failpoint::hit("set.delete.quorum", "").await;
         let ok = results.iter().filter(|r| r.is_ok()).count();
         writing.reached_every_disk(ok == self.width());
         drop(writing);

@@ -165,6 +165,7 @@ impl Store {
                     .await?
             }
         };
+        disk_engine::failpoint::hit("transition.tier_committed", "").await;
         let read = read_crc.lock().finalize();
         match self.tier_crc(&tier_ref, size).await {
             Ok(written) if written == read => {}
@@ -183,7 +184,9 @@ impl Store {
         after.parts = tiered_parts(&before.parts);
         after.tiered = Some(tier_ref.clone());
         after.meta.storage_class = Some(class.to_string());
-        match self.flip(bucket, key, &before, after).await {
+        let flipped = self.flip(bucket, key, &before, after).await;
+        disk_engine::failpoint::hit("transition.flipped", "").await;
+        match flipped {
             Ok(true) => Ok(Transitioned::Moved(size)),
             Ok(false) => {
                 self.set.release_tiered(vec![tier_ref]);

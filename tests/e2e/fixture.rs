@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
-    BucketLifecycleConfiguration, BucketVersioningStatus, CompletedMultipartUpload,
-    CompletedPart, ExpirationStatus, LifecycleRule, LifecycleRuleFilter, StorageClass,
-    Transition, TransitionStorageClass, VersioningConfiguration,
+    BucketLifecycleConfiguration, BucketVersioningStatus, CompletedMultipartUpload, CompletedPart,
+    ExpirationStatus, LifecycleRule, LifecycleRuleFilter, StorageClass, Transition,
+    TransitionStorageClass, VersioningConfiguration,
 };
 use aws_sdk_s3::Client;
 use md5::{Digest, Md5};
@@ -102,7 +102,16 @@ async fn write_fixture() {
     objects.push(put(&c, "plain", "cold/direct", 700 << 10, Some("GLACIER")).await);
     objects.push(put(&c, "plain", "cold/small", 2000, Some("COLD")).await);
     for i in 0..3 {
-        objects.push(put(&c, "plain", &format!("old/{i}"), (250 << 10) + i * 4099, None).await);
+        objects.push(
+            put(
+                &c,
+                "plain",
+                &format!("old/{i}"),
+                (250 << 10) + i * 4099,
+                None,
+            )
+            .await,
+        );
     }
 
     c.create_bucket().bucket("versioned").send().await.unwrap();
@@ -136,14 +145,32 @@ async fn write_fixture() {
         ("versioned", "mpu/done", None, vec![260 << 10], true),
         ("plain", "mpu/open", None, vec![200 << 10, 150 << 10], false),
         ("versioned", "mpu/open", None, vec![180 << 10], false),
-        ("plain", "mpu/cold-open", Some("GLACIER"), vec![220 << 10], false),
-        ("plain", "mpu/cold-done", Some("GLACIER"), vec![240 << 10], true),
+        (
+            "plain",
+            "mpu/cold-open",
+            Some("GLACIER"),
+            vec![220 << 10],
+            false,
+        ),
+        (
+            "plain",
+            "mpu/cold-done",
+            Some("GLACIER"),
+            vec![240 << 10],
+            true,
+        ),
     ] {
         let mut create = c.create_multipart_upload().bucket(bucket).key(key);
         if let Some(class) = class {
             create = create.storage_class(StorageClass::from(class));
         }
-        let id = create.send().await.unwrap().upload_id().unwrap().to_string();
+        let id = create
+            .send()
+            .await
+            .unwrap()
+            .upload_id()
+            .unwrap()
+            .to_string();
         let mut listed = Vec::new();
         let mut whole = Vec::new();
         for (n, len) in parts.iter().enumerate() {
@@ -258,7 +285,9 @@ async fn write_fixture() {
         .arg(out.join("data.tar.gz"))
         .arg("-C")
         .arg(s.root.path())
-        .args(["hot1", "hot2", "hot3", "hot4", "cold1", "cold2", "cold3", "cold4"])
+        .args([
+            "hot1", "hot2", "hot3", "hot4", "cold1", "cold2", "cold3", "cold4",
+        ])
         .status()
         .unwrap();
     assert!(tar.success());

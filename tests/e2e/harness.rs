@@ -30,6 +30,8 @@ pub struct Server {
     pub endpoint: String,
     pub addr: String,
     extra: Vec<String>,
+    /// Environment variables set for the next launches.
+    pub env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -65,6 +67,7 @@ impl Server {
             endpoint: String::new(),
             addr: String::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
             child: None,
         };
         s.launch()?;
@@ -80,6 +83,7 @@ impl Server {
         c.env("GRANARY_ROOT_USER", USER)
             .env("GRANARY_ROOT_PASSWORD", SECRET)
             .env("RUST_LOG", "info");
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
         c
     }
 
@@ -133,6 +137,29 @@ impl Server {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Whether the process is still running (a crash point may have
+    /// killed it).
+    pub fn running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().ok().flatten().is_none(),
+            None => false,
+        }
+    }
+
+    /// Waits for the process to end (after a crash point killed it) and
+    /// forgets it; false if it still runs after `secs`.
+    pub fn reap(&mut self, secs: u64) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        while std::time::Instant::now() < deadline {
+            if !self.running() {
+                self.child = None;
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// Stops and starts again over the same directories.

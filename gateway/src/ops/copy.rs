@@ -21,6 +21,7 @@ use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
 use crate::headers::{iso8601, now_ns, object_meta, quoted, reject_unsupported, requested_class};
 use crate::names::validate_key;
+use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::xml::{to_xml, CopyObjectResult};
 use crate::{tags, versions, Gateway};
@@ -247,6 +248,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         condition: condition.clone(),
         since_ns,
     };
+    req.progress.enter(Phase::Commit);
     let stored = gw
         .store
         .put_object(req.bucket(), req.key(), copied.staged, meta, tags, &opts)

@@ -8,6 +8,7 @@ use super::{named, xml};
 use crate::body::read_small;
 use crate::error::{S3Error, S3Result};
 use crate::names::validate_key;
+use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::xml::{from_xml, to_xml, Delete, DeleteError, DeleteResult, DeletedEntry, NS};
 use crate::{versions, Gateway};
@@ -21,6 +22,7 @@ const MAX_DELETE_BYTES: u64 = 2 << 20;
 /// removes that version; otherwise may create a delete marker.
 pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let version = versions::requested(req)?;
+    req.progress.enter(Phase::Commit);
     let out = gw
         .store
         .delete_object(req.bucket(), req.key(), version)
@@ -115,6 +117,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         .filter(|(_, _, allowed)| allowed.is_ok())
         .map(|(k, v, _)| (k.clone(), *v))
         .collect();
+    req.progress.enter(Phase::Commit);
     let mut outcomes = gw
         .store
         .delete_objects(req.bucket(), &wanted)

@@ -136,9 +136,27 @@ fn not_allowed() -> S3Error {
     S3Error::MethodNotAllowed("The specified method is not allowed against this resource.".into())
 }
 
-/// Every S3 operation Granary answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
+/// Declares [`Op`] and its names.
+macro_rules! operations {
+    ($($op:ident),* $(,)?) => {
+        /// Every S3 operation Granary answers.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum Op {
+            $($op),*
+        }
+
+        impl Op {
+            /// The operation's name, as AWS spells it.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Op::$op => stringify!($op)),*
+                }
+            }
+        }
+    };
+}
+
+operations! {
     ListBuckets,
     GetBucketLocation,
     GetBucketAcl,
@@ -376,6 +394,7 @@ pub(crate) async fn check_as(
 /// Routes, authorises and runs a request.
 pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Result<Response<Body>> {
     let op = route(&req)?;
+    req.progress.set_api(op.name());
     if let Some(action) = op.action(req.has("versionId")) {
         if op == Op::ListBuckets {
             if !matches!(req.principal, Principal::Root) {

@@ -19,6 +19,7 @@ use crate::checksum::ChecksumAlgorithm;
 use crate::conditions::write_condition;
 use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, requested_class, STANDARD};
+use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::xml::{
     from_xml, to_xml, ChecksumFields, CommonPrefix, CompleteMultipartUpload,
@@ -85,6 +86,7 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
         .map(tags::parse_header)
         .transpose()?
         .unwrap_or_default();
+    req.progress.enter(Phase::Commit);
     let id = gw
         .store
         .create_upload(
@@ -144,6 +146,7 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
     // Every part keeps its checksum: the object's checksum is built from them.
     let checksum = Some(received.checksum.clone());
     let answer = received.explicit_checksum || upload.checksum_algorithm.is_some();
+    req.progress.enter(Phase::Commit);
     gw.store
         .commit_part(
             req.bucket(),
@@ -213,6 +216,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
     )
     .await?;
     let etag = hex::encode(copied.md5);
+    req.progress.enter(Phase::Commit);
     let part = gw
         .store
         .commit_part(
@@ -335,6 +339,7 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
         condition: condition.clone(),
         since_ns: upload.initiated_ns,
     };
+    req.progress.enter(Phase::Commit);
     let stored = gw
         .store
         .complete_upload(req.bucket(), req.key(), id, chosen, meta, &opts)
@@ -374,6 +379,7 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
 /// AbortMultipartUpload.
 pub async fn abort(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let id = upload_id(req)?;
+    req.progress.enter(Phase::Commit);
     gw.store
         .abort_upload(req.bucket(), req.key(), id)
         .await

@@ -25,6 +25,7 @@ use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
 use crate::headers::{now_ns, object_meta, quoted, requested_class};
 use crate::iam::Principal;
+use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::xml::to_xml;
 use crate::{tags, versions, Gateway};
@@ -387,6 +388,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
         value: checksum::encode(&v),
         kind: "FULL_OBJECT".into(),
     });
+    req.progress.enter(Phase::Commit);
     let stored = gw
         .store
         .put_object(

@@ -10,6 +10,7 @@ use crate::checksum::ChecksumAlgorithm;
 use crate::conditions::write_condition;
 use crate::error::S3Result;
 use crate::headers::{now_ns, object_meta, quoted, reject_unsupported, requested_class};
+use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::{tags, versions, Gateway};
 
@@ -36,6 +37,7 @@ pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
         condition: condition.clone(),
         since_ns,
     };
+    req.progress.enter(Phase::Commit);
     let stored = gw
         .store
         .put_object(req.bucket(), req.key(), received.staged, meta, tags, &opts)

@@ -6,6 +6,7 @@ use http::{Response, StatusCode};
 
 use super::{named, read_document, set_bucket_document, xml};
 use crate::error::{S3Error, S3Result};
+use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::tags::{self, Tags, MAX_BUCKET_TAGS, MAX_OBJECT_TAGS};
 use crate::{versions, Gateway};
@@ -39,6 +40,7 @@ pub async fn get_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
 pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let version = versions::requested(req)?;
     let new = read_tags(gw, req, body, MAX_OBJECT_TAGS).await?;
+    req.progress.enter(Phase::Commit);
     let obj = gw
         .store
         .set_tags(req.bucket(), req.key(), version, new)
@@ -51,6 +53,7 @@ pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
 /// DeleteObjectTagging.
 pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let version = versions::requested(req)?;
+    req.progress.enter(Phase::Commit);
     let obj = gw
         .store
         .set_tags(req.bucket(), req.key(), version, Vec::new())
