@@ -44,8 +44,10 @@ pub enum AdminCommand {
     /// Users and their access keys.
     #[command(subcommand)]
     User(UserCommand),
-    /// Reclaim the space of deleted and overwritten small (packed) objects
-    /// now, on every disk, while the server keeps serving.
+    /// Collect garbage now, while the server keeps serving: delete the
+    /// shard files and pieces nothing refers to (left by crashes and
+    /// cut-off writes) and reclaim the space of deleted and overwritten
+    /// small (packed) objects on every disk.
     Gc,
     /// Remote tiers: other S3 endpoints lifecycle rules can move data to
     /// (the tier's name is the storage class rules name).
@@ -326,6 +328,10 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
         }
         AdminCommand::Gc => {
             let v = client.call("POST", "gc", None).await?;
+            if v["started"] == serde_json::Value::Bool(false) {
+                println!("a collection was already running; this is where it stands");
+            }
+            println!("{}", crate::heal_admin::gc_summary(&v["gc"]));
             println!("collected packed garbage on {} disks", v["disksCollected"]);
         }
         AdminCommand::Stats { json } => {

@@ -62,6 +62,11 @@ pub struct FrontArgs {
     /// corrupt (0: only on `granary admin heal`).
     #[arg(long, default_value_t = 24, value_name = "HOURS")]
     pub scrub_hours: u64,
+    /// Hours between garbage collection passes, which delete the shard
+    /// files and pieces nothing refers to (what crashes and cut-off writes
+    /// leave); 0: only on `granary admin gc`.
+    #[arg(long, default_value_t = 1, value_name = "HOURS")]
+    pub gc_hours: u64,
     /// Most bytes per second a healing pass verifies, in MiB.
     #[arg(long, default_value_t = placement::DEFAULT_HEAL_BYTES_PER_SEC >> 20, value_name = "MIB")]
     pub heal_mib_per_sec: u64,
@@ -160,6 +165,7 @@ pub async fn serve(
         (args.scrub_hours > 0).then(|| Duration::from_secs(args.scrub_hours * 3600)),
         args.heal_mib_per_sec << 20,
     );
+    store.set_gc_interval((args.gc_hours > 0).then(|| Duration::from_secs(args.gc_hours * 3600)));
     let mut gw = Gateway::new(store.clone(), root, master, config);
     gw.lifecycle = Some(scanner.clone());
     let gw = Arc::new(gw);

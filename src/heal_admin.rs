@@ -21,6 +21,30 @@ fn summary(p: &Value) -> String {
     )
 }
 
+/// One line about garbage collection.
+pub fn gc_summary(g: &Value) -> String {
+    let mut s = format!(
+        "gc: {} passes{}; {} shard files and {} pieces deleted ({}), {} staged entries cleared; last pass checked {}",
+        g["passes"],
+        if g["running"] == Value::Bool(true) { ", one running" } else { "" },
+        g["shardsDeleted"],
+        g["piecesDeleted"],
+        mib(&g["bytesReclaimed"]),
+        g["stagedCleared"],
+        g["checked"],
+    );
+    for why in g["skipped"].as_array().into_iter().flatten() {
+        s.push_str(&format!(
+            "\n  skipped a set: {}",
+            why.as_str().unwrap_or("?")
+        ));
+    }
+    if let Some(e) = g["lastError"].as_str() {
+        s.push_str(&format!("\n  last error: {e}"));
+    }
+    s
+}
+
 fn line(p: &Value) -> String {
     let total = p["total"].as_u64().unwrap_or(0).max(1);
     format!(
@@ -110,6 +134,7 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
     if v["runsBackgroundWork"] == Value::Bool(false) {
         println!("scheduled lifecycle passes and scrubs run on another gateway");
     }
+    println!("{}", gc_summary(&v["gc"]));
     let p = &v["heal"];
     println!(
         "heal backlog: {} writes acknowledged with disks missing since the last pass",

@@ -9,8 +9,11 @@
 //! ```
 //! Concurrent small PUTs thereby share fsyncs while each is acknowledged
 //! only once its own write is durable. Deletions of the pieces of replaced
-//! or deleted objects ride along in the same batches. A write that arrives while a batch is
-//! being synced waits for the next batch, which starts at once.
+//! or deleted objects and the staged entries of writes being streamed ride
+//! along in the same batches. A write that arrives while a batch is being
+//! synced waits for the next batch, which starts at once. Before each
+//! batch the disk's directory is checked to be the one opened: a removed
+//! directory fails every write instead of acknowledging it.
 
 use std::sync::Arc;
 
@@ -19,7 +22,8 @@ use uuid::Uuid;
 
 use crate::disk::PutRecordOutcome;
 use crate::error::DiskError;
-use crate::meta::{MetaStore, RecordWrite};
+use crate::meta::{MetaStore, RecordWrite, SideWrites};
+use crate::presence::DirIdentity;
 
 /// Record writes queued before writers wait.
 const COMMIT_QUEUE: usize = 1024;
@@ -27,11 +31,22 @@ const COMMIT_QUEUE: usize = 1024;
 const MAX_BATCH: usize = 256;
 
 type Reply = oneshot::Sender<Result<PutRecordOutcome, DiskError>>;
+type Done = oneshot::Sender<Result<(), DiskError>>;
 
-/// One queued job: a record write, or a piece to delete in the next batch.
+/// A write that rides along in the next batch.
+pub(crate) enum Side {
+    /// Delete the piece of an object replaced or deleted.
+    DropPiece(Uuid),
+    /// Add staged entries (data id, value).
+    Stage(Vec<(Uuid, Vec<u8>)>),
+    /// Remove staged entries.
+    Unstage(Vec<Uuid>),
+}
+
+/// One queued job: a record write, or a side write for the next batch.
 enum Job {
     Put(RecordWrite, Reply),
-    DropPiece(Uuid, oneshot::Sender<Result<(), DiskError>>),
+    Side(Side, Done),
 }
 
 /// Handle to a disk's committer thread. Dropping it ends the thread after
@@ -52,14 +67,19 @@ impl Drop for Committer {
 }
 
 impl Committer {
-    /// Starts the committer of `meta`.
-    pub fn start(meta: Arc<MetaStore>, label: &str) -> std::io::Result<Committer> {
+    /// Starts the committer of `meta`; every batch first checks that the
+    /// disk's directory is still `dir`.
+    pub fn start(
+        meta: Arc<MetaStore>,
+        dir: Arc<DirIdentity>,
+        label: &str,
+    ) -> std::io::Result<Committer> {
         let (tx, rx) = mpsc::channel(COMMIT_QUEUE);
         let thread = std::thread::Builder::new()
             .name(format!("commit {label}"))
             .spawn({
                 let label = label.to_string();
-                move || run(meta, rx, &label)
+                move || run(meta, dir, rx, &label)
             })?;
         Ok(Committer {
             tx: Some(tx),
@@ -75,11 +95,12 @@ impl Committer {
         answer.await.map_err(|_| gone())?
     }
 
-    /// Deletes a piece in the next batch (the piece of an object replaced
-    /// or deleted: an overwrite then costs no separate metadata write).
-    pub async fn drop_piece(&self, id: Uuid) -> Result<(), DiskError> {
+    /// Writes `side` in the next batch (durable on return): an overwrite's
+    /// freed piece or a write's staged entries then cost no metadata write
+    /// of their own.
+    pub async fn side(&self, side: Side) -> Result<(), DiskError> {
         let (reply, answer) = oneshot::channel();
-        self.send(Job::DropPiece(id, reply)).await?;
+        self.send(Job::Side(side, reply)).await?;
         answer.await.map_err(|_| gone())?
     }
 
@@ -93,11 +114,11 @@ fn gone() -> DiskError {
     DiskError::Io(std::io::Error::other("record committer stopped"))
 }
 
-fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<Job>, label: &str) {
+fn run(meta: Arc<MetaStore>, dir: Arc<DirIdentity>, mut rx: mpsc::Receiver<Job>, label: &str) {
     let mut writes = Vec::with_capacity(MAX_BATCH);
     let mut replies = Vec::with_capacity(MAX_BATCH);
-    let mut dropped = Vec::new();
-    let mut drop_replies = Vec::new();
+    let mut side = SideWrites::default();
+    let mut side_replies = Vec::new();
     while let Some(job) = rx.blocking_recv() {
         let mut next = Some(job);
         while let Some(job) = next.take() {
@@ -106,43 +127,47 @@ fn run(meta: Arc<MetaStore>, mut rx: mpsc::Receiver<Job>, label: &str) {
                     writes.push(w);
                     replies.push(r);
                 }
-                Job::DropPiece(id, r) => {
-                    dropped.push(id);
-                    drop_replies.push(r);
+                Job::Side(s, r) => {
+                    match s {
+                        Side::DropPiece(id) => side.dropped_pieces.push(id),
+                        Side::Stage(entries) => side.stage.extend(entries),
+                        Side::Unstage(ids) => side.unstage.extend(ids),
+                    }
+                    side_replies.push(r);
                 }
             }
-            if writes.len() + dropped.len() < MAX_BATCH {
+            if writes.len() + side.len() < MAX_BATCH {
                 next = rx.try_recv().ok();
             }
         }
         crate::failpoint::hit_blocking("disk.commit.before", label);
-        let committed = meta.commit_batch(&writes, &dropped);
+        let committed = dir.check().and_then(|()| meta.commit_batch(&writes, &side));
         crate::failpoint::hit_blocking("disk.commit.after", label);
         match committed {
             Ok(outcomes) => {
                 for (r, o) in replies.drain(..).zip(outcomes) {
                     let _ = r.send(o);
                 }
-                for r in drop_replies.drain(..) {
+                for r in side_replies.drain(..) {
                     let _ = r.send(Ok(()));
                 }
             }
             Err(e) => {
                 let text = e.to_string();
-                let full = matches!(e, DiskError::Full);
-                let err = || match full {
-                    true => DiskError::Full,
-                    false => DiskError::Meta(text.clone()),
+                let err = || match &e {
+                    DiskError::Full => DiskError::Full,
+                    DiskError::Offline(why) => DiskError::Offline(why.clone()),
+                    _ => DiskError::Meta(text.clone()),
                 };
                 for r in replies.drain(..) {
                     let _ = r.send(Err(err()));
                 }
-                for r in drop_replies.drain(..) {
+                for r in side_replies.drain(..) {
                     let _ = r.send(Err(err()));
                 }
             }
         }
         writes.clear();
-        dropped.clear();
+        side.clear();
     }
 }

@@ -5,7 +5,10 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::error::DiskError;
-use crate::types::{KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{
+    KeyRecords, PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId,
+    StagedId, Stamp, UploadEntry, VersionId,
+};
 
 /// How a new shard file is laid out.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
@@ -40,14 +43,48 @@ pub enum DiskHealth {
     },
 }
 
+/// One record write of [`Disk::put_record`], with what goes into the same
+/// atomic write.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RecordPut {
+    /// The record.
+    pub record: Record,
+    /// This disk's piece of a packed object the record refers to.
+    pub piece: Option<Piece>,
+    /// Staged data ids (see [`StagedId`]) the record now refers to: their
+    /// entries are removed in the same write.
+    pub unstage: Vec<Uuid>,
+    /// A multipart upload of the same key that this record completes: the
+    /// upload and its parts are removed in the same write (also when this
+    /// exact write was already stored, so a repeated completion finishes
+    /// the first).
+    pub completes: Option<Uuid>,
+}
+
+impl RecordPut {
+    /// A write of `record` alone.
+    pub fn of(record: Record) -> RecordPut {
+        RecordPut {
+            record,
+            piece: None,
+            unstage: Vec::new(),
+            completes: None,
+        }
+    }
+}
+
 /// Result of [`Disk::put_record`].
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PutRecordOutcome {
-    /// The record is stored; `replaced` is the older write of the same
-    /// version it replaced, if any (its data may now be freed).
+    /// The record is stored (or this exact write already was); `replaced`
+    /// is the older write of the same version it replaced, if any (its
+    /// data may now be freed).
     Stored {
         /// The previous record of the same version id, if there was one.
         replaced: Option<Record>,
+        /// The parts of the upload the write completed, removed with it.
+        #[serde(default)]
+        completed: Vec<PartEntry>,
     },
     /// The disk already holds a newer write of this version; nothing changed.
     Superseded {
@@ -143,13 +180,63 @@ pub trait ShardWriter: Send {
     async fn finish(self: Box<Self>) -> Result<ShardSummary, DiskError>;
 }
 
+/// What a disk holds, for garbage collection: every shard file, piece and
+/// staged data id, and every record and upload of every namespace. Scans
+/// return pages and continue after the last item; none of them blocks
+/// writes.
+#[async_trait]
+pub trait Inventory: Send + Sync + 'static {
+    /// Records `ids` as staged by `owner` (see [`StagedId`]), before any of
+    /// their data is written. Durable on return.
+    async fn stage(&self, ids: Vec<Uuid>, owner: Uuid) -> Result<(), DiskError>;
+
+    /// Removes staged entries (data committed elsewhere, or discarded).
+    /// Durable on return; removing a missing entry succeeds.
+    async fn unstage(&self, ids: Vec<Uuid>) -> Result<(), DiskError>;
+
+    /// Every staged entry.
+    async fn list_staged(&self) -> Result<Vec<StagedId>, DiskError>;
+
+    /// Shard files in the disk's listing order (stable: a listing can
+    /// continue after any id), after `after`, at most `max`.
+    async fn list_shards(
+        &self,
+        after: Option<ShardId>,
+        max: usize,
+    ) -> Result<Vec<ShardFile>, DiskError>;
+
+    /// Piece ids in order, after `after`, at most `max`, with their sizes.
+    async fn list_pieces(
+        &self,
+        after: Option<Uuid>,
+        max: usize,
+    ) -> Result<Vec<(Uuid, u64)>, DiskError>;
+
+    /// Records of every namespace in key order, after the scan position
+    /// `after` (the `next` of the previous page), at most `max`; returns
+    /// them and the position to continue from (`None` at the end).
+    async fn scan_records(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedRecord>, Option<Vec<u8>>), DiskError>;
+
+    /// Multipart uploads of every namespace with their parts, as
+    /// [`Self::scan_records`] pages.
+    async fn scan_uploads(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedUpload>, Option<Vec<u8>>), DiskError>;
+}
+
 /// One disk: shard files, version records and multipart state.
 ///
 /// Object-safe, so the local engine, a remote node client and test wrappers
 /// all fit behind `Arc<dyn Disk>`. Every method is safe to cancel: a
 /// cancelled write either happened entirely or not at all.
 #[async_trait]
-pub trait Disk: Send + Sync + 'static {
+pub trait Disk: Inventory {
     /// Human-readable location (path or endpoint) for logs and errors.
     fn label(&self) -> &str;
 
@@ -179,14 +266,13 @@ pub trait Disk: Send + Sync + 'static {
     async fn get_records(&self, ns: &[u8], key: &[u8]) -> Result<Vec<Record>, DiskError>;
 
     /// Stores a version record unless a newer write (by [`Stamp`]) of the
-    /// same version is already stored; with `piece`, this disk's piece of a
-    /// packed object goes into the same write. Atomic and durable on return.
+    /// same version is already stored, with what [`RecordPut`] puts into
+    /// the same write. Atomic and durable on return.
     async fn put_record(
         &self,
         ns: &[u8],
         key: &[u8],
-        record: Record,
-        piece: Option<Piece>,
+        put: RecordPut,
     ) -> Result<PutRecordOutcome, DiskError>;
 
     /// This disk's piece of a packed object, verified (`NotFound` if
@@ -265,13 +351,15 @@ pub trait Disk: Send + Sync + 'static {
     ) -> Result<(Vec<UploadEntry>, bool), DiskError>;
 
     /// Stores a part of an existing upload (`NotFound` if the upload is
-    /// gone); returns the part of the same number it replaced. Durable.
+    /// gone), removing the staged entries `unstage` in the same write;
+    /// returns the part of the same number it replaced. Atomic and durable.
     async fn put_part(
         &self,
         ns: &[u8],
         key: &[u8],
         upload_id: Uuid,
         part: PartEntry,
+        unstage: Vec<Uuid>,
     ) -> Result<Option<PartEntry>, DiskError>;
 
     /// Takes (or renews) leases on every name in `names` for `owner`, for

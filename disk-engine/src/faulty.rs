@@ -11,11 +11,14 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::disk::{
-    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
-    ShardSummary, ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, Inventory, PutRecordOutcome, RecordListOptions, RecordPage,
+    RecordPut, ShardOptions, ShardSummary, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
-use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{
+    PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId, Stamp,
+    UploadEntry, VersionId,
+};
 
 /// One kind of injected failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,6 +135,56 @@ impl ShardWriter for FaultyWriter {
 }
 
 #[async_trait]
+impl Inventory for FaultyDisk {
+    async fn stage(&self, ids: Vec<Uuid>, owner: Uuid) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.check_write(0)?;
+        self.inner.stage(ids, owner).await
+    }
+    async fn unstage(&self, ids: Vec<Uuid>) -> Result<(), DiskError> {
+        self.enter().await?;
+        self.check_write(0)?;
+        self.inner.unstage(ids).await
+    }
+    async fn list_staged(&self) -> Result<Vec<StagedId>, DiskError> {
+        self.enter().await?;
+        self.inner.list_staged().await
+    }
+    async fn list_shards(
+        &self,
+        after: Option<ShardId>,
+        max: usize,
+    ) -> Result<Vec<ShardFile>, DiskError> {
+        self.enter().await?;
+        self.inner.list_shards(after, max).await
+    }
+    async fn list_pieces(
+        &self,
+        after: Option<Uuid>,
+        max: usize,
+    ) -> Result<Vec<(Uuid, u64)>, DiskError> {
+        self.enter().await?;
+        self.inner.list_pieces(after, max).await
+    }
+    async fn scan_records(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedRecord>, Option<Vec<u8>>), DiskError> {
+        self.enter().await?;
+        self.inner.scan_records(after, max).await
+    }
+    async fn scan_uploads(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedUpload>, Option<Vec<u8>>), DiskError> {
+        self.enter().await?;
+        self.inner.scan_uploads(after, max).await
+    }
+}
+
+#[async_trait]
 impl Disk for FaultyDisk {
     fn label(&self) -> &str {
         self.inner.label()
@@ -176,12 +229,11 @@ impl Disk for FaultyDisk {
         &self,
         ns: &[u8],
         key: &[u8],
-        record: Record,
-        piece: Option<Piece>,
+        put: RecordPut,
     ) -> Result<PutRecordOutcome, DiskError> {
         self.enter().await?;
-        self.check_write(piece.as_ref().map_or(0, |p| p.data.len() as u64))?;
-        self.inner.put_record(ns, key, record, piece).await
+        self.check_write(put.piece.as_ref().map_or(0, |p| p.data.len() as u64))?;
+        self.inner.put_record(ns, key, put).await
     }
     async fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
         self.enter_read("piece").await?;
@@ -258,10 +310,11 @@ impl Disk for FaultyDisk {
         key: &[u8],
         upload_id: Uuid,
         part: PartEntry,
+        unstage: Vec<Uuid>,
     ) -> Result<Option<PartEntry>, DiskError> {
         self.enter().await?;
         self.check_write(0)?;
-        self.inner.put_part(ns, key, upload_id, part).await
+        self.inner.put_part(ns, key, upload_id, part, unstage).await
     }
     async fn list_parts(
         &self,

@@ -23,22 +23,25 @@ pub mod failpoint;
 mod faulty;
 mod format;
 mod heads;
+mod inventory;
 mod io;
 mod keys;
 mod leases;
 mod local;
 mod meta;
 mod offline;
+mod presence;
 mod ring_shard;
 pub mod rpc;
+mod shard_dirs;
 mod shard_file;
 mod staging;
 mod types;
 
 pub use atomic::write_file_atomic;
 pub use disk::{
-    Disk, DiskHealth, HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage,
-    ShardOptions, ShardSummary, ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, Inventory, ListStart, PutRecordOutcome, RecordListOptions,
+    RecordPage, RecordPut, ShardOptions, ShardSummary, ShardWriter, UploadListStart,
 };
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
@@ -49,5 +52,6 @@ pub use local::{metadata_reserve, ListingFn, LocalDisk, LocalDiskOptions, ShardI
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use types::{
-    DiskId, HeadEntry, KeyRecords, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId,
+    DiskId, HeadEntry, KeyRecords, PartEntry, Piece, Record, ScannedRecord, ScannedUpload,
+    ShardFile, ShardId, StagedId, Stamp, UploadEntry, VersionId,
 };

@@ -18,20 +18,27 @@ use uuid::Uuid;
 
 use crate::atomic::sync_dir;
 use crate::commit::Committer;
+use crate::commit::Side;
 use crate::disk::{
     Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
     ShardSummary, ShardWriter, UploadListStart,
 };
+use crate::disk::{Inventory, RecordPut};
 use crate::error::DiskError;
 use crate::failpoint;
 use crate::format::{FormatRecord, FORMAT_FILE};
+use crate::inventory::staged_value;
 use crate::io::at_bulk_priority;
 use crate::io::ring::Ring;
 use crate::meta::{MetaStore, RecordWrite};
+use crate::presence::DirIdentity;
 use crate::ring_shard::{probe_direct, OpenShards, RingShardWriter};
 use crate::shard_file::{Header, ShardFileReader, ShardFileWriter};
 use crate::staging::Staging;
-use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{
+    PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId, Stamp,
+    UploadEntry, VersionId,
+};
 
 /// How shard files are read and written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -134,6 +141,8 @@ pub struct LocalDisk {
     opts: LocalDiskOptions,
     reserve: u64,
     io: ShardIo,
+    /// The directory as opened: writes check it is still there.
+    dir: Arc<DirIdentity>,
     _lock: File,
 }
 
@@ -185,7 +194,8 @@ impl LocalDisk {
         fs::create_dir_all(&tmp)?;
         sync_dir(root)?;
         let meta = Arc::new(MetaStore::open(&root.join("meta"), opts.listing_of)?);
-        let committer = Committer::start(meta.clone(), &label)?;
+        let dir = Arc::new(DirIdentity::of(root)?);
+        let committer = Committer::start(meta.clone(), dir.clone(), &label)?;
         let (total, _) = crate::io::fs_space(root)?;
         let io = ShardIo::choose(root, &label, opts.io);
         Ok(LocalDisk {
@@ -198,6 +208,7 @@ impl LocalDisk {
             leases: Default::default(),
             opts,
             reserve: metadata_reserve(total),
+            dir,
             _lock: lock,
         })
     }
@@ -225,7 +236,7 @@ impl LocalDisk {
     fn shard_dir(&self, id: ShardId) -> PathBuf {
         self.root
             .join("shards")
-            .join(format!("{:02x}", id.0.as_bytes()[15]))
+            .join(format!("{:02x}", crate::shard_dirs::dir_index(id)))
     }
 
     /// Path of a shard file (for operators and fault-injection tests).
@@ -289,6 +300,65 @@ impl ShardWriter for LocalShardWriter {
         })
         .await?;
         Ok(ShardSummary { len })
+    }
+}
+
+#[async_trait]
+impl Inventory for LocalDisk {
+    async fn stage(&self, ids: Vec<Uuid>, owner: Uuid) -> Result<(), DiskError> {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let entries = ids
+            .into_iter()
+            .map(|id| (id, staged_value(owner, since)))
+            .collect();
+        self.committer.side(Side::Stage(entries)).await
+    }
+
+    async fn unstage(&self, ids: Vec<Uuid>) -> Result<(), DiskError> {
+        self.committer.side(Side::Unstage(ids)).await
+    }
+
+    async fn list_staged(&self) -> Result<Vec<StagedId>, DiskError> {
+        let m = self.meta();
+        blocking(move || m.list_staged()).await
+    }
+
+    async fn list_shards(
+        &self,
+        after: Option<ShardId>,
+        max: usize,
+    ) -> Result<Vec<ShardFile>, DiskError> {
+        let shards = self.root.join("shards");
+        blocking(move || crate::shard_dirs::list(&shards, after, max)).await
+    }
+
+    async fn list_pieces(
+        &self,
+        after: Option<Uuid>,
+        max: usize,
+    ) -> Result<Vec<(Uuid, u64)>, DiskError> {
+        let m = self.meta();
+        blocking(move || at_bulk_priority(|| m.list_pieces(after, max))).await
+    }
+
+    async fn scan_records(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedRecord>, Option<Vec<u8>>), DiskError> {
+        let m = self.meta();
+        blocking(move || m.scan_records(after, max)).await
+    }
+
+    async fn scan_uploads(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedUpload>, Option<Vec<u8>>), DiskError> {
+        let m = self.meta();
+        blocking(move || m.scan_uploads(after, max)).await
     }
 }
 
@@ -382,6 +452,7 @@ impl Disk for LocalDisk {
     }
 
     async fn delete_shard(&self, id: ShardId) -> Result<(), DiskError> {
+        self.dir.check()?;
         let path = self.shard_path(id);
         if let ShardIo::Ring { open, .. } = &self.io {
             open.forget(id);
@@ -405,10 +476,9 @@ impl Disk for LocalDisk {
         &self,
         ns: &[u8],
         key: &[u8],
-        record: Record,
-        piece: Option<Piece>,
+        put: RecordPut,
     ) -> Result<PutRecordOutcome, DiskError> {
-        if let Some(p) = &piece {
+        if let Some(p) = &put.piece {
             self.check_piece_space(p.data.len())?;
         }
         injected(&self.label, "disk.put_record").await?;
@@ -416,8 +486,7 @@ impl Disk for LocalDisk {
             .put(RecordWrite {
                 ns: ns.to_vec(),
                 key: key.to_vec(),
-                record,
-                piece,
+                put,
             })
             .await
     }
@@ -429,12 +498,13 @@ impl Disk for LocalDisk {
 
     async fn put_piece(&self, piece: Piece) -> Result<(), DiskError> {
         self.check_piece_space(piece.data.len())?;
+        self.dir.check()?;
         let m = self.meta();
         blocking(move || m.put_piece(&piece)).await
     }
 
     async fn delete_piece(&self, id: Uuid) -> Result<(), DiskError> {
-        self.committer.drop_piece(id).await
+        self.committer.side(Side::DropPiece(id)).await
     }
 
     async fn collect_pieces(&self) -> Result<(), DiskError> {
@@ -449,6 +519,7 @@ impl Disk for LocalDisk {
         version: VersionId,
         if_stamp: Option<Stamp>,
     ) -> Result<Option<Record>, DiskError> {
+        self.dir.check()?;
         let (m, ns, key) = (self.meta(), ns.to_vec(), key.to_vec());
         blocking(move || m.delete_record(&ns, &key, version, if_stamp)).await
     }
@@ -459,6 +530,7 @@ impl Disk for LocalDisk {
         items: Vec<(Vec<u8>, VersionId)>,
     ) -> Result<Vec<Option<Record>>, DiskError> {
         injected(&self.label, "disk.delete_records").await?;
+        self.dir.check()?;
         let (m, ns) = (self.meta(), ns.to_vec());
         blocking(move || m.delete_records(&ns, &items)).await
     }
@@ -478,6 +550,7 @@ impl Disk for LocalDisk {
     }
 
     async fn put_upload(&self, ns: &[u8], entry: UploadEntry) -> Result<(), DiskError> {
+        self.dir.check()?;
         let (m, ns) = (self.meta(), ns.to_vec());
         blocking(move || m.put_upload(&ns, &entry)).await
     }
@@ -493,6 +566,7 @@ impl Disk for LocalDisk {
         key: &[u8],
         upload_id: Uuid,
     ) -> Result<Vec<PartEntry>, DiskError> {
+        self.dir.check()?;
         let (m, ns, key) = (self.meta(), ns.to_vec(), key.to_vec());
         blocking(move || m.delete_upload(&ns, &key, upload_id)).await
     }
@@ -514,10 +588,12 @@ impl Disk for LocalDisk {
         key: &[u8],
         upload_id: Uuid,
         part: PartEntry,
+        unstage: Vec<Uuid>,
     ) -> Result<Option<PartEntry>, DiskError> {
         injected(&self.label, "disk.put_part").await?;
+        self.dir.check()?;
         let (m, ns, key) = (self.meta(), ns.to_vec(), key.to_vec());
-        blocking(move || m.put_part(&ns, &key, upload_id, &part)).await
+        blocking(move || m.put_part(&ns, &key, upload_id, &part, &unstage)).await
     }
 
     async fn list_parts(
@@ -766,8 +842,11 @@ mod tests {
                         data: Bytes::from(vec![i as u8; 100]),
                     };
                     let key = format!("k{i}");
-                    disk.put_record(b"ns", key.as_bytes(), record, Some(piece))
-                        .await
+                    let put = RecordPut {
+                        piece: Some(piece),
+                        ..RecordPut::of(record)
+                    };
+                    disk.put_record(b"ns", key.as_bytes(), put).await
                 })
             })
             .collect();
@@ -775,7 +854,7 @@ mod tests {
             let r = w.await.unwrap();
             assert!(matches!(
                 r.unwrap(),
-                PutRecordOutcome::Stored { replaced: None }
+                PutRecordOutcome::Stored { replaced: None, .. }
             ));
         }
         for i in 0..300u32 {

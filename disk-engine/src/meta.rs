@@ -9,6 +9,12 @@
 //!   files, garbage-collected by compaction), so a small object costs no
 //!   file of its own, and a piece is written in the same batch as the
 //!   record that refers to it: both or neither survive a crash.
+//! - `staged`:  `data id` → owner (16 bytes) ‖ staged at (ns, LE): data
+//!   being written that no record refers to yet (see `inventory.rs`);
+//!   the record or part that comes to refer to it removes the entry in
+//!   its own batch.
+//! - `piece_ids`: `piece id` → length (LE): the pieces' ids without their
+//!   data, written and deleted with them, for scans (see `inventory.rs`).
 //!
 //! Every write is synced to RocksDB's WAL before it returns; record writes
 //! arrive in batches from the disk's committer thread (group commit), the
@@ -28,7 +34,8 @@ use rocksdb::{
 use uuid::Uuid;
 
 use crate::disk::{
-    HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, UploadListStart,
+    HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, RecordPut,
+    UploadListStart,
 };
 use crate::error::DiskError;
 use crate::heads::{storable_listing, Head};
@@ -36,11 +43,13 @@ use crate::keys::{ns_key, prefix_end, push_component, push_prefix, take_componen
 use crate::local::ListingFn;
 use crate::types::{KeyRecords, PartEntry, Piece, Record, Stamp, UploadEntry, VersionId};
 
-const CF_RECORDS: &str = "records";
-const CF_UPLOADS: &str = "uploads";
-const CF_PARTS: &str = "parts";
-const CF_PIECES: &str = "pieces";
+pub(crate) const CF_RECORDS: &str = "records";
+pub(crate) const CF_UPLOADS: &str = "uploads";
+pub(crate) const CF_PARTS: &str = "parts";
+pub(crate) const CF_PIECES: &str = "pieces";
 const CF_HEADS: &str = "heads";
+pub(crate) const CF_STAGED: &str = "staged";
+pub(crate) const CF_PIECE_IDS: &str = "piece_ids";
 /// Key in the default column family present once the heads index covers
 /// every record (written after the index is built from the records of a
 /// store that predates it, or at creation).
@@ -79,7 +88,7 @@ const META_CACHE_BYTES: usize = 64 << 20;
 const WRITE_BUFFER_BYTES: usize = 16 << 20;
 
 pub(crate) struct MetaStore {
-    db: DB,
+    pub(crate) db: DB,
     locks: Vec<Mutex<()>>,
     /// Makes listing projections for records written without one.
     listing_of: Option<ListingFn>,
@@ -101,7 +110,7 @@ fn encode_record(r: &Record) -> Vec<u8> {
     v
 }
 
-fn decode_record(v: &[u8]) -> Result<Record, DiskError> {
+pub(crate) fn decode_record(v: &[u8]) -> Result<Record, DiskError> {
     let (record, listing, body) = decode_envelope(v)?;
     Ok(Record {
         body: Bytes::copy_from_slice(body),
@@ -165,8 +174,30 @@ fn lock_stripe(k: &[u8]) -> usize {
 pub(crate) struct RecordWrite {
     pub ns: Vec<u8>,
     pub key: Vec<u8>,
-    pub record: Record,
-    pub piece: Option<Piece>,
+    pub put: RecordPut,
+}
+
+/// What a group commit writes besides its records.
+#[derive(Default)]
+pub(crate) struct SideWrites {
+    /// Pieces of objects replaced or deleted earlier.
+    pub dropped_pieces: Vec<Uuid>,
+    /// Staged entries to add: (data id, value).
+    pub stage: Vec<(Uuid, Vec<u8>)>,
+    /// Staged entries to remove.
+    pub unstage: Vec<Uuid>,
+}
+
+impl SideWrites {
+    pub fn len(&self) -> usize {
+        self.dropped_pieces.len() + self.stage.len() + self.unstage.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.dropped_pieces.clear();
+        self.stage.clear();
+        self.unstage.clear();
+    }
 }
 
 fn encode_piece(data: &[u8]) -> Vec<u8> {
@@ -176,7 +207,7 @@ fn encode_piece(data: &[u8]) -> Vec<u8> {
     v
 }
 
-fn decode_piece(v: &[u8]) -> Result<Bytes, DiskError> {
+pub(crate) fn decode_piece(v: &[u8]) -> Result<Bytes, DiskError> {
     let Some((crc, data)) = v.split_first_chunk::<4>() else {
         return Err(DiskError::corrupt("piece", "too short"));
     };
@@ -199,7 +230,7 @@ fn key_part(record_key: &[u8]) -> &[u8] {
     &record_key[..record_key.len() - 16]
 }
 
-fn part_key(upload_id: Uuid, number: u32) -> Vec<u8> {
+pub(crate) fn part_key(upload_id: Uuid, number: u32) -> Vec<u8> {
     let mut k = upload_id.as_bytes().to_vec();
     k.extend_from_slice(&number.to_be_bytes());
     k
@@ -269,6 +300,8 @@ impl MetaStore {
                 cf(CF_PARTS),
                 ColumnFamilyDescriptor::new(CF_PIECES, pieces),
                 cf(CF_HEADS),
+                cf(CF_STAGED),
+                cf(CF_PIECE_IDS),
             ],
         )?;
         let store = MetaStore {
@@ -277,6 +310,7 @@ impl MetaStore {
             listing_of,
         };
         store.ensure_heads()?;
+        store.mark_empty_piece_index()?;
         Ok(store)
     }
 
@@ -344,7 +378,7 @@ impl MetaStore {
         Ok(())
     }
 
-    fn cf(&self, name: &str) -> &rocksdb::ColumnFamily {
+    pub(crate) fn cf(&self, name: &str) -> &rocksdb::ColumnFamily {
         self.db.cf_handle(name).expect("column family exists")
     }
 
@@ -356,7 +390,11 @@ impl MetaStore {
     /// batches cannot deadlock with each other, and single-key writers hold
     /// one stripe only.
     fn lock_all(&self, keys: &[Vec<u8>]) -> Vec<parking_lot::MutexGuard<'_, ()>> {
-        let mut stripes: Vec<usize> = keys.iter().map(|k| lock_stripe(key_part(k))).collect();
+        self.lock_stripes(keys.iter().map(|k| lock_stripe(key_part(k))).collect())
+    }
+
+    /// Locks `stripes` in ascending order, each once.
+    fn lock_stripes(&self, mut stripes: Vec<usize>) -> Vec<parking_lot::MutexGuard<'_, ()>> {
         stripes.sort_unstable();
         stripes.dedup();
         stripes.iter().map(|&i| self.locks[i].lock()).collect()
@@ -407,8 +445,10 @@ impl MetaStore {
         let w = RecordWrite {
             ns: ns.to_vec(),
             key: key.to_vec(),
-            record: record.clone(),
-            piece: piece.cloned(),
+            put: RecordPut {
+                piece: piece.cloned(),
+                ..RecordPut::of(record.clone())
+            },
         };
         self.put_records(std::slice::from_ref(&w))?.remove(0)
     }
@@ -423,29 +463,41 @@ impl MetaStore {
         &self,
         writes: &[RecordWrite],
     ) -> Result<Vec<Result<PutRecordOutcome, DiskError>>, DiskError> {
-        self.commit_batch(writes, &[])
+        self.commit_batch(writes, &SideWrites::default())
     }
 
     /// Stores many record writes with one synced RocksDB write (group
-    /// commit), as [`Self::put_record`] describes each, and in the same
-    /// batch deletes the pieces `dropped` (of objects replaced or deleted
-    /// earlier), so freeing them costs no write of its own.
+    /// commit), as [`Self::put_record`] describes each, with everything
+    /// else each write carries (staged entries it removes, the upload it
+    /// completes) and the batch's side writes (pieces of objects replaced
+    /// or deleted earlier, staged entries), so none of them costs a write
+    /// of its own.
     pub fn commit_batch(
         &self,
         writes: &[RecordWrite],
-        dropped: &[Uuid],
+        side: &SideWrites,
     ) -> Result<Vec<Result<PutRecordOutcome, DiskError>>, DiskError> {
         let keys: Vec<Vec<u8>> = writes
             .iter()
-            .map(|w| record_key(&w.ns, &w.key, w.record.version))
+            .map(|w| record_key(&w.ns, &w.key, w.put.record.version))
             .collect();
-        let _guards = self.lock_all(&keys);
+        // Record keys and the uploads completed, in one ordered locking.
+        let mut stripes: Vec<usize> = keys.iter().map(|k| lock_stripe(key_part(k))).collect();
+        stripes.extend(
+            writes
+                .iter()
+                .filter_map(|w| w.put.completes)
+                .map(|u| lock_stripe(u.as_bytes())),
+        );
+        let _guards = self.lock_stripes(stripes);
         let cf = self.cf(CF_RECORDS);
         let mut batch = WriteBatch::default();
         let mut written: std::collections::HashMap<&[u8], &Record> = Default::default();
         let mut heads: std::collections::HashMap<&[u8], Head> = Default::default();
+        let mut completed_here: std::collections::HashSet<Uuid> = Default::default();
         let mut out = Vec::with_capacity(writes.len());
         for (w, k) in writes.iter().zip(&keys) {
+            let record = &w.put.record;
             let previous = match written.get(k.as_slice()) {
                 Some(r) => Some((*r).clone()),
                 None => match self.stored_record(k) {
@@ -456,15 +508,36 @@ impl MetaStore {
                     }
                 },
             };
-            if let Some(p) = &previous {
-                if p.stamp > w.record.stamp {
+            let already = match &previous {
+                Some(p) if p.stamp > record.stamp => {
                     out.push(Ok(PutRecordOutcome::Superseded { current: p.clone() }));
                     continue;
                 }
-                if p.stamp == w.record.stamp {
-                    out.push(Ok(PutRecordOutcome::Stored { replaced: None }));
-                    continue;
+                Some(p) => p.stamp == record.stamp,
+                None => false,
+            };
+            let completed = match w.put.completes {
+                Some(u) if completed_here.insert(u) => {
+                    match self.drop_upload_into(&mut batch, &w.ns, &w.key, u) {
+                        Ok(parts) => parts,
+                        Err(e) => {
+                            out.push(Err(e));
+                            continue;
+                        }
+                    }
                 }
+                _ => Vec::new(),
+            };
+            for id in &w.put.unstage {
+                batch.delete_cf(self.cf(CF_STAGED), id.as_bytes());
+            }
+            if already {
+                // This exact write is stored: what it carries still applies.
+                out.push(Ok(PutRecordOutcome::Stored {
+                    replaced: None,
+                    completed,
+                }));
+                continue;
             }
             let nk = key_part(k);
             let head = match heads.entry(nk) {
@@ -477,27 +550,57 @@ impl MetaStore {
                     }
                 },
             };
-            head.put(
-                &self.projected(Cow::Borrowed(&w.record)),
-                previous.is_none(),
-            );
-            batch.put_cf(cf, k, encode_record(&w.record));
-            if let Some(p) = &w.piece {
-                batch.put_cf(self.cf(CF_PIECES), p.id.as_bytes(), encode_piece(&p.data));
+            head.put(&self.projected(Cow::Borrowed(record)), previous.is_none());
+            batch.put_cf(cf, k, encode_record(record));
+            if let Some(p) = &w.put.piece {
+                self.put_piece_into(&mut batch, p);
             }
-            written.insert(k, &w.record);
-            out.push(Ok(PutRecordOutcome::Stored { replaced: previous }));
+            written.insert(k, record);
+            out.push(Ok(PutRecordOutcome::Stored {
+                replaced: previous,
+                completed,
+            }));
         }
         for (nk, head) in &heads {
             self.put_head(&mut batch, nk, head);
         }
-        for id in dropped {
+        for id in &side.dropped_pieces {
             batch.delete_cf(self.cf(CF_PIECES), id.as_bytes());
+            batch.delete_cf(self.cf(CF_PIECE_IDS), id.as_bytes());
+        }
+        for (id, value) in &side.stage {
+            batch.put_cf(self.cf(CF_STAGED), id.as_bytes(), value);
+        }
+        for id in &side.unstage {
+            batch.delete_cf(self.cf(CF_STAGED), id.as_bytes());
         }
         if !batch.is_empty() {
             self.db.write_opt(batch, &sync_writes())?;
         }
         Ok(out)
+    }
+
+    /// Adds the removal of upload `upload_id` of `ns/key` and of all its
+    /// parts to `batch` (nothing when this disk does not hold it); returns
+    /// the parts. The caller holds the upload's lock stripe.
+    fn drop_upload_into(
+        &self,
+        batch: &mut WriteBatch,
+        ns: &[u8],
+        key: &[u8],
+        upload_id: Uuid,
+    ) -> Result<Vec<PartEntry>, DiskError> {
+        let mut uk = ns_key(ns, key);
+        uk.extend_from_slice(upload_id.as_bytes());
+        if self.db.get_cf(self.cf(CF_UPLOADS), &uk)?.is_none() {
+            return Ok(Vec::new());
+        }
+        let (parts, _) = self.list_parts(upload_id, 0, usize::MAX)?;
+        batch.delete_cf(self.cf(CF_UPLOADS), &uk);
+        for p in &parts {
+            batch.delete_cf(self.cf(CF_PARTS), part_key(upload_id, p.number));
+        }
+        Ok(parts)
     }
 
     /// `record` with a listing projection made from its body when it has
@@ -862,14 +965,16 @@ impl MetaStore {
         Ok((out, false))
     }
 
-    /// Stores a part; fails with `NotFound` when the upload does not exist
-    /// (it was completed or aborted meanwhile). Returns the part it replaced.
+    /// Stores a part and removes the staged entries `unstage` in the same
+    /// write; fails with `NotFound` when the upload does not exist (it was
+    /// completed or aborted meanwhile). Returns the part it replaced.
     pub fn put_part(
         &self,
         ns: &[u8],
         key: &[u8],
         upload_id: Uuid,
         part: &PartEntry,
+        unstage: &[Uuid],
     ) -> Result<Option<PartEntry>, DiskError> {
         let _g = self.lock_for(upload_id.as_bytes());
         let mut uk = ns_key(ns, key);
@@ -882,8 +987,12 @@ impl MetaStore {
             number: part.number,
             body: Bytes::from(v),
         });
-        self.db
-            .put_cf_opt(self.cf(CF_PARTS), &pk, &part.body, &sync_writes())?;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf(CF_PARTS), &pk, &part.body);
+        for id in unstage {
+            batch.delete_cf(self.cf(CF_STAGED), id.as_bytes());
+        }
+        self.db.write_opt(batch, &sync_writes())?;
         Ok(previous)
     }
 
@@ -935,13 +1044,24 @@ impl MetaStore {
 
     /// Stores a piece on its own (repair). Durable on return.
     pub fn put_piece(&self, piece: &Piece) -> Result<(), DiskError> {
-        self.db.put_cf_opt(
+        let mut batch = WriteBatch::default();
+        self.put_piece_into(&mut batch, piece);
+        self.db.write_opt(batch, &sync_writes())?;
+        Ok(())
+    }
+
+    /// Adds a piece and its index entry to `batch`.
+    fn put_piece_into(&self, batch: &mut WriteBatch, piece: &Piece) {
+        batch.put_cf(
             self.cf(CF_PIECES),
             piece.id.as_bytes(),
             encode_piece(&piece.data),
-            &sync_writes(),
-        )?;
-        Ok(())
+        );
+        batch.put_cf(
+            self.cf(CF_PIECE_IDS),
+            piece.id.as_bytes(),
+            (piece.data.len() as u64).to_le_bytes(),
+        );
     }
 
     /// Deletes a piece (absent is fine). Not synced, like a shard deletion:
@@ -950,7 +1070,11 @@ impl MetaStore {
     /// committer, [`Self::commit_batch`]; this form is for tests).
     #[cfg(test)]
     pub fn delete_piece(&self, id: Uuid) -> Result<(), DiskError> {
-        self.commit_batch(&[], &[id]).map(|_| ())
+        let side = SideWrites {
+            dropped_pieces: vec![id],
+            ..SideWrites::default()
+        };
+        self.commit_batch(&[], &side).map(|_| ())
     }
 
     /// Collects the space of deleted pieces now: compacts the pieces with
@@ -980,7 +1104,15 @@ impl MetaStore {
 
     /// Flushes memtables so a restart replays little WAL.
     pub fn flush(&self) -> Result<(), DiskError> {
-        for cf in [CF_RECORDS, CF_UPLOADS, CF_PARTS, CF_PIECES, CF_HEADS] {
+        for cf in [
+            CF_RECORDS,
+            CF_UPLOADS,
+            CF_PARTS,
+            CF_PIECES,
+            CF_HEADS,
+            CF_STAGED,
+            CF_PIECE_IDS,
+        ] {
             self.db.flush_cf(self.cf(cf))?;
         }
         Ok(())
@@ -1011,10 +1143,12 @@ mod tests {
         let b = rec(0, 20, "b");
         assert!(matches!(
             m.put_record(b"ns", b"k", &a, None).unwrap(),
-            PutRecordOutcome::Stored { replaced: None }
+            PutRecordOutcome::Stored { replaced: None, .. }
         ));
         match m.put_record(b"ns", b"k", &b, None).unwrap() {
-            PutRecordOutcome::Stored { replaced: Some(r) } => assert_eq!(r, a),
+            PutRecordOutcome::Stored {
+                replaced: Some(r), ..
+            } => assert_eq!(r, a),
             o => panic!("{o:?}"),
         }
         assert!(matches!(
@@ -1250,7 +1384,7 @@ mod tests {
             body: Bytes::from_static(b"p2"),
         };
         assert!(matches!(
-            m.put_part(b"ns", b"k", id, &part),
+            m.put_part(b"ns", b"k", id, &part, &[]),
             Err(DiskError::NotFound)
         ));
         m.put_upload(
@@ -1262,9 +1396,9 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(m.put_part(b"ns", b"k", id, &part).unwrap().is_none());
+        assert!(m.put_part(b"ns", b"k", id, &part, &[]).unwrap().is_none());
         assert_eq!(
-            m.put_part(b"ns", b"k", id, &part).unwrap(),
+            m.put_part(b"ns", b"k", id, &part, &[]).unwrap(),
             Some(part.clone())
         );
         m.put_part(
@@ -1275,6 +1409,7 @@ mod tests {
                 number: 1,
                 body: Bytes::new(),
             },
+            &[],
         )
         .unwrap();
         let (parts, more) = m.list_parts(id, 0, 10).unwrap();
@@ -1386,8 +1521,7 @@ mod tests {
         let w = |v: u8, t: u64, body: &str, key: &str| RecordWrite {
             ns: b"ns".to_vec(),
             key: key.as_bytes().to_vec(),
-            record: rec(v, t, body),
-            piece: None,
+            put: RecordPut::of(rec(v, t, body)),
         };
         let out: Vec<PutRecordOutcome> = m
             .put_records(&[
@@ -1402,10 +1536,12 @@ mod tests {
             .collect();
         assert!(matches!(
             out[0],
-            PutRecordOutcome::Stored { replaced: None }
+            PutRecordOutcome::Stored { replaced: None, .. }
         ));
         match &out[1] {
-            PutRecordOutcome::Stored { replaced: Some(r) } => assert_eq!(r.body, "a"),
+            PutRecordOutcome::Stored {
+                replaced: Some(r), ..
+            } => assert_eq!(r.body, "a"),
             o => panic!("{o:?}"),
         }
         match &out[2] {
@@ -1414,7 +1550,7 @@ mod tests {
         }
         assert!(matches!(
             out[3],
-            PutRecordOutcome::Stored { replaced: None }
+            PutRecordOutcome::Stored { replaced: None, .. }
         ));
         let stored = m.get_records(b"ns", b"k").unwrap();
         assert_eq!(stored.len(), 1);
@@ -1435,8 +1571,7 @@ mod tests {
         let w = |key: &str| RecordWrite {
             ns: b"ns".to_vec(),
             key: key.as_bytes().to_vec(),
-            record: rec(0, 20, key),
-            piece: None,
+            put: RecordPut::of(rec(0, 20, key)),
         };
         let out = m.put_records(&[w("bad"), w("good")]).unwrap();
         assert!(
@@ -1446,7 +1581,7 @@ mod tests {
         );
         assert!(matches!(
             out[1],
-            Ok(PutRecordOutcome::Stored { replaced: None })
+            Ok(PutRecordOutcome::Stored { replaced: None, .. })
         ));
         assert_eq!(m.get_records(b"ns", b"good").unwrap()[0].body, "good");
     }

@@ -5,11 +5,14 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::disk::{
-    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
-    ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, Inventory, PutRecordOutcome, RecordListOptions, RecordPage,
+    RecordPut, ShardOptions, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
-use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{
+    PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId, Stamp,
+    UploadEntry, VersionId,
+};
 
 /// Stands in the slot of a disk that is missing, so the set keeps its width
 /// and quorum arithmetic stays honest.
@@ -29,6 +32,39 @@ impl OfflineDisk {
 
     fn err(&self) -> DiskError {
         DiskError::Offline(format!("{}: {}", self.label, self.reason))
+    }
+}
+
+#[async_trait]
+impl Inventory for OfflineDisk {
+    async fn stage(&self, _: Vec<Uuid>, _: Uuid) -> Result<(), DiskError> {
+        Err(self.err())
+    }
+    async fn unstage(&self, _: Vec<Uuid>) -> Result<(), DiskError> {
+        Err(self.err())
+    }
+    async fn list_staged(&self) -> Result<Vec<StagedId>, DiskError> {
+        Err(self.err())
+    }
+    async fn list_shards(&self, _: Option<ShardId>, _: usize) -> Result<Vec<ShardFile>, DiskError> {
+        Err(self.err())
+    }
+    async fn list_pieces(&self, _: Option<Uuid>, _: usize) -> Result<Vec<(Uuid, u64)>, DiskError> {
+        Err(self.err())
+    }
+    async fn scan_records(
+        &self,
+        _: Option<Vec<u8>>,
+        _: usize,
+    ) -> Result<(Vec<ScannedRecord>, Option<Vec<u8>>), DiskError> {
+        Err(self.err())
+    }
+    async fn scan_uploads(
+        &self,
+        _: Option<Vec<u8>>,
+        _: usize,
+    ) -> Result<(Vec<ScannedUpload>, Option<Vec<u8>>), DiskError> {
+        Err(self.err())
     }
 }
 
@@ -65,8 +101,7 @@ impl Disk for OfflineDisk {
         &self,
         _: &[u8],
         _: &[u8],
-        _: Record,
-        _: Option<Piece>,
+        _: RecordPut,
     ) -> Result<PutRecordOutcome, DiskError> {
         Err(self.err())
     }
@@ -126,6 +161,7 @@ impl Disk for OfflineDisk {
         _: &[u8],
         _: Uuid,
         _: PartEntry,
+        _: Vec<Uuid>,
     ) -> Result<Option<PartEntry>, DiskError> {
         Err(self.err())
     }

@@ -125,6 +125,53 @@ pub struct UploadEntry {
     pub body: Bytes,
 }
 
+/// Data being written that no record refers to yet: its id is recorded
+/// durably on the disk before its first byte is written, and the record
+/// or part that comes to refer to it removes the entry in the same atomic
+/// write. Garbage collection never frees a staged id whose owner lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StagedId {
+    /// The data id (shard id or piece id).
+    pub id: Uuid,
+    /// The process writing it (its instance id).
+    pub owner: Uuid,
+    /// When it was staged, ns since the epoch (for admins; never a reason
+    /// to free it).
+    pub since_ns: u64,
+}
+
+/// A shard file as a disk lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShardFile {
+    /// Its id.
+    pub id: ShardId,
+    /// Its size on disk in bytes.
+    pub bytes: u64,
+}
+
+/// One record as a scan of every namespace returns it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScannedRecord {
+    /// Its namespace.
+    pub ns: Vec<u8>,
+    /// Its key.
+    pub key: Vec<u8>,
+    /// The record.
+    pub record: Record,
+}
+
+/// One multipart upload with its parts, as a scan of every namespace
+/// returns it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScannedUpload {
+    /// Its namespace.
+    pub ns: Vec<u8>,
+    /// The upload.
+    pub entry: UploadEntry,
+    /// Its parts.
+    pub parts: Vec<PartEntry>,
+}
+
 /// One uploaded part of a multipart upload.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PartEntry {

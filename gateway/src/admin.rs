@@ -9,7 +9,8 @@
 //! | PUT | `/granary/admin/v1/users/{accessKey}/policy` | set the user's policy (JSON body) |
 //! | DELETE | `/granary/admin/v1/users/{accessKey}/policy` | remove the user's policy |
 //! | GET | `/granary/admin/v1/stats` | hot-object cache and repair counters |
-//! | POST | `/granary/admin/v1/gc` | reclaim the space of deleted packed objects now |
+//! | POST | `/granary/admin/v1/gc` | collect garbage now: unreferenced shard files and pieces, and the space of deleted packed objects |
+//! | GET | `/granary/admin/v1/gc` | the garbage collector's counters |
 //! | GET | `/granary/admin/v1/lifecycle/status` | per bucket and rule: passes, progress, counters, failures |
 //! | POST | `/granary/admin/v1/lifecycle/run/{bucket}` | start a lifecycle pass over the bucket now |
 //! | GET | `/granary/admin/v1/lifecycle/plan/{bucket}/{days}` | what the rules will do over the next days (dry run) |
@@ -195,6 +196,7 @@ async fn status(store: &placement::Store) -> Value {
     json!({
         "pools": pools,
         "heal": store.heal_progress(),
+        "gc": store.gc_progress(),
         "runsBackgroundWork": store.owns_background(),
     })
 }
@@ -473,9 +475,14 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
             set_clock(&bytes)
         }
         (&Method::POST, ["gc"]) => {
+            let started = gw.store.collect_garbage().await;
             let disks = gw.store.collect_packed_garbage().await;
-            reply(StatusCode::OK, json!({ "disksCollected": disks }))
+            reply(
+                StatusCode::OK,
+                json!({ "started": started, "gc": gw.store.gc_progress(), "disksCollected": disks }),
+            )
         }
+        (&Method::GET, ["gc"]) => reply(StatusCode::OK, json!(gw.store.gc_progress())),
         _ => error(
             StatusCode::NOT_FOUND,
             "NoSuchAdminOperation",

@@ -101,6 +101,21 @@ struct State {
     lru: lru::LruCache<UnitKey, Unit>,
     bytes: u64,
     in_flight: HashMap<UnitKey, Arc<OnceCell<Unit>>>,
+    /// The cached units of each data id, so freed data leaves at once.
+    units_of: HashMap<Uuid, Vec<u64>>,
+}
+
+impl State {
+    /// Accounts for `key`'s unit leaving the cache.
+    fn left(&mut self, key: UnitKey, unit: &Unit) {
+        self.bytes -= unit.len;
+        if let Some(units) = self.units_of.get_mut(&key.data_id) {
+            units.retain(|u| *u != key.unit);
+            if units.is_empty() {
+                self.units_of.remove(&key.data_id);
+            }
+        }
+    }
 }
 
 /// Bounded cache of verified units with request coalescing.
@@ -121,6 +136,7 @@ impl ReadCache {
                 lru: lru::LruCache::new(NonZeroUsize::new(MAX_UNITS).expect("non-zero")),
                 bytes: 0,
                 in_flight: HashMap::new(),
+                units_of: HashMap::new(),
             }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -190,13 +206,27 @@ impl ReadCache {
         }
         let mut st = self.state.lock();
         st.bytes += unit.len;
-        if let Some(old) = st.lru.put(key, unit) {
-            st.bytes -= old.len;
+        // The unit it replaced, or the one evicted to make room.
+        if let Some((k, old)) = st.lru.push(key, unit) {
+            st.left(k, &old);
         }
+        st.units_of.entry(key.data_id).or_default().push(key.unit);
         while st.bytes > self.capacity {
             match st.lru.pop_lru() {
-                Some((_, old)) => st.bytes -= old.len,
+                Some((k, old)) => st.left(k, &old),
                 None => break,
+            }
+        }
+    }
+
+    /// Drops every cached unit of `data_id`: its data was freed (or found
+    /// damaged), and the cache must not keep serving what the disks no
+    /// longer hold.
+    pub fn forget(&self, data_id: Uuid) {
+        let mut st = self.state.lock();
+        for unit in st.units_of.remove(&data_id).unwrap_or_default() {
+            if let Some(old) = st.lru.pop(&UnitKey { data_id, unit }) {
+                st.bytes -= old.len;
             }
         }
     }

@@ -19,9 +19,12 @@ mod cache;
 pub mod clock;
 mod cluster;
 mod codec;
+mod commit;
+mod completion;
 mod current;
 mod error;
 mod expansion;
+mod gc;
 mod heal;
 mod layout;
 mod list_ahead;
@@ -60,6 +63,7 @@ pub use disk_engine::{
     at_bulk_priority, become_bulk_thread, DiskHealth, ListStart, Tier, UploadListStart,
 };
 pub use error::{BodyError, Error};
+pub use gc::{GcProgress, DEFAULT_GC_INTERVAL};
 pub use heal::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
 pub use layout::{ErasureLayout, PartGeometry, Quorum};
 pub use local_set::{
@@ -78,7 +82,7 @@ pub use record::{
 };
 pub use repair::RepairStats;
 pub use set::{ErasureSet, DEFAULT_BLOCK_SIZE};
-pub use store::{DiskStatus, Store, StoreOptions};
+pub use store::{instance, DiskStatus, Store, StoreOptions};
 pub use tier::{TierBackend, COLD_TIER, POOL_TIER_PREFIX};
 pub use transition::{Destination, Transitioned};
 pub use write::{BodyStream, StagedData};

@@ -215,6 +215,12 @@ fn rand_below(n: u64) -> u64 {
     }
 }
 
+/// The lease a process holds while it runs, on the disks it writes: its
+/// staged data stays protected from garbage collection while it does.
+pub(crate) fn writer_lease_name(owner: Uuid) -> Vec<u8> {
+    format!("\0granary-writer\0{owner}").into_bytes()
+}
+
 fn name(ns: &str, key: &str) -> Vec<u8> {
     let mut name = Vec::with_capacity(ns.len() + key.len() + 1);
     name.extend_from_slice(ns.as_bytes());

@@ -5,14 +5,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use disk_engine::{failpoint, DiskError, PartEntry, ShardId, UploadEntry, UploadListStart};
+use disk_engine::{failpoint, DiskError, PartEntry, UploadEntry, UploadListStart};
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::objects::WriteOptions;
-use crate::record::{
-    self, ChecksumValue, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord,
-};
+use crate::record::{self, ChecksumValue, ObjectMeta, PartRecord, PartRef, UploadRecord};
 use crate::set::{now_ns, ErasureSet};
 use crate::store::Store;
 use crate::tier::TIER_NS;
@@ -34,6 +31,23 @@ impl Store {
     /// carry. With `cold`, its parts are written to the cold pool and the
     /// finished object is a tier object there.
     pub async fn create_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        meta: ObjectMeta,
+        tags: Vec<(String, String)>,
+        checksum: Option<(String, String)>,
+        cold: bool,
+    ) -> Result<Uuid, Error> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.detached(move |me| async move {
+            me.create_upload_now(&bucket, &key, meta, tags, checksum, cold)
+                .await
+        })
+        .await
+    }
+
+    async fn create_upload_now(
         &self,
         bucket: &str,
         key: &str,
@@ -81,7 +95,10 @@ impl Store {
         Ok(upload_id)
     }
 
-    fn require_write_quorum<T>(&self, results: &[Result<T, DiskError>]) -> Result<(), Error> {
+    pub(crate) fn require_write_quorum<T>(
+        &self,
+        results: &[Result<T, DiskError>],
+    ) -> Result<(), Error> {
         let ok = results.iter().filter(|r| r.is_ok()).count();
         if ok < self.set.quorum.write {
             if results.iter().any(|r| matches!(r, Err(DiskError::Full))) {
@@ -128,7 +145,7 @@ impl Store {
     }
 
     /// The set an upload's parts are written to.
-    fn part_set(&self, upload: &UploadRecord) -> Result<Arc<ErasureSet>, Error> {
+    pub(crate) fn part_set(&self, upload: &UploadRecord) -> Result<Arc<ErasureSet>, Error> {
         match upload.part_pool() {
             Some(p) => Ok(self.require_pool(p)?.set.clone()),
             None => Ok(self.set.clone()),
@@ -148,7 +165,8 @@ impl Store {
     }
 
     /// Records a written part; a part of the same number is replaced and
-    /// its data freed.
+    /// its data freed once the new one is recorded on a write quorum. The
+    /// commit runs to its end even if this future is dropped.
     #[allow(clippy::too_many_arguments)]
     pub async fn commit_part(
         &self,
@@ -161,6 +179,28 @@ impl Store {
         etag: String,
         checksum: Option<ChecksumValue>,
     ) -> Result<PartRecord, Error> {
+        let (bucket, key, upload) = (bucket.to_string(), key.to_string(), upload.clone());
+        self.detached(move |me| async move {
+            me.commit_part_now(
+                &bucket, &key, upload_id, &upload, number, staged, etag, checksum,
+            )
+            .await
+        })
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_part_now(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        upload: &UploadRecord,
+        number: u32,
+        mut staged: StagedData,
+        etag: String,
+        checksum: Option<ChecksumValue>,
+    ) -> Result<PartRecord, Error> {
         let rec = PartRecord {
             part: PartRef {
                 number,
@@ -170,7 +210,7 @@ impl Store {
                 etag,
                 checksum,
             },
-            mtime_ns: now_ns(),
+            mtime_ns: self.set.next_stamp().mtime_ns,
             disks: staged.disks.clone(),
         };
         let entry = PartEntry {
@@ -179,13 +219,20 @@ impl Store {
         };
         failpoint::hit("part.staged", "").await;
         let _guard = self.set.locks.lock(bucket, key).await?;
+        let part_set = self.part_set(upload)?;
+        let data_set = staged.owner().cloned();
+        // Staged entries in the upload's own set go with the part records;
+        // in another pool's, they are removed once the records are written.
+        let staged_ids = staged.hand_over();
+        let here = upload.part_pool().is_none();
+        let unstage = if here { staged_ids.clone() } else { Vec::new() };
         let results = self
             .set
             .each_disk(|_, d| {
-                let entry = entry.clone();
+                let (entry, unstage) = (entry.clone(), unstage.clone());
                 async move {
                     let r = d
-                        .put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry)
+                        .put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry, unstage)
                         .await;
                     if r.is_ok() {
                         failpoint::hit("part.stored", d.label()).await;
@@ -195,14 +242,32 @@ impl Store {
             })
             .await;
         failpoint::hit("part.recorded", "").await;
+        let stored = results.iter().filter(|r| r.is_ok()).count();
         let gone = results
             .iter()
             .filter(|r| matches!(r, Err(DiskError::NotFound)))
             .count();
-        if gone >= self.set.quorum.read {
-            return Err(Error::NoSuchUpload);
+        let outcome = if gone >= self.set.quorum.read {
+            Err(Error::NoSuchUpload)
+        } else {
+            self.require_write_quorum(&results)
+        };
+        if let Err(e) = outcome {
+            // Nothing is freed. Data no part record refers to goes now; the
+            // rest is judged by the part records that landed.
+            for id in staged_ids {
+                match (stored, &data_set) {
+                    (0, Some(set)) => set.discard_later(id),
+                    _ => part_set.unstage(id).await,
+                }
+            }
+            return Err(e);
         }
-        self.require_write_quorum(&results)?;
+        if !here {
+            for id in &staged_ids {
+                part_set.unstage(*id).await;
+            }
+        }
         let pool = upload.part_pool();
         let replaced: Vec<(usize, PartEntry)> = results
             .into_iter()
@@ -210,7 +275,6 @@ impl Store {
             .filter_map(|(slot, r)| r.ok().flatten().map(|old| (slot, old)))
             .collect();
         let keep = [staged.data_id.unwrap_or_default()];
-        staged.keep();
         self.free_parts(pool, replaced, &keep).await;
         Ok(rec)
     }
@@ -218,7 +282,7 @@ impl Store {
     /// Frees the data of dropped part records (each reported by a disk
     /// slot), except ids in `keep`: on that slot's disk for parts in this
     /// pool, on every disk of the pool named `pool` for parts there.
-    async fn free_parts(
+    pub(crate) async fn free_parts(
         &self,
         pool: Option<&str>,
         dropped: Vec<(usize, PartEntry)>,
@@ -235,17 +299,16 @@ impl Store {
             if pool.is_some() {
                 elsewhere.push(id);
             } else {
-                let _ = self.set.disks[slot].delete_shard(ShardId(id)).await;
+                self.set.free_data(slot, id, false).await;
             }
         }
         elsewhere.sort();
         elsewhere.dedup();
         if let (Some(pool), false) = (pool.and_then(|p| self.tier_pool(p)), elsewhere.is_empty()) {
             for id in elsewhere {
-                let _ = pool
-                    .set
-                    .each_disk(|_, d| async move { d.delete_shard(ShardId(id)).await })
-                    .await;
+                for slot in 0..pool.set.width() {
+                    pool.set.free_data(slot, id, false).await;
+                }
             }
         }
     }
@@ -298,103 +361,10 @@ impl Store {
         Ok((out, horizon.is_some()))
     }
 
-    /// Completes an upload with `parts` (already validated by the caller, in
-    /// order) as the new current version of `bucket/key`; frees the data of
-    /// uploaded parts that were not chosen.
-    pub async fn complete_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        parts: Vec<PartRecord>,
-        meta: ObjectMeta,
-        opts: &WriteOptions,
-    ) -> Result<ObjectRecord, Error> {
-        let upload = self.get_upload(bucket, key, upload_id).await?;
-        let _guard = self.set.locks.lock(bucket, key).await?;
-        // The upload may have been completed or aborted while we waited.
-        self.get_upload(bucket, key, upload_id).await?;
-        failpoint::hit("complete.before", "").await;
-        if upload.part_pool().is_some() {
-            return self
-                .complete_cold_upload(bucket, key, upload_id, upload, parts, meta, opts)
-                .await;
-        }
-        let record = ObjectRecord::new_version(
-            upload.layout,
-            parts.iter().map(|p| p.part.clone()).collect(),
-            true,
-            meta,
-            upload.tags.clone(),
-            None,
-        );
-        let all = vec![true; self.set.width()];
-        let stored = self
-            .commit_version_locked(bucket, key, record, &all, opts, None)
-            .await?;
-        failpoint::hit("complete.committed", "").await;
-        let keep: Vec<Uuid> = stored.data_ids().collect();
-        self.drop_upload(bucket, key, upload_id, None, &keep).await;
-        failpoint::hit("complete.dropped", "").await;
-        Ok(stored)
-    }
-
-    /// [`Self::complete_upload`] of an upload whose parts are in another
-    /// pool (the cold pool, or a hot pool added later): the parts become a tier object there, then the version
-    /// referring to it is committed. The caller holds the key lock.
-    #[allow(clippy::too_many_arguments)]
-    async fn complete_cold_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        upload: UploadRecord,
-        parts: Vec<PartRecord>,
-        meta: ObjectMeta,
-        opts: &WriteOptions,
-    ) -> Result<ObjectRecord, Error> {
-        let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
-        let tier = self
-            .commit_tier_parts(
-                upload.part_pool().unwrap_or(crate::tier::COLD_TIER),
-                upload.layout,
-                chosen.clone(),
-                bucket,
-                key,
-                &meta,
-            )
-            .await?;
-        let record = ObjectRecord::new_version(
-            self.set.layout_for(bucket, key),
-            crate::transition::tiered_parts(&chosen),
-            true,
-            meta,
-            upload.tags.clone(),
-            Some(tier.clone()),
-        );
-        let all = vec![true; self.set.width()];
-        let stored = match self
-            .commit_version_locked(bucket, key, record, &all, opts, None)
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                // The parts stay with the upload (it can be completed again
-                // or aborted); only the tier object's record goes.
-                self.forget_tier_object(&tier).await;
-                return Err(e);
-            }
-        };
-        let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
-        self.drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
-            .await;
-        Ok(stored)
-    }
-
-    /// Removes the upload's records from every disk and frees the data of
-    /// its parts (in the pool named `pool`, else this one), except ids in
-    /// `keep`.
-    /// Returns how many disks had it.
+    /// Removes the upload's records from every disk; once a write quorum of
+    /// disks removed it, frees the data of its parts (in the pool named
+    /// `pool`, else this one), except ids in `keep`. `NoSuchUpload` when
+    /// no disk had it.
     async fn drop_upload(
         &self,
         bucket: &str,
@@ -402,7 +372,7 @@ impl Store {
         upload_id: Uuid,
         pool: Option<&str>,
         keep: &[Uuid],
-    ) -> usize {
+    ) -> Result<(), Error> {
         let results = self
             .set
             .each_disk(|_, d| async move {
@@ -410,6 +380,17 @@ impl Store {
                     .await
             })
             .await;
+        let answered = results
+            .iter()
+            .filter(|r| matches!(r, Ok(_) | Err(DiskError::NotFound)))
+            .count();
+        if answered < self.set.quorum.write {
+            // The upload may still be there: nothing of it is freed.
+            return Err(Error::WriteQuorum {
+                needed: self.set.quorum.write,
+                got: answered,
+            });
+        }
         let mut had = 0;
         let mut dropped = Vec::new();
         for (slot, r) in results.into_iter().enumerate() {
@@ -418,13 +399,30 @@ impl Store {
                 dropped.extend(parts.into_iter().map(|p| (slot, p)));
             }
         }
+        if had == 0 {
+            return Err(Error::NoSuchUpload);
+        }
         self.free_parts(pool, dropped, keep).await;
-        had
+        Ok(())
     }
 
-    /// Aborts an upload and frees its parts' data. Data that the current
-    /// version of the key references (a completion that raced) is kept.
+    /// Aborts an upload and frees its parts' data. An upload whose
+    /// completion reached some disk before (a CompleteMultipartUpload whose
+    /// answer was lost) is completed instead, and `NoSuchUpload` answered:
+    /// the completion came first. Runs to its end even if this future is
+    /// dropped.
     pub async fn abort_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<(), Error> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.detached(move |me| async move { me.abort_upload_now(&bucket, &key, upload_id).await })
+            .await
+    }
+
+    async fn abort_upload_now(
         &self,
         bucket: &str,
         key: &str,
@@ -432,38 +430,14 @@ impl Store {
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
         let _guard = self.set.locks.lock(bucket, key).await?;
-        let keep: Vec<Uuid> = match self.set.resolve_key(bucket, key).await {
-            Ok(state) => {
-                let mut keep: Vec<Uuid> = state
-                    .versions
-                    .iter()
-                    .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
-                    .collect();
-                // A completion that raced keeps its parts in a tier object.
-                for t in state
-                    .versions
-                    .iter()
-                    .filter_map(|v| v.object.tiered.as_ref())
-                {
-                    keep.extend(self.tier_object_data(t).await);
-                }
-                keep
-            }
-            Err(_) => {
-                return Err(Error::ReadQuorum {
-                    needed: self.set.quorum.read,
-                    got: 0,
-                })
-            }
-        };
-        if self
-            .drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
-            .await
-            == 0
-        {
+        if let Some(done) = self.completion_of(bucket, key, upload_id).await? {
+            self.finish_completion(bucket, key, upload_id, done).await?;
             return Err(Error::NoSuchUpload);
         }
-        Ok(())
+        let state = self.set.resolve_key(bucket, key).await?;
+        let keep = self.data_of_versions(&state).await;
+        self.drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
+            .await
     }
 
     /// Lists uploads of `bucket` under `prefix`, ordered by key then id.

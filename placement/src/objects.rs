@@ -8,9 +8,9 @@ use disk_engine::{ListStart, Tier};
 use futures::future::join_all;
 use uuid::Uuid;
 
+use crate::commit::{Carried, Committed};
 use crate::current::{ObjectPage, Objects};
 use crate::error::Error;
-use crate::packed::Pieces;
 use crate::read::ObjectStream;
 use crate::record::{ObjectMeta, ObjectRecord, ObjectSummary, PartRef, Versioning};
 use crate::set::{version_key, KeyState, Resolved};
@@ -163,12 +163,30 @@ impl Store {
 
     /// Makes staged data the current version of `bucket/key`: a new version
     /// when the bucket's versioning is enabled, the null version otherwise.
-    /// The precondition in `opts` is checked under the key's lock.
+    /// The precondition in `opts` is checked under the key's lock. The
+    /// commit runs to its end even if this future is dropped.
     pub async fn put_object(
         &self,
         bucket: &str,
         key: &str,
         staged: StagedData,
+        meta: ObjectMeta,
+        tags: Vec<(String, String)>,
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let (bucket, key, opts) = (bucket.to_string(), key.to_string(), opts.clone());
+        self.detached(move |me| async move {
+            me.put_object_now(&bucket, &key, staged, meta, tags, &opts)
+                .await
+        })
+        .await
+    }
+
+    async fn put_object_now(
+        &self,
+        bucket: &str,
+        key: &str,
+        mut staged: StagedData,
         meta: ObjectMeta,
         tags: Vec<(String, String)>,
         opts: &WriteOptions,
@@ -182,16 +200,28 @@ impl Store {
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), &meta);
         let record = ObjectRecord::new_version(staged.layout, vec![part], false, meta, tags, None);
         let disks = staged.disks.clone();
-        let stored = self
-            .commit_version(bucket, key, record, &disks, opts, staged.pieces.as_ref())
-            .await?;
-        staged.keep();
-        Ok(stored)
+        let _guard = self.set.locks.lock(bucket, key).await?;
+        let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
+        self.write_version(
+            bucket,
+            key,
+            record,
+            &disks,
+            versioning,
+            &state,
+            Some(&mut staged),
+            None,
+        )
+        .await
+        .map(|c| c.object)
     }
 
     /// [`Store::put_object`] of data written to a tier: the tier object is
-    /// committed first, then the version referring to it; if the version
-    /// cannot be committed, the tier object is released again.
+    /// committed first, then the version referring to it, both under the
+    /// key's lock (which the tier sweep takes before judging a tier object
+    /// unreferenced). If the version is refused, the tier object is
+    /// released again; if its write fails, the sweep decides from what
+    /// became visible.
     async fn put_tiered_object(
         &self,
         bucket: &str,
@@ -202,6 +232,7 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
+        let _guard = self.set.locks.lock(bucket, key).await?;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
         disk_engine::failpoint::hit("tier.put.committed", "").await;
         let part = PartRef::single(size, None, false, &meta);
@@ -209,61 +240,78 @@ impl Store {
         let record =
             ObjectRecord::new_version(layout, vec![part], false, meta, tags, Some(tier.clone()));
         let all = vec![true; self.set.width()];
-        let committed = self
-            .commit_version(bucket, key, record, &all, opts, None)
-            .await;
-        if committed.is_err() {
-            self.set.release_tiered(vec![tier]);
-        }
-        committed
-    }
-
-    /// Commits a new version under the key lock, honouring the bucket's
-    /// versioning state and the write's precondition.
-    pub(crate) async fn commit_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        record: ObjectRecord,
-        targets: &[bool],
-        opts: &WriteOptions,
-        pieces: Option<&Pieces>,
-    ) -> Result<ObjectRecord, Error> {
-        let _guard = self.set.locks.lock(bucket, key).await?;
-        self.commit_version_locked(bucket, key, record, targets, opts, pieces)
-            .await
-    }
-
-    /// [`Self::commit_version`] for a caller that holds the key lock.
-    pub(crate) async fn commit_version_locked(
-        &self,
-        bucket: &str,
-        key: &str,
-        record: ObjectRecord,
-        targets: &[bool],
-        opts: &WriteOptions,
-        pieces: Option<&Pieces>,
-    ) -> Result<ObjectRecord, Error> {
-        let versioning = self.bucket(bucket).await?.versioning;
-        let state = match opts.condition {
-            Some(_) => {
-                let state = self.set.resolve_key(bucket, key).await?;
-                check_condition(&state, opts)?;
-                Some(state)
+        let (versioning, state) = match self.prepare_version(bucket, key, opts).await {
+            Ok(p) => p,
+            Err(e) => {
+                self.set.release_tiered(vec![tier]);
+                return Err(e);
             }
-            None => None,
         };
-        self.set
+        self.write_version(bucket, key, record, &all, versioning, &state, None, None)
+            .await
+            .map(|c| c.object)
+    }
+
+    /// What a new version of `bucket/key` is committed against, read under
+    /// the key's lock: the bucket's versioning and the key as it stands,
+    /// which must meet the write's precondition.
+    pub(crate) async fn prepare_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        opts: &WriteOptions,
+    ) -> Result<(Versioning, KeyState), Error> {
+        let versioning = self.bucket(bucket).await?.versioning;
+        let state = self.set.resolve_key(bucket, key).await?;
+        check_condition(&state, opts)?;
+        Ok((versioning, state))
+    }
+
+    /// Writes a new version of `bucket/key` prepared with
+    /// [`Self::prepare_version`] (the caller still holds the key lock),
+    /// taking over `staged` data (its staged entries go with the records)
+    /// and completing upload `completes` in the same writes. After a failed
+    /// write the staged entries are removed: what refers to the data is
+    /// then what the records that landed say.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn write_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        record: ObjectRecord,
+        targets: &[bool],
+        versioning: Versioning,
+        state: &KeyState,
+        staged: Option<&mut StagedData>,
+        completes: Option<Uuid>,
+    ) -> Result<Committed, Error> {
+        let (pieces, unstage) = match staged {
+            Some(s) => (s.pieces.take(), s.hand_over()),
+            None => (None, Vec::new()),
+        };
+        let carried = Carried {
+            pieces: pieces.as_ref(),
+            unstage: &unstage,
+            completes,
+        };
+        let committed = self
+            .set
             .commit_record(
                 bucket,
                 key,
                 record,
                 targets,
                 versioning == Versioning::Enabled,
-                pieces,
-                state.as_ref(),
+                carried,
+                Some(state),
             )
-            .await
+            .await;
+        if committed.is_err() {
+            for id in &unstage {
+                self.set.unstage(*id).await;
+            }
+        }
+        committed
     }
 
     /// A version of `bucket/key`: the current one (`None`), which may be a
@@ -355,6 +403,22 @@ impl Store {
         seen_mtime_ns: u64,
         permanent: bool,
     ) -> Result<bool, Error> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.detached(move |me| async move {
+            me.expire_now(&bucket, &key, seen, seen_mtime_ns, permanent)
+                .await
+        })
+        .await
+    }
+
+    async fn expire_now(
+        &self,
+        bucket: &str,
+        key: &str,
+        seen: VersionRef,
+        seen_mtime_ns: u64,
+        permanent: bool,
+    ) -> Result<bool, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
         let _guard = self.set.locks.lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
@@ -399,6 +463,7 @@ impl Store {
             inline: None,
             tags: Vec::new(),
             tiered: None,
+            upload_id: None,
         };
         let all = vec![true; self.set.width()];
         let stored = self
@@ -409,12 +474,12 @@ impl Store {
                 marker,
                 &all,
                 versioning == Versioning::Enabled,
-                None,
+                Carried::default(),
                 None,
             )
             .await?;
         Ok(DeleteOutcome {
-            version: Some(VersionRef::of(&stored)),
+            version: Some(VersionRef::of(&stored.object)),
             delete_marker: true,
         })
     }
@@ -424,8 +489,19 @@ impl Store {
     /// request (named versions, and every key of an unversioned bucket) are
     /// written as one batch per disk under all their keys' locks; delete
     /// markers (versioned buckets without a version id) are committed one by
-    /// one, together. Outcomes come back in the order of `items`.
+    /// one, together. Outcomes come back in the order of `items`. The
+    /// deletes run to their end even if this future is dropped.
     pub async fn delete_objects(
+        &self,
+        bucket: &str,
+        items: &[(String, Option<VersionRef>)],
+    ) -> Result<Vec<Result<DeleteOutcome, Error>>, Error> {
+        let (bucket, items) = (bucket.to_string(), items.to_vec());
+        self.detached(move |me| async move { me.delete_objects_now(&bucket, &items).await })
+            .await
+    }
+
+    async fn delete_objects_now(
         &self,
         bucket: &str,
         items: &[(String, Option<VersionRef>)],
@@ -503,6 +579,18 @@ impl Store {
     /// Replaces the tags of a version (the current one with `None`) without
     /// changing its id or modification time. `IsDeleteMarker` for a marker.
     pub async fn set_tags(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionRef>,
+        tags: Vec<(String, String)>,
+    ) -> Result<ObjectRecord, Error> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.detached(move |me| async move { me.set_tags_now(&bucket, &key, version, tags).await })
+            .await
+    }
+
+    async fn set_tags_now(
         &self,
         bucket: &str,
         key: &str,

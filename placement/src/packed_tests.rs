@@ -117,10 +117,12 @@ async fn overwrite_delete_and_failed_writes_leave_no_pieces() {
         assert!(matches!(l.read_piece(new).await, Err(DiskError::NotFound)));
     }
 
-    // Two disks down at 2+2: the write fails, nothing is visible and the
-    // disk that took its record and piece has both rolled back.
+    // Three disks failing at 2+2: the write reached one disk (below R, so
+    // nobody can have seen it); it fails, and that disk's record and piece
+    // are rolled back.
     r.faulty[1].set_faults(vec![Fault::Offline]);
     r.faulty[2].set_faults(vec![Fault::FailWrites]);
+    r.faulty[3].set_faults(vec![Fault::FailWrites]);
     let err = put(&r, "lost", &data(4_000, 3)).await.unwrap_err();
     assert!(matches!(err, Error::WriteQuorum { .. }), "{err:?}");
     for f in &r.faulty {
@@ -133,6 +135,19 @@ async fn overwrite_delete_and_failed_writes_leave_no_pieces() {
     for l in &r.local {
         assert_eq!(l.get_records(b"b", b"lost").await.unwrap().len(), 0);
     }
+
+    // Two disks failing: the write reached R disks, where a reader may have
+    // seen it. It fails (503: its outcome is unknown) but is not undone,
+    // and reads back whole.
+    r.faulty[1].set_faults(vec![Fault::Offline]);
+    r.faulty[2].set_faults(vec![Fault::FailWrites]);
+    let err = put(&r, "maybe", &data(4_000, 4)).await.unwrap_err();
+    assert!(matches!(err, Error::WriteQuorum { .. }), "{err:?}");
+    assert_eq!(get(&r, "maybe", 0..4_000).await.unwrap(), data(4_000, 4));
+    for f in &r.faulty {
+        f.set_faults(vec![]);
+    }
+    assert_eq!(get(&r, "maybe", 0..4_000).await.unwrap(), data(4_000, 4));
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::cache::{Unit, UnitKey};
+use crate::cache::{Source, Unit, UnitKey};
 use crate::error::Error;
 use crate::layout::{ErasureLayout, PartGeometry, StripeRun};
 use crate::packed;
@@ -145,6 +145,9 @@ impl ErasureSet {
         let (ns, key) = (ns.to_string(), key.to_string());
         tokio::spawn(async move {
             let mut damaged: Vec<(Uuid, usize)> = Vec::new();
+            // Units served from memory touched no disk: their shards are
+            // checked in the background like unread parity.
+            let mut from_memory = false;
             let mut offset = 0u64;
             for part in &object.parts {
                 let part_range = range.start.max(offset)..range.end.min(offset + part.size);
@@ -165,7 +168,8 @@ impl ErasureSet {
                 for unit in first..=last {
                     let read = set.read_unit(data_id, &geo, unit, per_unit, &local).await;
                     match read {
-                        Ok((chunks, damage)) => {
+                        Ok((chunks, damage, cached)) => {
+                            from_memory |= cached;
                             for slot in damage {
                                 if !damaged.contains(&(data_id, slot)) {
                                     damaged.push((data_id, slot));
@@ -188,7 +192,7 @@ impl ErasureSet {
                 }
             }
             if damaged.is_empty() {
-                set.check_unread_shards(&ns, &key, &object);
+                set.check_unread_shards(&ns, &key, &object, from_memory);
             } else {
                 set.repair.request(&ns, &key, damaged);
             }
@@ -210,7 +214,7 @@ impl ErasureSet {
         unit: u64,
         per_unit: u64,
         want: &Range<u64>,
-    ) -> Result<(Vec<Bytes>, Damage), Error> {
+    ) -> Result<(Vec<Bytes>, Damage, bool), Error> {
         let stripe = geo.layout.stripe_size();
         let stripes = unit * per_unit..((unit + 1) * per_unit).min(geo.stripes());
         let unit_range = stripes.start * stripe..(stripes.end * stripe).min(geo.size);
@@ -218,18 +222,19 @@ impl ErasureSet {
         let in_unit = here.start - unit_range.start..here.end - unit_range.start;
         let key = UnitKey { data_id, unit };
         if let Some(u) = self.cache.cached(key) {
-            return Ok((u.slice(in_unit), Vec::new()));
+            return Ok((u.slice(in_unit), Vec::new(), true));
         }
         let run = geo
             .runs(stripes, per_unit)
             .pop()
             .expect("a unit holds at least one stripe");
         if (here.end - here.start) * 2 < unit_range.end - unit_range.start {
-            return self.read_stripes(data_id, geo, &run, &here).await;
+            let (chunks, damage) = self.read_stripes(data_id, geo, &run, &here).await?;
+            return Ok((chunks, damage, false));
         }
         let mut damage = Vec::new();
         let found = &mut damage;
-        let (u, _) = self
+        let (u, source) = self
             .cache
             .get_or_read(key, move || async move {
                 let (chunks, d) = self.read_stripes(data_id, geo, &run, &unit_range).await?;
@@ -237,7 +242,7 @@ impl ErasureSet {
                 Ok(Unit::new(chunks))
             })
             .await?;
-        Ok((u.slice(in_unit), damage))
+        Ok((u.slice(in_unit), damage, source == Source::Hit))
     }
 
     /// Reads the stripes of `run` of one part and returns the slices of object

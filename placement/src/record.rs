@@ -120,6 +120,10 @@ pub struct ObjectRecord {
     /// part has a data id): a tier object holding the whole version.
     #[serde(default)]
     pub tiered: Option<TierRef>,
+    /// The multipart upload this version completed: a repeated completion
+    /// of the upload finds it and answers with it.
+    #[serde(default)]
+    pub upload_id: Option<Uuid>,
 }
 
 /// A version's bytes kept in a tier (the cold pool), as one tier object.
@@ -173,6 +177,7 @@ impl ObjectRecord {
             inline: None,
             tags,
             tiered,
+            upload_id: None,
         }
     }
 

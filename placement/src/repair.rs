@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
-use disk_engine::{PutRecordOutcome, ShardId, ShardWriter};
+use disk_engine::{PutRecordOutcome, RecordPut, ShardId, ShardWriter};
 use futures::future::join_all;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
@@ -151,6 +151,33 @@ pub fn spawn_repair_worker(
     })
 }
 
+/// Writes the visible record `rec` to a disk that lacks it. A newer write
+/// of the same version that never became visible (cut short before its
+/// quorum) refuses it; when `everyone` answered, that write cannot have
+/// been acknowledged, so it is removed first (its data there freed).
+async fn put_over_unseen(
+    d: &Arc<dyn disk_engine::Disk>,
+    ns: &str,
+    key: &str,
+    rec: disk_engine::Record,
+    everyone: bool,
+) -> Result<PutRecordOutcome, disk_engine::DiskError> {
+    let (ns, key) = (ns.as_bytes(), key.as_bytes());
+    match d.put_record(ns, key, RecordPut::of(rec.clone())).await? {
+        PutRecordOutcome::Superseded { current } if everyone => {
+            let removed = d
+                .delete_record(ns, key, rec.version, Some(current.stamp))
+                .await?;
+            let mut stored = d.put_record(ns, key, RecordPut::of(rec)).await?;
+            if let (Some(old), PutRecordOutcome::Stored { replaced, .. }) = (removed, &mut stored) {
+                replaced.get_or_insert(old);
+            }
+            Ok(stored)
+        }
+        other => Ok(other),
+    }
+}
+
 impl ErasureSet {
     /// Brings every visible version of `ns/key` back to full redundancy on
     /// the disks that answer: rewrites shard files that are missing, damaged
@@ -203,27 +230,31 @@ impl ErasureSet {
             .collect();
         if missing.iter().any(|m| *m) {
             let rec = v.record.clone();
+            let everyone = responded.iter().all(|r| *r);
             // Left in doubt: the disks differed, and the next comparison of
             // their heads finds whether they still do.
             let agreement = self.agreement.writing(ns, [key.as_bytes()]);
             let results = self
                 .some_disks(&missing, |_, d| {
                     let rec = rec.clone();
-                    async move { d.put_record(ns.as_bytes(), key.as_bytes(), rec, None).await }
+                    async move { put_over_unseen(&d, ns, key, rec, everyone).await }
                 })
                 .await;
             drop(agreement);
             disk_engine::failpoint::hit("heal.recorded", "").await;
+            let item = [(key.as_bytes().to_vec(), rec.version)];
             for (slot, r) in results.into_iter().enumerate() {
                 match r {
-                    Some(Ok(PutRecordOutcome::Stored { replaced })) => {
+                    Some(Ok(PutRecordOutcome::Stored { replaced, .. })) => {
                         self.repair
                             .stats
                             .records_rewritten
                             .fetch_add(1, Ordering::Relaxed);
                         if let Some(old) = replaced {
-                            let keep: Vec<Uuid> = obj.data_ids().collect();
-                            self.free_record_data(slot, &old, &keep).await;
+                            if let Some(mut keep) = self.referenced_on(slot, ns, &item).await {
+                                keep.extend(obj.data_ids());
+                                self.free_record_data(slot, &old, &keep).await;
+                            }
                         }
                     }
                     Some(Err(e)) => {
@@ -265,7 +296,8 @@ impl ErasureSet {
     }
 
     /// After a read that went well, checks in the background that the shards
-    /// the read did not need (parity) are present and whole, and
+    /// the read did not need (parity; every shard with `all`, for a read
+    /// served from the hot-object cache) are present and whole, and
     /// queues a repair when one is not. At most [`PRESENCE_CHECKS`] run at
     /// once; further ones are skipped, which samples them under load.
     pub(crate) fn check_unread_shards(
@@ -273,6 +305,7 @@ impl ErasureSet {
         ns: &str,
         key: &str,
         object: &ObjectRecord,
+        all: bool,
     ) {
         let Ok(permit) = self.presence_checks.clone().try_acquire_owned() else {
             return;
@@ -283,7 +316,7 @@ impl ErasureSet {
         // shards' disks are left to check.
         let layout = object.layout;
         let parity: Vec<bool> = (0..self.width())
-            .map(|slot| layout.shard_of_disk(slot) >= layout.data as usize)
+            .map(|slot| all || layout.shard_of_disk(slot) >= layout.data as usize)
             .collect();
         let parts: Vec<(Uuid, PartGeometry)> = object
             .parts

@@ -3,17 +3,14 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use disk_engine::{
-    Disk, DiskError, DiskHealth, PutRecordOutcome, Record, ShardId, ShardOptions, ShardWriter,
-    Stamp, VersionId,
+    Disk, DiskError, DiskHealth, Record, ShardId, ShardOptions, ShardWriter, Stamp, VersionId,
 };
 use futures::future::join_all;
 use uuid::Uuid;
-
-use disk_engine::failpoint;
 
 use crate::agreement::Agreement;
 use crate::cache::ReadCache;
@@ -22,7 +19,6 @@ use crate::error::Error;
 use crate::layout::{ErasureLayout, Quorum};
 use crate::list_ahead::ListAhead;
 use crate::locks::KeyLocks;
-use crate::packed::{self, Pieces};
 use crate::record::{self, ObjectRecord, ObjectSummary, TierRef};
 use crate::repair::RepairQueue;
 
@@ -55,7 +51,9 @@ pub struct ErasureSet {
     /// read one disk), and the count of writes that invalidates pages read
     /// ahead.
     pub(crate) agreement: Arc<Agreement>,
-    last_mtime: AtomicU64,
+    /// The newest modification time this process stamped: stamps never go
+    /// backwards in it (see `commit.rs`).
+    pub(crate) last_mtime: AtomicU64,
 }
 
 /// A version as the set resolved it: the record and which disks hold it.
@@ -74,6 +72,9 @@ pub(crate) struct KeyState<T = ObjectRecord> {
     pub versions: Vec<Resolved<T>>,
     /// Disk slots that answered.
     pub responded: Vec<bool>,
+    /// The newest stamp any answering disk holds for the key, visible or
+    /// not: a new write's stamp goes past it.
+    pub newest: Option<Stamp>,
 }
 
 /// A decoding of a version record that resolution can order.
@@ -96,13 +97,27 @@ impl VersionBody for ObjectSummary {
 
 impl<T: VersionBody> KeyState<T> {
     /// The state of visible `versions` in any order.
-    fn of(mut versions: Vec<Resolved<T>>, responded: Vec<bool>) -> KeyState<T> {
+    fn of(
+        mut versions: Vec<Resolved<T>>,
+        responded: Vec<bool>,
+        newest: Option<Stamp>,
+    ) -> KeyState<T> {
         versions.sort_by_key(|v| {
             std::cmp::Reverse(version_order(v.object.mtime_ns(), v.record.version))
         });
         KeyState {
             versions,
             responded,
+            newest,
+        }
+    }
+
+    /// The state of a key no disk holds anything of (a new tier object).
+    pub(crate) fn empty() -> KeyState<T> {
+        KeyState {
+            versions: Vec::new(),
+            responded: Vec::new(),
+            newest: None,
         }
     }
 }
@@ -225,56 +240,6 @@ impl ErasureSet {
         }
     }
 
-    /// A fresh stamp: modification times never go backwards in this process.
-    /// A stamp for a new write of `ns/key`, taken by the holder of the
-    /// key's lock. When other gateways write the same disks their clocks
-    /// may run ahead of this one: the stamp then goes past the key's newest
-    /// write — from `seen`, the key as the caller just resolved it, or read
-    /// now — so a write committed later always wins (read-after-write
-    /// holds across gateways, for overwrites, delete markers and rewrites
-    /// alike).
-    async fn stamp_for(
-        &self,
-        ns: &str,
-        key: &str,
-        seen: Option<&KeyState>,
-    ) -> Result<Stamp, Error> {
-        if self.locks.is_shared() {
-            let resolved;
-            let state = match seen {
-                Some(s) => s,
-                None => {
-                    resolved = self.resolve_key(ns, key).await?;
-                    &resolved
-                }
-            };
-            if let Some(newest) = state.versions.iter().map(|v| v.record.stamp.mtime_ns).max() {
-                self.last_mtime.fetch_max(newest, Ordering::Relaxed);
-            }
-        }
-        Ok(self.next_stamp())
-    }
-
-    pub(crate) fn next_stamp(&self) -> Stamp {
-        let now = now_ns();
-        let mut last = self.last_mtime.load(Ordering::Relaxed);
-        loop {
-            let t = now.max(last + 1);
-            match self
-                .last_mtime
-                .compare_exchange(last, t, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    return Stamp {
-                        mtime_ns: t,
-                        write_id: Uuid::now_v7(),
-                    }
-                }
-                Err(seen) => last = seen,
-            }
-        }
-    }
-
     /// Runs `f` against every disk concurrently; results in slot order.
     pub(crate) async fn each_disk<T, F, Fut>(&self, f: F) -> Vec<Result<T, DiskError>>
     where
@@ -385,6 +350,11 @@ impl ErasureSet {
                 got: answered,
             });
         }
+        let newest = results
+            .iter()
+            .flatten()
+            .flat_map(|records| records.iter().map(|r| r.stamp))
+            .max();
         let mut versions = Vec::new();
         if let Some(agreed) = agreed_records(&results) {
             // Every answering disk holds the same writes (the common case):
@@ -398,7 +368,7 @@ impl ErasureSet {
                     holders: responded.clone(),
                 });
             }
-            return Ok(KeyState::of(versions, responded));
+            return Ok(KeyState::of(versions, responded, newest));
         }
         let silent = n - answered;
         // version -> stamp -> (record, holders)
@@ -444,252 +414,6 @@ impl ErasureSet {
                 None => {}
             }
         }
-        Ok(KeyState::of(versions, responded))
-    }
-
-    /// Writes `object` as a new version of `key` to the disks in `targets`
-    /// and returns the stored record: with `versioned`, under a new version
-    /// id (the write's UUIDv7); otherwise as the null version, replacing the
-    /// previous null version. The modification time is set now (see
-    /// [`Self::stamp_for`]; `seen` is the key as the caller resolved it
-    /// under the lock, if it did). The caller holds the key lock. See
-    /// [`Self::write_record`] for durability.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn commit_record(
-        &self,
-        ns: &str,
-        key: &str,
-        mut object: ObjectRecord,
-        targets: &[bool],
-        versioned: bool,
-        pieces: Option<&Pieces>,
-        seen: Option<&KeyState>,
-    ) -> Result<ObjectRecord, Error> {
-        let stamp = self.stamp_for(ns, key, seen).await?;
-        object.mtime_ns = stamp.mtime_ns;
-        object.version_id = versioned.then_some(stamp.write_id);
-        self.write_record(ns, key, object, targets, stamp, pieces)
-            .await
-    }
-
-    /// Writes a changed copy of an existing version (same id and
-    /// modification time, e.g. new tags) under a fresh stamp, so it wins
-    /// over the copy it replaces on every disk. The caller holds the key lock
-    /// and resolved the key under it (`seen`).
-    pub(crate) async fn rewrite_record(
-        &self,
-        ns: &str,
-        key: &str,
-        object: ObjectRecord,
-        targets: &[bool],
-        seen: &KeyState,
-    ) -> Result<ObjectRecord, Error> {
-        let stamp = self.stamp_for(ns, key, Some(seen)).await?;
-        self.write_record(ns, key, object, targets, stamp, None)
-            .await
-    }
-
-    /// Stores `object` under its version id with `stamp` on the `targets`
-    /// disks. Acknowledged only when a write quorum stored it; otherwise the
-    /// partial write is rolled back as far as the disks allow. Shard files of
-    /// the writes it replaced are deleted, disk by disk. A packed object's
-    /// `pieces` go into each disk's record write.
-    async fn write_record(
-        &self,
-        ns: &str,
-        key: &str,
-        object: ObjectRecord,
-        targets: &[bool],
-        stamp: Stamp,
-        pieces: Option<&Pieces>,
-    ) -> Result<ObjectRecord, Error> {
-        let rec = Record {
-            version: version_key(object.version_id),
-            stamp,
-            body: record::encode(&object),
-            listing: crate::projection::encode(&object),
-        };
-        let layout = object.layout;
-        let mut writing = self.agreement.writing(ns, [key.as_bytes()]);
-        failpoint::hit("set.record.before", "").await;
-        let results = self
-            .some_disks(targets, |slot, d| {
-                let rec = rec.clone();
-                let piece = pieces.map(|p| p.for_shard(layout.shard_of_disk(slot)));
-                async move {
-                    let r = d
-                        .put_record(ns.as_bytes(), key.as_bytes(), rec, piece)
-                        .await;
-                    if r.is_ok() {
-                        failpoint::hit("set.record.stored", d.label()).await;
-                    }
-                    r
-                }
-            })
-            .await;
-        let stored = results.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
-        if stored < self.quorum.write {
-            let full = results
-                .iter()
-                .any(|r| matches!(r, Some(Err(DiskError::Full))));
-            self.roll_back(ns, key, &rec, &results, pieces.map(|p| p.id))
-                .await;
-            drop(writing);
-            return Err(if full {
-                Error::DiskFull
-            } else {
-                Error::WriteQuorum {
-                    needed: self.quorum.write,
-                    got: stored,
-                }
-            });
-        }
-        writing.reached_every_disk(stored == self.width());
-        drop(writing);
-        if stored < self.width() {
-            self.repair
-                .stats
-                .degraded_writes
-                .fetch_add(1, Ordering::Relaxed);
-        }
-        failpoint::hit("set.record.quorum", "").await;
-        let keep: Vec<Uuid> = object.data_ids().collect();
-        let mut released = Vec::new();
-        for (slot, r) in results.into_iter().enumerate() {
-            if let Some(Ok(PutRecordOutcome::Stored {
-                replaced: Some(old),
-            })) = r
-            {
-                released.extend(self.free_record_data(slot, &old, &keep).await);
-            }
-        }
-        released.retain(|t| object.tiered.as_ref() != Some(t));
-        self.release_tiered(released);
-        failpoint::hit("set.record.freed", "").await;
-        Ok(object)
-    }
-
-    async fn roll_back(
-        &self,
-        ns: &str,
-        key: &str,
-        rec: &Record,
-        results: &[Option<Result<PutRecordOutcome, DiskError>>],
-        piece: Option<Uuid>,
-    ) {
-        for (slot, r) in results.iter().enumerate() {
-            if let Some(Ok(PutRecordOutcome::Stored { replaced })) = r {
-                let d = &self.disks[slot];
-                let undone = d
-                    .delete_record(ns.as_bytes(), key.as_bytes(), rec.version, Some(rec.stamp))
-                    .await;
-                if let (Ok(_), Some(id)) = (&undone, piece) {
-                    let _ = d.delete_piece(id).await;
-                }
-                if let (Ok(_), Some(old)) = (undone, replaced) {
-                    let _ = d
-                        .put_record(ns.as_bytes(), key.as_bytes(), old.clone(), None)
-                        .await;
-                }
-            }
-        }
-    }
-
-    /// Deletes, on one disk, the shard files a replaced or deleted record
-    /// referenced, except those in `keep`. Returns the record's tier
-    /// object, which the caller releases once for all disks.
-    pub(crate) async fn free_record_data(
-        &self,
-        slot: usize,
-        old: &Record,
-        keep: &[Uuid],
-    ) -> Option<TierRef> {
-        let Ok(obj) = record::decode::<ObjectRecord>(&old.body) else {
-            tracing::warn!(
-                disk = self.disks[slot].label(),
-                "undecodable replaced record"
-            );
-            return None;
-        };
-        for part in obj.parts.iter() {
-            let Some(id) = part.data_id.filter(|id| !keep.contains(id)) else {
-                continue;
-            };
-            if let Err(e) = packed::delete_data(&self.disks[slot], id, part.packed).await {
-                tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free object data");
-            }
-        }
-        obj.tiered
-    }
-
-    /// Hands tier objects no version refers to any more to the tier worker
-    /// (each once, however many disks reported it). One that is lost here
-    /// (a crash first) is found by the tier sweep.
-    pub(crate) fn release_tiered(&self, mut refs: Vec<TierRef>) {
-        refs.sort_by_key(|t| t.id);
-        refs.dedup();
-        if let Some(tx) = self.tier_release.get() {
-            for t in refs {
-                let _ = tx.send(t);
-            }
-        }
-    }
-
-    /// Deletes one version from every disk; acknowledged when a write quorum
-    /// of disks answered. Frees each disk's shard files of that version.
-    pub(crate) async fn delete_version(
-        &self,
-        ns: &str,
-        key: &str,
-        version: VersionId,
-    ) -> Result<(), Error> {
-        self.delete_versions(ns, vec![(key.as_bytes().to_vec(), version)])
-            .await
-    }
-
-    /// Deletes many versions with one batch per disk and frees their data;
-    /// the caller holds every key's lock.
-    pub(crate) async fn delete_versions(
-        &self,
-        ns: &str,
-        items: Vec<(Vec<u8>, VersionId)>,
-    ) -> Result<(), Error> {
-        let mut writing = self
-            .agreement
-            .writing(ns, items.iter().map(|(k, _)| &k[..]));
-        failpoint::hit("set.delete.before", "").await;
-        let results = self
-            .each_disk(|_, d| {
-                let items = items.clone();
-                async move {
-                    let r = d.delete_records(ns.as_bytes(), items).await;
-                    if r.is_ok() {
-                        failpoint::hit("set.delete.removed", d.label()).await;
-                    }
-                    r
-                }
-            })
-            .await;
-        failpoint::hit("set.delete.quorum", "").await;
-        let ok = results.iter().filter(|r| r.is_ok()).count();
-        writing.reached_every_disk(ok == self.width());
-        drop(writing);
-        let released = join_all(results.into_iter().enumerate().map(|(slot, r)| async move {
-            let mut released = Vec::new();
-            for old in r.into_iter().flatten().flatten() {
-                released.extend(self.free_record_data(slot, &old, &[]).await);
-            }
-            released
-        }))
-        .await;
-        if ok < self.quorum.write {
-            // The versions may still be visible: their tier objects stay.
-            return Err(Error::WriteQuorum {
-                needed: self.quorum.write,
-                got: ok,
-            });
-        }
-        self.release_tiered(released.into_iter().flatten().collect());
-        Ok(())
+        Ok(KeyState::of(versions, responded, newest))
     }
 }

@@ -3,13 +3,16 @@
 //! record, and optionally a cold pool (`tier.rs`); more sets slot in behind
 //! this type without the gateway noticing.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use disk_engine::{Disk, DiskHealth};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use uuid::Uuid;
 
 use crate::cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 use crate::error::Error;
@@ -24,6 +27,13 @@ use crate::tier::{spawn_tier_worker, TierBackend};
 pub(crate) const SYSTEM_NS: &str = ".granary.sys";
 /// How long a bucket lookup is trusted without asking the disks again.
 pub(crate) const BUCKET_CACHE_TTL: Duration = Duration::from_secs(2);
+
+/// This process's instance id: the owner of the data it stages (see
+/// `gc.rs`), fresh at every start.
+pub fn instance() -> Uuid {
+    static INSTANCE: OnceLock<Uuid> = OnceLock::new();
+    *INSTANCE.get_or_init(Uuid::new_v4)
+}
 
 /// The object store: buckets, objects, multipart uploads, over erasure sets.
 pub struct Store {
@@ -47,6 +57,13 @@ pub struct Store {
     /// Free space of the hot pools, cached for placing new data.
     pub(crate) free_space: crate::expansion::FreeSpace,
     pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
+    /// This store, for commits that run as tasks of their own.
+    pub(crate) me: Weak<Store>,
+    /// Commits running as tasks no request owns (see [`Store::detached`]);
+    /// shutdown waits for them.
+    pub(crate) commits: TaskTracker,
+    /// Garbage collection of unreferenced data (see `gc.rs`).
+    pub(crate) collector: Arc<crate::gc::Collector>,
 }
 
 /// Tunables of a store.
@@ -109,6 +126,8 @@ impl Store {
             let tiers = spawn_tier_worker(me.clone(), released, shutdown.clone());
             let healer = Arc::new(crate::heal::Healer::default());
             let heal = crate::heal::spawn_heal_worker(me.clone(), healer.clone(), shutdown.clone());
+            let collector = Arc::new(crate::gc::Collector::default());
+            let gc = crate::gc::spawn_gc_worker(me.clone(), collector.clone(), shutdown.clone());
             Store {
                 healer,
                 background: Default::default(),
@@ -120,9 +139,33 @@ impl Store {
                 remote: Default::default(),
                 in_flight: Mutex::default(),
                 shutdown,
-                workers: Mutex::new(vec![worker, tiers, heal]),
+                workers: Mutex::new(vec![worker, tiers, heal, gc]),
+                me: me.clone(),
+                commits: TaskTracker::new(),
+                collector,
             }
         }))
+    }
+
+    /// Runs `work` (given this store) as a task no request owns and waits
+    /// for its result. A request whose client goes away drops this future,
+    /// never the commit: the task runs to its end, and a failure is
+    /// answered only once nothing it did can still be undone behind the
+    /// client's back. Shutdown waits for these tasks.
+    pub(crate) async fn detached<T, F, Fut>(&self, work: F) -> Result<T, Error>
+    where
+        F: FnOnce(Arc<Store>) -> Fut,
+        Fut: Future<Output = Result<T, Error>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| Error::Internal("the store is shutting down".into()))?;
+        self.commits
+            .spawn(work(me))
+            .await
+            .map_err(|e| Error::Internal(format!("commit task: {e}")))?
     }
 
     /// The erasure set (for tests and admin tooling).
@@ -160,7 +203,9 @@ impl Store {
         let task = self
             .background
             .contend(self.set.disks.clone(), self.shutdown.clone());
-        self.workers.lock().push(task);
+        let lease =
+            crate::background::keep_writer_lease(self.set.disks.clone(), self.shutdown.clone());
+        self.workers.lock().extend([task, lease]);
     }
 
     /// Whether this process runs the store's scheduled background work
@@ -218,8 +263,10 @@ impl Store {
         online >= self.set.quorum.write
     }
 
-    /// Stops background work and waits for it.
+    /// Stops background work and waits for it, after the commits under way.
     pub async fn shutdown(&self) {
+        self.commits.close();
+        self.commits.wait().await;
         self.shutdown.cancel();
         let workers = std::mem::take(&mut *self.workers.lock());
         for w in workers {

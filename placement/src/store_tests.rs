@@ -308,7 +308,7 @@ async fn put_ghost_on_disk_0(r: &Rig) {
         listing: crate::projection::encode(&object),
     };
     r.local[0]
-        .put_record(b"b", b"ghost", stray, None)
+        .put_record(b"b", b"ghost", disk_engine::RecordPut::of(stray))
         .await
         .unwrap();
 }
@@ -470,7 +470,11 @@ async fn a_listing_from_some_disks_shows_what_reads_show_after_interrupted_write
             let name = format!("{kind}/{i:02}/cut");
             for &d in disks {
                 r.local[d]
-                    .put_record(b"b", name.as_bytes(), rec.clone(), None)
+                    .put_record(
+                        b"b",
+                        name.as_bytes(),
+                        disk_engine::RecordPut::of(rec.clone()),
+                    )
                     .await
                     .unwrap();
             }

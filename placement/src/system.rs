@@ -86,10 +86,19 @@ impl Store {
             inline: Some(value),
             tags: Vec::new(),
             tiered: None,
+            upload_id: None,
         };
         let all = vec![true; self.set.width()];
         self.set
-            .commit_record(SYSTEM_NS, path, obj, &all, false, None, None)
+            .commit_record(
+                SYSTEM_NS,
+                path,
+                obj,
+                &all,
+                false,
+                crate::commit::Carried::default(),
+                None,
+            )
             .await?;
         Ok(())
     }

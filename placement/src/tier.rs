@@ -20,10 +20,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::commit::Carried;
 use crate::error::Error;
 use crate::layout::ErasureLayout;
 use crate::read::ObjectStream;
 use crate::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
+use crate::set::KeyState;
 use crate::store::Store;
 use crate::transition::Destination;
 use crate::write::{BodyStream, StagedData};
@@ -176,7 +178,7 @@ impl Store {
     /// `bucket/key`. The version referring to it is committed next.
     pub(crate) async fn commit_tier_object(
         &self,
-        staged: StagedData,
+        mut staged: StagedData,
         bucket: &str,
         key: &str,
         meta: &ObjectMeta,
@@ -185,11 +187,26 @@ impl Store {
             .tier
             .clone()
             .ok_or_else(|| Error::InvalidArgument("data was not written to a tier".into()))?;
+        let pool = self.require_pool(&tier.tier)?;
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), meta);
         let record = tier_record(staged.layout, vec![part], false, bucket, key, meta);
-        self.commit_tier_record(&tier, record, &staged.disks, staged.pieces.as_ref())
-            .await?;
-        staged.keep();
+        let disks = staged.disks.clone();
+        let pieces = staged.pieces.take();
+        let unstage = staged.hand_over();
+        let carried = Carried {
+            pieces: pieces.as_ref(),
+            unstage: &unstage,
+            completes: None,
+        };
+        if let Err(e) = self
+            .commit_tier_record(&tier, record, &disks, carried)
+            .await
+        {
+            for id in &unstage {
+                pool.set.unstage(*id).await;
+            }
+            return Err(e);
+        }
         Ok(tier)
     }
 
@@ -211,7 +228,8 @@ impl Store {
         };
         let record = tier_record(layout, parts, true, bucket, key, meta);
         let all = vec![true; self.require_pool(pool)?.set.width()];
-        self.commit_tier_record(&tier, record, &all, None).await?;
+        self.commit_tier_record(&tier, record, &all, Carried::default())
+            .await?;
         Ok(tier)
     }
 
@@ -220,18 +238,23 @@ impl Store {
         tier: &TierRef,
         record: ObjectRecord,
         targets: &[bool],
-        pieces: Option<&crate::packed::Pieces>,
+        carried: Carried<'_>,
     ) -> Result<(), Error> {
         let pool = self.require_pool(&tier.tier)?;
         let name = tier.id.to_string();
         let _guard = pool.set.locks.lock(TIER_NS, &name).await?;
         // A tier object's id is new: there is no earlier write of it.
-        let fresh = crate::set::KeyState {
-            versions: Vec::new(),
-            responded: Vec::new(),
-        };
+        let fresh = KeyState::empty();
         pool.set
-            .commit_record(TIER_NS, &name, record, targets, false, pieces, Some(&fresh))
+            .commit_record(
+                TIER_NS,
+                &name,
+                record,
+                targets,
+                false,
+                carried,
+                Some(&fresh),
+            )
             .await?;
         Ok(())
     }

@@ -268,6 +268,9 @@ impl Store {
                 }
             };
             for (id, bucket, key) in stale {
+                let Ok(_guard) = self.set.locks.lock(&bucket, &key).await else {
+                    continue;
+                };
                 if !self.in_flight.lock().contains(&id) && !self.refers_to(&bucket, &key, id).await
                 {
                     tracing::info!(tier = %name, %id, %bucket, %key, "deleting an unreferenced remote tier object");
@@ -326,6 +329,12 @@ impl Store {
                     owner(crate::tier::OWNER_BUCKET),
                     owner(crate::tier::OWNER_KEY),
                 ) else {
+                    continue;
+                };
+                // Under the owner key's lock: a PUT of a cold object commits
+                // its tier object and then its version under it, so this
+                // never sees one between the two.
+                let Ok(_guard) = self.set.locks.lock(&bucket, &key).await else {
                     continue;
                 };
                 if self.in_flight.lock().contains(&id) || self.refers_to(&bucket, &key, id).await {

@@ -30,8 +30,12 @@ const WRITE_AHEAD_STRIPES: usize = 2;
 pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
 
 /// Object data durably written to a write quorum of disks but not yet
-/// referenced by any record. Dropping it without [`StagedData::keep`]
-/// deletes the shard files again.
+/// referenced by any record; its id is staged on the set's disks (see
+/// `gc.rs`), so garbage collection leaves it alone. Dropping it before a
+/// commit took it over ([`StagedData::hand_over`]) deletes the shard files
+/// and their staged entries again; once handed over, what becomes of the
+/// data is decided by the records that were written (rule 3 of
+/// `commit.rs`), never by a drop.
 pub struct StagedData {
     /// Shard id of the data; `None` when the data was empty.
     pub data_id: Option<Uuid>,
@@ -50,28 +54,85 @@ pub struct StagedData {
 }
 
 impl StagedData {
-    /// Marks the data as referenced: it will no longer be deleted on drop.
-    pub fn keep(mut self) -> (Option<Uuid>, Vec<bool>) {
-        self.owner = None;
-        (self.data_id, std::mem::take(&mut self.disks))
+    /// Hands the data over to a commit that is about to write records
+    /// referring to it: from now on dropping it deletes nothing. Returns
+    /// the staged ids those records remove in their own writes.
+    pub(crate) fn hand_over(&mut self) -> Vec<Uuid> {
+        match (self.owner.take(), self.data_id) {
+            (Some(_), Some(id)) => vec![id],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The set the data is staged in, while it has not been handed over.
+    pub(crate) fn owner(&self) -> Option<&Arc<ErasureSet>> {
+        self.owner.as_ref()
     }
 }
 
 impl Drop for StagedData {
     fn drop(&mut self) {
         if let (Some(set), Some(id)) = (self.owner.take(), self.data_id) {
-            let disks = std::mem::take(&mut self.disks);
-            if let Ok(h) = tokio::runtime::Handle::try_current() {
-                h.spawn(async move {
-                    let _ = set
-                        .some_disks(
-                            &disks,
-                            |_, d| async move { d.delete_shard(ShardId(id)).await },
-                        )
-                        .await;
-                });
-            }
+            set.discard_later(id);
         }
+    }
+}
+
+/// Data being written by [`ErasureSet::write_data`]: if the write does
+/// not end with its data staged (a failure, or the future dropped), its
+/// shard files and staged entries are removed. Nothing can refer to the
+/// id yet, so this undoes nothing anyone could have seen.
+struct Writing {
+    set: Arc<ErasureSet>,
+    id: Uuid,
+    armed: bool,
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        if self.armed {
+            self.set.discard_later(self.id);
+        }
+    }
+}
+
+impl ErasureSet {
+    /// Records `id` as staged by this process on every disk, before any
+    /// of its data is written; fails unless a write quorum of disks did.
+    pub(crate) async fn stage(&self, id: Uuid) -> Result<(), Error> {
+        let owner = crate::store::instance();
+        let results = self
+            .each_disk(|_, d| async move { d.stage(vec![id], owner).await })
+            .await;
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        if ok < self.quorum.write {
+            let errors: Vec<DiskError> = results.into_iter().filter_map(Result::err).collect();
+            return Err(quorum_error(self, ok, &errors));
+        }
+        Ok(())
+    }
+
+    /// Removes staged data `id` that no record refers to: its shard files
+    /// (with their hot-object cache units) and its staged entries, on every
+    /// disk, in the background. What a crash interrupts here, garbage
+    /// collection finishes.
+    pub(crate) fn discard_later(self: &Arc<Self>, id: Uuid) {
+        let set = self.clone();
+        let Ok(h) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        h.spawn(async move {
+            set.cache.forget(id);
+            set.each_disk(|_, d| async move { d.delete_shard(ShardId(id)).await })
+                .await;
+            set.unstage(id).await;
+        });
+    }
+
+    /// Removes the staged entries of `id` on every disk (best effort).
+    pub(crate) async fn unstage(&self, id: Uuid) {
+        self.each_disk(|_, d| async move { d.unstage(vec![id]).await })
+            .await;
     }
 }
 
@@ -148,6 +209,13 @@ impl ErasureSet {
         }
         let stripe_size = layout.stripe_size() as usize;
         let data_id = Uuid::now_v7();
+        // Armed from the start: the writers open (and the id is staged) at
+        // the first stripe, wherever the body is cut off.
+        let mut writing = Writing {
+            set: self.clone(),
+            id: data_id,
+            armed: true,
+        };
         let mut size: u64 = 0;
         let mut buf = BytesMut::new();
         let mut pipeline: Pipeline = None;
@@ -194,6 +262,8 @@ impl ErasureSet {
         .await;
 
         let Some((tx, task)) = pipeline else {
+            // Nothing was staged: no stripe was cut.
+            writing.armed = false;
             result?;
             return Ok(self.empty_data(layout));
         };
@@ -223,7 +293,12 @@ impl ErasureSet {
                 None => {}
             }
         }
-        let staged = StagedData {
+        let alive = disks.iter().filter(|d| **d).count();
+        if alive < self.quorum.write {
+            return Err(quorum_error(self, alive, &errors));
+        }
+        writing.armed = false;
+        Ok(StagedData {
             data_id: Some(data_id),
             size,
             layout,
@@ -231,12 +306,7 @@ impl ErasureSet {
             pieces: None,
             tier: None,
             owner: Some(self.clone()),
-        };
-        let alive = staged.disks.iter().filter(|d| **d).count();
-        if alive < self.quorum.write {
-            return Err(quorum_error(self, alive, &errors));
-        }
-        Ok(staged)
+        })
     }
 
     fn empty_data(&self, layout: ErasureLayout) -> StagedData {
@@ -323,9 +393,14 @@ impl ErasureSet {
         layout: ErasureLayout,
         data_id: Uuid,
     ) -> Result<(mpsc::Sender<Vec<Bytes>>, WriteStage), Error> {
-        let opened = self
-            .create_shards(data_id, layout, &vec![true; self.width()])
-            .await;
+        // Staged before its first byte is written: shard files appear
+        // under their id only when finished, after this.
+        let all = vec![true; self.width()];
+        let (staged, opened) = futures::join!(
+            self.stage(data_id),
+            self.create_shards(data_id, layout, &all)
+        );
+        staged?;
         let mut writers: Writers = Vec::with_capacity(opened.len());
         let mut errors = Vec::new();
         for (slot, r) in opened.into_iter().enumerate() {

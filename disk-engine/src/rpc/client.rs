@@ -25,12 +25,15 @@ use super::auth::{self, ClusterSecret};
 use super::server::{stream_digest, FormatCall, ARGS};
 use super::wire::{self, Frame, WireError};
 use crate::disk::{
-    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
-    ShardSummary, ShardWriter, UploadListStart,
+    Disk, DiskHealth, HeadPage, Inventory, PutRecordOutcome, RecordListOptions, RecordPage,
+    RecordPut, ShardOptions, ShardSummary, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
 use crate::format::DirState;
-use crate::types::{DiskId, PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{
+    DiskId, PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId,
+    Stamp, UploadEntry, VersionId,
+};
 
 /// How often a skipped node's liveness is probed; it is used again as soon
 /// as a probe succeeds.
@@ -438,6 +441,53 @@ impl ShardWriter for RemoteShardWriter {
 }
 
 #[async_trait]
+impl Inventory for RemoteDisk {
+    async fn stage(&self, ids: Vec<Uuid>, owner: Uuid) -> Result<(), DiskError> {
+        self.call("stage", &(ids, owner)).await.map(drop)
+    }
+
+    async fn unstage(&self, ids: Vec<Uuid>) -> Result<(), DiskError> {
+        self.call("unstage", &ids).await.map(drop)
+    }
+
+    async fn list_staged(&self) -> Result<Vec<StagedId>, DiskError> {
+        self.typed("list_staged", &()).await
+    }
+
+    async fn list_shards(
+        &self,
+        after: Option<ShardId>,
+        max: usize,
+    ) -> Result<Vec<ShardFile>, DiskError> {
+        self.typed("list_shards", &(after, max)).await
+    }
+
+    async fn list_pieces(
+        &self,
+        after: Option<Uuid>,
+        max: usize,
+    ) -> Result<Vec<(Uuid, u64)>, DiskError> {
+        self.typed("list_pieces", &(after, max)).await
+    }
+
+    async fn scan_records(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedRecord>, Option<Vec<u8>>), DiskError> {
+        self.typed("scan_records", &(after, max)).await
+    }
+
+    async fn scan_uploads(
+        &self,
+        after: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<(Vec<ScannedUpload>, Option<Vec<u8>>), DiskError> {
+        self.typed("scan_uploads", &(after, max)).await
+    }
+}
+
+#[async_trait]
 impl Disk for RemoteDisk {
     fn label(&self) -> &str {
         &self.label
@@ -503,11 +553,9 @@ impl Disk for RemoteDisk {
         &self,
         ns: &[u8],
         key: &[u8],
-        record: Record,
-        piece: Option<Piece>,
+        put: RecordPut,
     ) -> Result<PutRecordOutcome, DiskError> {
-        self.typed("put_record", &(b(ns), b(key), record, piece))
-            .await
+        self.typed("put_record", &(b(ns), b(key), put)).await
     }
 
     async fn read_piece(&self, id: Uuid) -> Result<Bytes, DiskError> {
@@ -592,8 +640,9 @@ impl Disk for RemoteDisk {
         key: &[u8],
         upload_id: Uuid,
         part: PartEntry,
+        unstage: Vec<Uuid>,
     ) -> Result<Option<PartEntry>, DiskError> {
-        self.typed("put_part", &(b(ns), b(key), upload_id, part))
+        self.typed("put_part", &(b(ns), b(key), upload_id, part, unstage))
             .await
     }
 

@@ -20,11 +20,11 @@ use uuid::Uuid;
 
 use super::auth::{self, ClusterSecret, NonceGuard};
 use super::wire::{self, Frame, FrameReader, WireError};
-use crate::disk::{Disk, RecordListOptions, ShardOptions, UploadListStart};
+use crate::disk::{Disk, Inventory, RecordListOptions, RecordPut, ShardOptions, UploadListStart};
 use crate::error::DiskError;
 use crate::format::{probe_dir, DirState, FormatRecord};
 use crate::local::{LocalDisk, LocalDiskOptions};
-use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
+use crate::types::{PartEntry, ShardId, Stamp, UploadEntry, VersionId};
 
 /// Path of the unauthenticated liveness answer (it says nothing but "ok").
 pub const HEALTH_PATH: &str = "/healthz";
@@ -296,9 +296,8 @@ impl NodeService {
                 Ok(wire::encode(&d.get_records(&ns, &key).await?))
             }
             "put_record" => {
-                let (ns, key, record, piece): (Bytes, Bytes, Record, Option<Piece>) =
-                    wire::decode(&body)?;
-                Ok(wire::encode(&d.put_record(&ns, &key, record, piece).await?))
+                let (ns, key, put): (Bytes, Bytes, RecordPut) = wire::decode(&body)?;
+                Ok(wire::encode(&d.put_record(&ns, &key, put).await?))
             }
             "read_piece" => d.read_piece(wire::decode::<Uuid>(&body)?).await,
             "put_piece" => {
@@ -353,8 +352,37 @@ impl NodeService {
                 ))
             }
             "put_part" => {
-                let (ns, key, id, part): (Bytes, Bytes, Uuid, PartEntry) = wire::decode(&body)?;
-                Ok(wire::encode(&d.put_part(&ns, &key, id, part).await?))
+                let (ns, key, id, part, unstage): (Bytes, Bytes, Uuid, PartEntry, Vec<Uuid>) =
+                    wire::decode(&body)?;
+                Ok(wire::encode(
+                    &d.put_part(&ns, &key, id, part, unstage).await?,
+                ))
+            }
+            "stage" => {
+                let (ids, owner): (Vec<Uuid>, Uuid) = wire::decode(&body)?;
+                d.stage(ids, owner).await?;
+                Ok(Bytes::new())
+            }
+            "unstage" => {
+                d.unstage(wire::decode(&body)?).await?;
+                Ok(Bytes::new())
+            }
+            "list_staged" => Ok(wire::encode(&d.list_staged().await?)),
+            "list_shards" => {
+                let (after, max): (Option<ShardId>, usize) = wire::decode(&body)?;
+                Ok(wire::encode(&d.list_shards(after, max).await?))
+            }
+            "list_pieces" => {
+                let (after, max): (Option<Uuid>, usize) = wire::decode(&body)?;
+                Ok(wire::encode(&d.list_pieces(after, max).await?))
+            }
+            "scan_records" => {
+                let (after, max): (Option<Vec<u8>>, usize) = wire::decode(&body)?;
+                Ok(wire::encode(&d.scan_records(after, max).await?))
+            }
+            "scan_uploads" => {
+                let (after, max): (Option<Vec<u8>>, usize) = wire::decode(&body)?;
+                Ok(wire::encode(&d.scan_uploads(after, max).await?))
             }
             "list_parts" => {
                 let (id, after, max): (Uuid, u32, usize) = wire::decode(&body)?;

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use super::*;
-use crate::disk::{Disk, ListStart, PutRecordOutcome, RecordListOptions, ShardOptions};
+use crate::disk::{Disk, ListStart, PutRecordOutcome, RecordListOptions, RecordPut, ShardOptions};
 use crate::error::DiskError;
 use crate::format::{DirState, FormatRecord, Tier};
 use crate::local::LocalDiskOptions;
@@ -122,13 +122,13 @@ async fn a_remote_disk_behaves_like_the_local_one() {
     };
     let newer = rec(20);
     assert!(matches!(
-        disk.put_record(b"b", b"k\xff", newer.clone(), None)
+        disk.put_record(b"b", b"k\xff", RecordPut::of(newer.clone()))
             .await
             .unwrap(),
-        PutRecordOutcome::Stored { replaced: None }
+        PutRecordOutcome::Stored { replaced: None, .. }
     ));
     assert!(matches!(
-        disk.put_record(b"b", b"k\xff", rec(10), None)
+        disk.put_record(b"b", b"k\xff", RecordPut::of(rec(10)))
             .await
             .unwrap(),
         PutRecordOutcome::Superseded { .. }

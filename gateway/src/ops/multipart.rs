@@ -279,7 +279,28 @@ pub fn multipart_etag(part_etags: &[&str]) -> Option<String> {
 /// CompleteMultipartUpload.
 pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let condition = write_condition(&req.parts.headers)?;
-    let (id, upload) = upload_of(gw, req).await?;
+    let id = upload_id(req)?;
+    let upload = match gw.store.get_upload(req.bucket(), req.key(), id).await {
+        Ok(u) => u,
+        Err(placement::Error::NoSuchUpload) => {
+            // A completion retried after it succeeded (its answer was lost
+            // on the way) gets the first answer again.
+            req.progress.enter(Phase::Commit);
+            let stored = gw
+                .store
+                .completed_upload(req.bucket(), req.key(), id)
+                .await
+                .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+            let shown = stored
+                .meta
+                .checksum
+                .as_ref()
+                .filter(|c| !(c.algorithm == "CRC64NVME" && c.kind == "FULL_OBJECT"))
+                .cloned();
+            return Ok(completion_answer(req, &stored, shown.as_ref()));
+        }
+        Err(e) => return Err(named(e, req.bucket(), Some(req.key()))),
+    };
     let len = req.payload_length()?;
     if len == 0 {
         return Err(S3Error::MalformedXml("The XML you provided was not well-formed or did not validate against our published schema".into()));
@@ -345,6 +366,22 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
         .complete_upload(req.bucket(), req.key(), id, chosen, meta, &opts)
         .await
         .map_err(|e| write_error(e, &condition, req.bucket(), req.key()))?;
+    // A completion that had reached some disks before answers with what it
+    // wrote then.
+    let shown = stored
+        .meta
+        .checksum
+        .as_ref()
+        .filter(|_| upload.checksum_algorithm.is_some());
+    Ok(completion_answer(req, &stored, shown))
+}
+
+/// The answer to a CompleteMultipartUpload that made `stored`.
+fn completion_answer(
+    req: &S3Request,
+    stored: &placement::ObjectRecord,
+    checksum: Option<&placement::ChecksumValue>,
+) -> Response<Body> {
     let host = req.header("host").unwrap_or("localhost");
     let doc = CompleteMultipartUploadResult {
         xmlns: NS,
@@ -355,13 +392,8 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
         ),
         bucket: req.bucket().into(),
         key: req.key().into(),
-        etag: quoted(&etag),
-        checksum: ChecksumFields::of(
-            checksum
-                .as_ref()
-                .filter(|_| upload.checksum_algorithm.is_some()),
-            true,
-        ),
+        etag: quoted(&stored.meta.etag),
+        checksum: ChecksumFields::of(checksum, true),
     };
     let mut resp = xml(
         StatusCode::OK,
@@ -370,10 +402,10 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
     if stored.version_id.is_some() {
         resp.headers_mut().insert(
             "x-amz-version-id",
-            versions::of(&stored).parse().expect("ascii"),
+            versions::of(stored).parse().expect("ascii"),
         );
     }
-    Ok(resp)
+    resp
 }
 
 /// AbortMultipartUpload.

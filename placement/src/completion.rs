@@ -1,0 +1,266 @@
+//! Completing a multipart upload, exactly once. The version record the
+//! completion writes carries the upload's id and, on each disk, removes
+//! the upload and its part records in the same atomic write: a disk
+//! holds either the upload or the version that completed it, never both.
+//!
+//! A CompleteMultipartUpload can be cut off (a crash, a client that gives
+//! up) after its version reached some disks; the SDK then sends it again.
+//! That retry finds the version (on any disk, visible or not), writes the
+//! very same record where it is missing (same version id and stamp), and
+//! answers with it: one upload makes one version, whose parts no other
+//! version shares, and a retry after a success gets the first result.
+//!
+//! Crash windows: before the version reaches any disk, the upload is
+//! untouched and can be completed again; with the version on some disks,
+//! those hold no upload and the rest hold it — the retry (or an abort,
+//! which then completes it) finishes it; after the version is on a write
+//! quorum but before the unchosen parts are freed, their data is left to
+//! garbage collection.
+
+use disk_engine::{failpoint, Record};
+use uuid::Uuid;
+
+use crate::commit::Carried;
+use crate::error::Error;
+use crate::objects::WriteOptions;
+use crate::record::{self, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord};
+use crate::set::KeyState;
+use crate::store::Store;
+
+impl Store {
+    /// Completes an upload with `parts` (already validated by the caller, in
+    /// order) as the new current version of `bucket/key`, or answers with
+    /// the version an earlier completion of it wrote; frees the data of
+    /// uploaded parts that were not chosen. Runs to its end even if this
+    /// future is dropped.
+    pub async fn complete_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        parts: Vec<PartRecord>,
+        meta: ObjectMeta,
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let (bucket, key, opts) = (bucket.to_string(), key.to_string(), opts.clone());
+        self.detached(move |me| async move {
+            me.complete_now(&bucket, &key, upload_id, parts, meta, &opts)
+                .await
+        })
+        .await
+    }
+
+    /// The version a completion of upload `upload_id` wrote, when the
+    /// upload no longer exists (a CompleteMultipartUpload retried after it
+    /// succeeded); `NoSuchUpload` otherwise.
+    pub async fn completed_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<ObjectRecord, Error> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.detached(move |me| async move {
+            let _guard = me.set.locks.lock(&bucket, &key).await?;
+            match me.completion_of(&bucket, &key, upload_id).await? {
+                Some(done) => me.finish_completion(&bucket, &key, upload_id, done).await,
+                None => Err(Error::NoSuchUpload),
+            }
+        })
+        .await
+    }
+
+    async fn complete_now(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        parts: Vec<PartRecord>,
+        meta: ObjectMeta,
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let _guard = self.set.locks.lock(bucket, key).await?;
+        failpoint::hit("complete.before", "").await;
+        if let Some(done) = self.completion_of(bucket, key, upload_id).await? {
+            return self.finish_completion(bucket, key, upload_id, done).await;
+        }
+        // Read under the lock: completed or aborted while we waited?
+        let upload = self.get_upload(bucket, key, upload_id).await?;
+        if upload.part_pool().is_some() {
+            return self
+                .complete_tiered_upload(bucket, key, upload_id, upload, parts, meta, opts)
+                .await;
+        }
+        let mut record = ObjectRecord::new_version(
+            upload.layout,
+            parts.iter().map(|p| p.part.clone()).collect(),
+            true,
+            meta,
+            upload.tags.clone(),
+            None,
+        );
+        record.upload_id = Some(upload_id);
+        let all = vec![true; self.set.width()];
+        let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
+        let committed = self
+            .write_version(
+                bucket,
+                key,
+                record,
+                &all,
+                versioning,
+                &state,
+                None,
+                Some(upload_id),
+            )
+            .await?;
+        failpoint::hit("complete.committed", "").await;
+        let keep: Vec<Uuid> = committed.object.data_ids().collect();
+        let dropped = flatten(committed.completed);
+        self.free_parts(None, dropped, &keep).await;
+        failpoint::hit("complete.dropped", "").await;
+        Ok(committed.object)
+    }
+
+    /// [`Self::complete_now`] of an upload whose parts are in another pool
+    /// (the cold pool, or a hot pool added later): the parts become a tier
+    /// object there, then the version referring to it is committed. The
+    /// caller holds the key lock.
+    #[allow(clippy::too_many_arguments)]
+    async fn complete_tiered_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        upload: UploadRecord,
+        parts: Vec<PartRecord>,
+        meta: ObjectMeta,
+        opts: &WriteOptions,
+    ) -> Result<ObjectRecord, Error> {
+        let pool = upload.part_pool().unwrap_or(crate::tier::COLD_TIER);
+        let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
+        let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
+        let tier = self
+            .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
+            .await?;
+        let mut record = ObjectRecord::new_version(
+            self.set.layout_for(bucket, key),
+            crate::transition::tiered_parts(&chosen),
+            true,
+            meta,
+            upload.tags.clone(),
+            Some(tier.clone()),
+        );
+        record.upload_id = Some(upload_id);
+        let all = vec![true; self.set.width()];
+        // A write that fails leaves the tier object to the tier sweep,
+        // which judges it under the key's lock by what became visible; the
+        // parts stay with the upload until a version took them over.
+        let committed = self
+            .write_version(
+                bucket,
+                key,
+                record,
+                &all,
+                versioning,
+                &state,
+                None,
+                Some(upload_id),
+            )
+            .await?;
+        failpoint::hit("complete.committed", "").await;
+        let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
+        self.free_parts(Some(pool), flatten(committed.completed), &keep)
+            .await;
+        failpoint::hit("complete.dropped", "").await;
+        Ok(committed.object)
+    }
+
+    /// The record of the version a completion of `upload_id` wrote, on any
+    /// disk that answers (visible or not), newest write first. A read
+    /// quorum must answer, so an acknowledged completion is always found.
+    pub(crate) async fn completion_of(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<Option<Record>, Error> {
+        let results = self
+            .set
+            .each_disk(|_, d| async move { d.get_records(bucket.as_bytes(), key.as_bytes()).await })
+            .await;
+        let answered = results.iter().filter(|r| r.is_ok()).count();
+        if answered < self.set.quorum.read {
+            return Err(Error::ReadQuorum {
+                needed: self.set.quorum.read,
+                got: answered,
+            });
+        }
+        Ok(results
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|r| {
+                record::decode::<ObjectRecord>(&r.body)
+                    .is_ok_and(|o| o.upload_id == Some(upload_id))
+            })
+            .max_by_key(|r| r.stamp))
+    }
+
+    /// Finishes a completion that reached some disks: writes its very
+    /// record (same version and stamp) where it is missing, with the
+    /// upload's removal, frees the parts it did not choose, and answers
+    /// with its version. The caller holds the key lock.
+    pub(crate) async fn finish_completion(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        done: Record,
+    ) -> Result<ObjectRecord, Error> {
+        let carried = Carried {
+            completes: Some(upload_id),
+            ..Carried::default()
+        };
+        let committed = self.set.repeat_record(bucket, key, done, carried).await?;
+        let object = committed.object;
+        let dropped = flatten(committed.completed);
+        if !dropped.is_empty() {
+            let mut keep: Vec<Uuid> = object.data_ids().collect();
+            let pool = object.tiered.as_ref().map(|t| t.tier.clone());
+            if let Some(t) = &object.tiered {
+                keep.extend(self.tier_object_data(t).await);
+            }
+            self.free_parts(pool.as_deref(), dropped, &keep).await;
+        }
+        Ok(object)
+    }
+
+    /// The data ids every visible version of a key refers to, with the
+    /// data of the tier objects they refer to.
+    pub(crate) async fn data_of_versions(&self, state: &KeyState) -> Vec<Uuid> {
+        let mut keep: Vec<Uuid> = state
+            .versions
+            .iter()
+            .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
+            .collect();
+        for t in state
+            .versions
+            .iter()
+            .filter_map(|v| v.object.tiered.as_ref())
+        {
+            keep.extend(self.tier_object_data(t).await);
+        }
+        keep
+    }
+}
+
+/// Per-disk lists of parts as one list of (slot, part).
+fn flatten(
+    completed: Vec<(usize, Vec<disk_engine::PartEntry>)>,
+) -> Vec<(usize, disk_engine::PartEntry)> {
+    completed
+        .into_iter()
+        .flat_map(|(slot, parts)| parts.into_iter().map(move |p| (slot, p)))
+        .collect()
+}

@@ -1,0 +1,478 @@
+//! Garbage collection of object data nothing refers to: shard files and
+//! pieces left by crashes (written, never committed; or unreferenced, not
+//! yet freed), by failed or cancelled writes, and by parts of uploads that
+//! were completed or aborted. It never touches an upload that exists:
+//! part records are references like version records (S3 keeps an upload
+//! until it is completed, aborted, or an AbortIncompleteMultipartUpload
+//! rule ends it).
+//!
+//! Its safety rests on what the disks record, never on how old a file is:
+//! every data id is staged (recorded durably on the set's disks with the
+//! writing process as owner) before its first byte is written, and the
+//! record or part that comes to refer to it removes the entry in its own
+//! atomic write. A pass, over every pool:
+//!
+//! 1. lists every shard file and piece of every disk;
+//! 2. reads every staged entry: those of a live owner (this process, or a
+//!    gateway still holding its writer lease) protect their ids;
+//! 3. reads every part record of every upload, then
+//! 4. every version record of every namespace, on every disk: their data
+//!    ids are referenced.
+//!
+//! Data only ever moves forward in that order (staged → part → version,
+//! each step atomic on each disk), so an id committed while the pass runs
+//! is seen at a later step than the one it left. A file from step 1 whose
+//! id none of steps 2–4 saw is unreferenced, and is deleted (paced). A
+//! set with a disk that does not answer is skipped whole: its records
+//! there are unknown. Entries of dead owners are judged by the references
+//! too and then removed.
+//!
+//! Crash windows: a kill during a pass leaves some unreferenced files
+//! deleted and the rest for the next pass; nothing referenced is deleted
+//! at any point.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use disk_engine::{failpoint, ShardFile};
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::locks::{ask, writer_lease_name};
+use crate::record::{self, ObjectRecord, PartRecord};
+use crate::set::ErasureSet;
+use crate::store::{instance, Store};
+
+/// Items asked of a disk per listing page.
+const GC_PAGE: usize = 1000;
+/// Most data files deleted per second by a pass, so collection never
+/// competes with foreground writes for the disks.
+const GC_DELETES_PER_SEC: u64 = 2000;
+/// How long another gateway's writer lease must have been seen missing
+/// before its staged entries stop protecting their ids (its lease lasts
+/// 30 s and is renewed every 10 s while it runs).
+const DEAD_OWNER_AFTER: Duration = Duration::from_secs(60);
+/// Default time between scheduled passes.
+pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// What the collector did, as admins read it.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GcProgress {
+    /// A pass is running now.
+    pub running: bool,
+    /// Passes finished since the process started.
+    pub passes: u64,
+    /// When the last pass finished (seconds since the epoch).
+    pub finished_at: Option<u64>,
+    /// Shard files and pieces the last pass looked at.
+    pub checked: u64,
+    /// Shard files deleted, over all passes.
+    pub shards_deleted: u64,
+    /// Pieces deleted, over all passes.
+    pub pieces_deleted: u64,
+    /// Bytes those deletions reclaimed.
+    pub bytes_reclaimed: u64,
+    /// Staged entries removed (their data committed, or their owner dead).
+    pub staged_cleared: u64,
+    /// Sets the last pass skipped (a disk did not answer), by why.
+    pub skipped: Vec<String>,
+    /// The last failure.
+    pub last_error: Option<String>,
+}
+
+/// The collector's state in a store.
+#[derive(Default)]
+pub struct Collector {
+    progress: Mutex<GcProgress>,
+    running: AtomicBool,
+    run_now: Notify,
+    interval: Mutex<Option<Duration>>,
+    /// Other owners seen without their writer lease, and since when.
+    absent: Mutex<HashMap<Uuid, Instant>>,
+}
+
+/// One set's files and staged entries as a pass found them.
+struct SetScan {
+    set: Arc<ErasureSet>,
+    shards: Vec<Vec<ShardFile>>,
+    pieces: Vec<Vec<(Uuid, u64)>>,
+    /// Staged ids of dead owners, per disk slot.
+    dead: Vec<Vec<Uuid>>,
+    /// Every staged id, per disk slot.
+    staged: Vec<Vec<Uuid>>,
+}
+
+fn now_secs() -> u64 {
+    crate::clock::now_ns() / 1_000_000_000
+}
+
+impl Store {
+    /// The collector's progress.
+    pub fn gc_progress(&self) -> GcProgress {
+        let mut p = self.collector.progress.lock().clone();
+        p.running = self.collector.running.load(Ordering::Relaxed);
+        p
+    }
+
+    /// Runs a pass every `interval` (`None`: only on demand).
+    pub fn set_gc_interval(&self, interval: Option<Duration>) {
+        *self.collector.interval.lock() = interval;
+        self.collector.run_now.notify_one();
+    }
+
+    /// One pass of garbage collection over every pool now (one at a time:
+    /// `false` when a pass was already running).
+    pub async fn collect_garbage(&self) -> bool {
+        if self.collector.running.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        let result = self.gc_pass().await;
+        let mut p = self.collector.progress.lock();
+        match result {
+            Ok(()) => {
+                p.passes += 1;
+                p.finished_at = Some(now_secs());
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "garbage collection failed");
+                p.last_error = Some(e.to_string());
+            }
+        }
+        drop(p);
+        self.collector.running.store(false, Ordering::SeqCst);
+        true
+    }
+
+    async fn gc_pass(&self) -> Result<(), Error> {
+        let mut sets = vec![self.set.clone()];
+        sets.extend(self.tier_pools().into_iter().map(|(_, p)| p.set.clone()));
+        let mut skipped = Vec::new();
+        // 1. Every file and piece.
+        let mut scans = Vec::new();
+        for set in sets {
+            match list_files(&set).await {
+                Ok((shards, pieces)) => scans.push(SetScan {
+                    set,
+                    shards,
+                    pieces,
+                    dead: Vec::new(),
+                    staged: Vec::new(),
+                }),
+                Err(why) => skipped.push(why),
+            }
+        }
+        failpoint::hit("gc.listed", "").await;
+        // 2. Staged entries.
+        let mut protected: HashSet<Uuid> = HashSet::new();
+        let mut kept = Vec::new();
+        for mut scan in scans {
+            match self.staged_in(&scan.set, &mut protected).await {
+                Ok((dead, staged)) => {
+                    scan.dead = dead;
+                    scan.staged = staged;
+                    kept.push(scan);
+                }
+                Err(why) => skipped.push(why),
+            }
+        }
+        // 3 and 4. Part records, then version records, of every set.
+        let mut referenced: HashSet<Uuid> = HashSet::new();
+        let all_sets: Vec<Arc<ErasureSet>> = std::iter::once(self.set.clone())
+            .chain(self.tier_pools().into_iter().map(|(_, p)| p.set.clone()))
+            .collect();
+        for set in &all_sets {
+            part_references(set, &mut referenced).await?;
+        }
+        for set in &all_sets {
+            record_references(set, &mut referenced).await?;
+        }
+        let mut checked = 0u64;
+        let pace = Pace::new();
+        for scan in &kept {
+            checked += self.collect_in(scan, &referenced, &protected, &pace).await;
+        }
+        let mut p = self.collector.progress.lock();
+        p.checked = checked;
+        p.skipped = skipped;
+        Ok(())
+    }
+
+    /// Reads the staged entries of every disk of `set`: ids of live owners
+    /// go into `protected`; returns, per slot, those of dead owners and all
+    /// of them. Fails (the set is skipped) unless every disk answers.
+    async fn staged_in(
+        &self,
+        set: &ErasureSet,
+        protected: &mut HashSet<Uuid>,
+    ) -> Result<(Vec<Vec<Uuid>>, Vec<Vec<Uuid>>), String> {
+        let results = set
+            .each_disk(|_, d| async move { d.list_staged().await })
+            .await;
+        let mut dead = Vec::new();
+        let mut all = Vec::new();
+        for (slot, r) in results.into_iter().enumerate() {
+            let entries = r.map_err(|e| {
+                format!(
+                    "{}: staged entries unreadable: {e}",
+                    set.disks()[slot].label()
+                )
+            })?;
+            let mut dead_here = Vec::new();
+            for s in &entries {
+                if self.owner_alive(s.owner).await {
+                    protected.insert(s.id);
+                } else {
+                    dead_here.push(s.id);
+                }
+            }
+            all.push(entries.iter().map(|s| s.id).collect());
+            dead.push(dead_here);
+        }
+        Ok((dead, all))
+    }
+
+    /// Whether the process that staged data as `owner` may still commit
+    /// it: this process; another one while it holds its writer lease (only
+    /// gateways sharing the disks write them besides this one).
+    async fn owner_alive(&self, owner: Uuid) -> bool {
+        if owner == instance() {
+            return true;
+        }
+        if !self.set.locks.is_shared() {
+            return false;
+        }
+        let disks = self.set.disks();
+        let probe = Uuid::new_v4();
+        let (granted, answered) = ask(
+            disks,
+            &[writer_lease_name(owner)],
+            probe,
+            Duration::from_millis(1),
+        )
+        .await;
+        let quorum = disks.len() / 2 + 1;
+        let held = answered >= quorum && granted < quorum;
+        let mut absent = self.collector.absent.lock();
+        if held || answered < quorum {
+            absent.remove(&owner);
+            return true;
+        }
+        let since = *absent.entry(owner).or_insert_with(Instant::now);
+        since.elapsed() < DEAD_OWNER_AFTER
+    }
+
+    /// Deletes what `scan` found that nothing refers to, and removes staged
+    /// entries that protect nothing any more. Returns how many items it
+    /// looked at.
+    async fn collect_in(
+        &self,
+        scan: &SetScan,
+        referenced: &HashSet<Uuid>,
+        protected: &HashSet<Uuid>,
+        pace: &Pace,
+    ) -> u64 {
+        let set = &scan.set;
+        let mut checked = 0;
+        for (slot, files) in scan.shards.iter().enumerate() {
+            for f in files {
+                checked += 1;
+                let id = f.id.0;
+                if referenced.contains(&id) || protected.contains(&id) {
+                    continue;
+                }
+                pace.wait().await;
+                set.free_data(slot, id, false).await;
+                failpoint::hit("gc.deleted", set.disks()[slot].label()).await;
+                let mut p = self.collector.progress.lock();
+                p.shards_deleted += 1;
+                p.bytes_reclaimed += f.bytes;
+            }
+        }
+        for (slot, pieces) in scan.pieces.iter().enumerate() {
+            for (id, len) in pieces {
+                checked += 1;
+                if referenced.contains(id) || protected.contains(id) {
+                    continue;
+                }
+                pace.wait().await;
+                set.free_data(slot, *id, true).await;
+                let mut p = self.collector.progress.lock();
+                p.pieces_deleted += 1;
+                p.bytes_reclaimed += len;
+            }
+        }
+        // Staged entries whose data is committed (a disk that missed the
+        // commit kept its entry) or whose owner is dead: the references
+        // above decided their data; the entries go.
+        for (slot, ids) in scan.staged.iter().enumerate() {
+            let stale: Vec<Uuid> = ids
+                .iter()
+                .filter(|id| referenced.contains(id) || scan.dead[slot].contains(id))
+                .copied()
+                .collect();
+            if stale.is_empty() {
+                continue;
+            }
+            if set.disks()[slot].unstage(stale.clone()).await.is_ok() {
+                self.collector.progress.lock().staged_cleared += stale.len() as u64;
+            }
+        }
+        checked
+    }
+}
+
+/// Every shard file and piece of every disk of `set`; fails (the set is
+/// skipped) unless every disk answers.
+async fn list_files(
+    set: &ErasureSet,
+) -> Result<(Vec<Vec<ShardFile>>, Vec<Vec<(Uuid, u64)>>), String> {
+    let mut shards = Vec::new();
+    let mut pieces = Vec::new();
+    for d in set.disks() {
+        let why = |e: disk_engine::DiskError| format!("{}: not listed: {e}", d.label());
+        let mut files = Vec::new();
+        loop {
+            let page = d
+                .list_shards(files.last().map(|f: &ShardFile| f.id), GC_PAGE)
+                .await
+                .map_err(why)?;
+            let last = page.len() < GC_PAGE;
+            files.extend(page);
+            if last {
+                break;
+            }
+        }
+        let mut ps: Vec<(Uuid, u64)> = Vec::new();
+        loop {
+            let page = d
+                .list_pieces(ps.last().map(|p| p.0), GC_PAGE)
+                .await
+                .map_err(why)?;
+            let last = page.len() < GC_PAGE;
+            ps.extend(page);
+            if last {
+                break;
+            }
+        }
+        shards.push(files);
+        pieces.push(ps);
+    }
+    Ok((shards, pieces))
+}
+
+/// Adds the data ids of every part record on every disk of `set`.
+async fn part_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Result<(), Error> {
+    for d in set.disks() {
+        let mut after = None;
+        loop {
+            let (page, next) = d
+                .scan_uploads(after, GC_PAGE)
+                .await
+                .map_err(|e| Error::Internal(format!("{}: uploads unreadable: {e}", d.label())))?;
+            for u in page {
+                for p in u.parts {
+                    if let Ok(p) = record::decode::<PartRecord>(&p.body) {
+                        referenced.extend(p.part.data_id);
+                    }
+                }
+            }
+            match next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds the data ids of every version record on every disk of `set`.
+async fn record_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Result<(), Error> {
+    for d in set.disks() {
+        let mut after = None;
+        loop {
+            let (page, next) = d
+                .scan_records(after, GC_PAGE)
+                .await
+                .map_err(|e| Error::Internal(format!("{}: records unreadable: {e}", d.label())))?;
+            for r in page {
+                if let Ok(obj) = record::decode::<ObjectRecord>(&r.record.body) {
+                    referenced.extend(obj.data_ids());
+                }
+            }
+            match next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keeps deletions under [`GC_DELETES_PER_SEC`].
+struct Pace {
+    started: Instant,
+    done: Mutex<u64>,
+}
+
+impl Pace {
+    fn new() -> Pace {
+        Pace {
+            started: Instant::now(),
+            done: Mutex::new(0),
+        }
+    }
+
+    async fn wait(&self) {
+        let n = {
+            let mut d = self.done.lock();
+            *d += 1;
+            *d
+        };
+        let due = Duration::from_secs_f64(n as f64 / GC_DELETES_PER_SEC as f64);
+        if let Some(w) = due.checked_sub(self.started.elapsed()) {
+            tokio::time::sleep(w).await;
+        }
+    }
+}
+
+/// Runs scheduled passes (in the process that owns background work) and
+/// asked-for ones until `shutdown`.
+pub(crate) fn spawn_gc_worker(
+    store: Weak<Store>,
+    collector: Arc<Collector>,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut last = Instant::now();
+        loop {
+            let interval = *collector.interval.lock();
+            let wait = interval.map(|i| i.saturating_sub(last.elapsed()));
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = collector.run_now.notified() => continue,
+                _ = async {
+                    match wait {
+                        Some(w) => tokio::time::sleep(w).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+            last = Instant::now();
+            let Some(store) = store.upgrade() else { return };
+            if !store.owns_background() {
+                continue;
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = store.collect_garbage() => {}
+            }
+        }
+    })
+}
