@@ -74,8 +74,9 @@ async fn put(c: &Client, bucket: &str, key: &str, len: usize, class: Option<&str
 }
 
 /// Writes the fixture into `GRANARY_FIXTURE_OUT` (a new directory) with
-/// the build under test; run by hand with the build whose data it keeps:
-/// `GRANARY_FIXTURE_OUT=/tmp/fx cargo test --test e2e fixture::write_fixture -- --ignored`.
+/// the build `GRANARY_E2E_BIN` names (the one whose data it keeps); run by
+/// hand: `GRANARY_E2E_BIN=/path/to/old/granary GRANARY_FIXTURE_OUT=/tmp/fx
+/// cargo test --test e2e fixture::write_fixture -- --ignored`.
 #[tokio::test]
 #[ignore]
 async fn write_fixture() {
@@ -143,7 +144,7 @@ async fn write_fixture() {
     for (bucket, key, class, parts, complete) in [
         ("plain", "mpu/done", None, vec![300 << 10], true),
         ("versioned", "mpu/done", None, vec![260 << 10], true),
-        ("plain", "mpu/open", None, vec![200 << 10, 150 << 10], false),
+        ("plain", "mpu/open", None, vec![5 << 20, 150 << 10], false),
         ("versioned", "mpu/open", None, vec![180 << 10], false),
         (
             "plain",
@@ -291,4 +292,128 @@ async fn write_fixture() {
         .status()
         .unwrap();
     assert!(tar.success());
+}
+
+/// Reads `bucket/key` (version `version`) whole.
+async fn read(c: &Client, bucket: &str, key: &str, version: Option<&str>) -> Vec<u8> {
+    let out = c
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .set_version_id(version.map(str::to_string))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{bucket}/{key} {version:?}: {e:?}"));
+    out.body.collect().await.unwrap().into_bytes().to_vec()
+}
+
+/// Every object of the manifest reads back byte-exact.
+async fn check_objects(c: &Client, manifest: &Value) -> usize {
+    let objects = manifest["objects"].as_array().unwrap();
+    for o in objects {
+        let (bucket, key) = (o["bucket"].as_str().unwrap(), o["key"].as_str().unwrap());
+        let data = read(c, bucket, key, o["version"].as_str()).await;
+        assert_eq!(
+            data.len() as u64,
+            o["len"].as_u64().unwrap(),
+            "{bucket}/{key}"
+        );
+        assert_eq!(md5_hex(&data), o["md5"].as_str().unwrap(), "{bucket}/{key}");
+    }
+    objects.len()
+}
+
+/// The data written by the build at 65db7ba opens in this one, reads back
+/// byte-exact, and garbage collection over it frees nothing a version or
+/// an open upload refers to: afterwards every object still reads back and
+/// every open upload still completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/65db7ba");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(fixture.join("manifest.json")).unwrap()).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let untar = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(fixture.join("data.tar.gz"))
+        .arg("-C")
+        .arg(root.path())
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    let (hot, cold) = dirs_in(root.path());
+    let mut args = fixture_args(&cold);
+    args.extend(["--read-cache-mib".into(), "0".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = Server::start_in(root, hot.clone(), &args);
+    let c = s.client();
+    let checked = check_objects(&c, &manifest).await;
+    // The delete marker is still the current version of its key.
+    let m = &manifest["delete_marker"];
+    let e = c
+        .get_object()
+        .bucket(m["bucket"].as_str().unwrap())
+        .key(m["key"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(crate::harness::code(&e), "NoSuchKey");
+
+    let files = |dirs: &[PathBuf]| crate::harness::count_shard_files(dirs);
+    let before = (files(&hot), files(&cold));
+    let out = crate::harness::admin(&s, &["gc"]).unwrap();
+    eprintln!("fixture: {checked} objects read back; gc: {out}");
+    let after = (files(&hot), files(&cold));
+    eprintln!("fixture: shard files hot/cold {before:?} before, {after:?} after");
+    check_objects(&c, &manifest).await;
+
+    // Every open upload still has its parts and completes.
+    for u in manifest["uploads"].as_array().unwrap() {
+        let (bucket, key, id) = (
+            u["bucket"].as_str().unwrap(),
+            u["key"].as_str().unwrap(),
+            u["upload_id"].as_str().unwrap(),
+        );
+        let parts = u["parts"].as_array().unwrap();
+        let listed = c
+            .list_parts()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(listed.parts().len(), parts.len(), "{bucket}/{key}");
+        let mut whole = Vec::new();
+        for p in parts {
+            whole.extend(content(
+                p["name"].as_str().unwrap(),
+                p["len"].as_u64().unwrap() as usize,
+            ));
+        }
+        let done = CompletedMultipartUpload::builder()
+            .set_parts(Some(
+                parts
+                    .iter()
+                    .map(|p| {
+                        CompletedPart::builder()
+                            .part_number(p["number"].as_i64().unwrap() as i32)
+                            .e_tag(p["etag"].as_str().unwrap())
+                            .build()
+                    })
+                    .collect(),
+            ))
+            .build();
+        let out = c
+            .complete_multipart_upload()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(id)
+            .multipart_upload(done)
+            .send()
+            .await
+            .unwrap();
+        let data = read(&c, bucket, key, out.version_id()).await;
+        assert_eq!(md5_hex(&data), md5_hex(&whole), "{bucket}/{key}");
+    }
 }

@@ -75,7 +75,11 @@ impl Server {
     }
 
     fn command(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_granary"));
+        // `GRANARY_E2E_BIN` runs another build (an older one writing a
+        // fixture, say) in place of this one.
+        let bin = std::env::var("GRANARY_E2E_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_granary").to_string());
+        let mut c = Command::new(bin);
         c.arg("server");
         c.args(&self.dirs);
         c.args(["--address", "127.0.0.1:0"]);
