@@ -279,5 +279,7 @@ pub async fn read_small(
         })?;
         out.extend_from_slice(&chunk);
     }
+    // The whole body is here; what remains is acting on it.
+    placement::failpoint::hit("request.received", "").await;
     Ok(Bytes::from(out))
 }

@@ -242,6 +242,8 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         algorithm,
     )
     .await?;
+    // The copy's data is stored; its version is committed next.
+    placement::failpoint::hit("copy.streamed", "").await;
     meta.etag = hex::encode(copied.md5);
     meta.checksum = copied.checksum;
     let opts = WriteOptions {

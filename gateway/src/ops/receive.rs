@@ -208,6 +208,8 @@ pub async fn receive(
         }
     }
     .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    // The whole body is stored; what remains is checking it.
+    placement::failpoint::hit("request.received", "").await;
     let tap =
         Arc::try_unwrap(tap).map_err(|_| S3Error::Internal("body still referenced".into()))?;
     let digests = tap.finish().await;

@@ -17,6 +17,7 @@ pub mod cut;
 pub mod history;
 pub mod recorder;
 
+mod disconnects;
 mod findings;
 
 use history::History;

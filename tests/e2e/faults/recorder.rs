@@ -335,6 +335,21 @@ impl Recorder {
         }
     }
 
+    /// Creates an upload of `key`; its id.
+    pub async fn create_upload(&self, key: &str) -> Result<String, String> {
+        Ok(self
+            .c
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| format!("create: {:?}", outcome_of(&e).0))?
+            .upload_id()
+            .unwrap()
+            .to_string())
+    }
+
     /// Creates an upload of `key` and uploads value `value` (`len` bytes
     /// after its name) into it as parts of `part` bytes; returns the upload
     /// id and the parts, not completed.
@@ -345,17 +360,7 @@ impl Recorder {
         len: usize,
         part: usize,
     ) -> Result<(String, Vec<CompletedPart>), String> {
-        let id = self
-            .c
-            .create_multipart_upload()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| format!("create: {e:?}"))?
-            .upload_id()
-            .unwrap()
-            .to_string();
+        let id = self.create_upload(key).await?;
         let body = body_of(value, len);
         let mut parts = Vec::new();
         for (i, chunk) in body.chunks(part).enumerate() {

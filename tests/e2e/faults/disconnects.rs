@@ -1,0 +1,363 @@
+//! Clients that go away: for PUT (new keys and overwrites), UploadPart,
+//! CompleteMultipartUpload, CopyObject and DeleteObjects, the connection
+//! is closed before the body, in the middle of it, right after it, and
+//! while the server writes the records; each window is hit (as the server
+//! counts it) in [`trials`] trials, in a versioned and an unversioned
+//! bucket. The client then does what an SDK does (retries, or reads), and
+//! after recovery every key is read and the history judged.
+
+use std::time::Duration;
+
+use aws_sdk_s3::types::CompletedPart;
+use rand::{Rng, SeedableRng};
+
+use super::control::{self, Counts};
+use super::cut::{cut, Window};
+use super::history::{body_of, History, Kind, Outcome};
+use super::recorder::Recorder;
+use super::{assert_linearizable, seed, trials};
+use crate::harness::{admin, Server};
+
+/// An operation whose client goes away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    Put,
+    Overwrite,
+    UploadPart,
+    Complete,
+    Copy,
+    DeleteObjects,
+}
+
+impl Cut {
+    /// The operation's name as the server counts it.
+    fn api(self) -> &'static str {
+        match self {
+            Cut::Put | Cut::Overwrite => "PutObject",
+            Cut::UploadPart => "UploadPart",
+            Cut::Complete => "CompleteMultipartUpload",
+            Cut::Copy => "CopyObject",
+            Cut::DeleteObjects => "DeleteObjects",
+        }
+    }
+
+    /// The windows a client of it can go away in.
+    fn windows(self) -> Vec<Window> {
+        let commit = Window::Commit(Duration::from_millis(80));
+        match self {
+            // No request body: the connection closes while the data is
+            // copied, or while the records are written.
+            Cut::Copy => vec![Window::BeforeBody, commit],
+            _ => vec![
+                Window::BeforeBody,
+                Window::DuringBody,
+                Window::AfterBody,
+                commit,
+            ],
+        }
+    }
+
+    /// The fault points that hold the server in a window long enough for
+    /// the client's close to land there.
+    fn holds(self, window: Window) -> &'static [(&'static str, &'static str)] {
+        match (self, window) {
+            (Cut::DeleteObjects, Window::Commit(_)) => &[
+                ("set.delete.removed", "return(sleep:250@disk1)"),
+                ("set.record.stored", "return(sleep:250@disk1)"),
+            ],
+            (Cut::UploadPart, Window::Commit(_)) => &[("part.stored", "return(sleep:250@disk1)")],
+            (_, Window::Commit(_)) => &[("set.record.stored", "return(sleep:250@disk1)")],
+            (_, Window::AfterBody) => &[("request.received", "return(sleep:250)")],
+            (Cut::Copy, Window::BeforeBody) => &[("copy.streamed", "return(sleep:250)")],
+            _ => &[],
+        }
+    }
+}
+
+/// Object sizes the trials write: packed, one stripe of shard files, and
+/// several stripes.
+const SIZES: [usize; 3] = [20_000, 400_000, 1_300_000];
+
+struct Run {
+    s: Server,
+    h: History,
+    plain: Recorder,
+    versioned: Recorder,
+    rng: rand::rngs::StdRng,
+    next_value: u64,
+    keys: Vec<(Recorder, String)>,
+}
+
+impl Run {
+    fn value(&mut self) -> u64 {
+        self.next_value += 1;
+        self.next_value
+    }
+
+    fn bucket(&mut self) -> Recorder {
+        match self.rng.gen_bool(0.5) {
+            true => self.plain.clone(),
+            false => self.versioned.clone(),
+        }
+    }
+
+    fn size(&mut self) -> usize {
+        SIZES[self.rng.gen_range(0..SIZES.len())]
+    }
+
+    /// One trial of `op` cut in `window`.
+    async fn trial(&mut self, op: Cut, window: Window, n: usize) {
+        let r = self.bucket();
+        let key = format!("{op:?}/{}/{n}", window.phase());
+        let note = format!("{op:?} cut {}", window.phase());
+        let (v, len) = (self.value(), self.size());
+        for (point, actions) in op.holds(window) {
+            control::set(&self.s, point, actions).await;
+        }
+        match op {
+            Cut::Put | Cut::Overwrite => {
+                if op == Cut::Overwrite {
+                    let first = self.value();
+                    r.put(&key, first, len, "before the cut").await;
+                }
+                let id = self.h.invoke(&r.name(&key), Kind::Put(v), note);
+                let path = format!("/{}/{key}", r.bucket);
+                cut(&self.s, "PUT", &path, &[], &body_of(v, len), window).await;
+                self.h
+                    .complete(id, Outcome::Unknown("connection closed".into()), None, None);
+            }
+            Cut::UploadPart => {
+                let Ok(upload) = r.create_upload(&key).await else {
+                    return;
+                };
+                let id = self.h.invoke(&r.name(&key), Kind::Put(v), note);
+                let path = format!("/{}/{key}?partNumber=1&uploadId={upload}", r.bucket);
+                let body = body_of(v, len);
+                cut(&self.s, "PUT", &path, &[], &body, window).await;
+                self.release(op, window).await;
+                // The SDK sends the part again, then completes.
+                let outcome = match r.upload_part(&key, &upload, 1, body).await {
+                    Ok(etag) => {
+                        let part = CompletedPart::builder().part_number(1).e_tag(etag).build();
+                        r.complete_as(id, &key, &upload, &[part]).await.outcome
+                    }
+                    Err(e) => {
+                        self.h.complete(id, Outcome::Unknown(e.clone()), None, None);
+                        Outcome::Unknown(e)
+                    }
+                };
+                assert_eq!(
+                    outcome,
+                    Outcome::Done,
+                    "{key}: the retried part and completion"
+                );
+                self.keys.push((r, key));
+                return;
+            }
+            Cut::Complete => {
+                let Ok((upload, parts)) = r.upload(&key, v, len, 8 << 20).await else {
+                    return;
+                };
+                let id = self.h.invoke(&r.name(&key), Kind::Put(v), note);
+                let path = format!("/{}/{key}?uploadId={upload}", r.bucket);
+                cut(&self.s, "POST", &path, &[], &complete_xml(&parts), window).await;
+                self.release(op, window).await;
+                // The SDK sends the completion again: it must succeed.
+                let again = r.complete_as(id, &key, &upload, &parts).await;
+                assert_eq!(
+                    again.outcome,
+                    Outcome::Done,
+                    "{key}: the retried completion"
+                );
+                self.keys.push((r, key));
+                return;
+            }
+            Cut::Copy => {
+                let source = format!("{key}.source");
+                r.put(&source, v, len, "copy source").await;
+                self.keys.push((r.clone(), source.clone()));
+                let id = self.h.invoke(&r.name(&key), Kind::Put(v), note);
+                let path = format!("/{}/{key}", r.bucket);
+                let headers = [("x-amz-copy-source", format!("/{}/{source}", r.bucket))];
+                cut(&self.s, "PUT", &path, &headers, &[], window).await;
+                self.h
+                    .complete(id, Outcome::Unknown("connection closed".into()), None, None);
+            }
+            Cut::DeleteObjects => {
+                let doomed: Vec<String> = (0..3).map(|i| format!("{key}.{i}")).collect();
+                for d in &doomed {
+                    let w = self.value();
+                    r.put(d, w, 20_000, "to be deleted").await;
+                    self.keys.push((r.clone(), d.clone()));
+                }
+                let ids: Vec<_> = doomed
+                    .iter()
+                    .map(|d| self.h.invoke(&r.name(d), Kind::Delete, note.clone()))
+                    .collect();
+                let xml = delete_xml(&doomed);
+                let md5 = {
+                    use base64::Engine as _;
+                    use md5::Digest as _;
+                    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&xml))
+                };
+                let path = format!("/{}/?delete", r.bucket);
+                cut(
+                    &self.s,
+                    "POST",
+                    &path,
+                    &[("content-md5", md5)],
+                    &xml,
+                    window,
+                )
+                .await;
+                for id in ids {
+                    self.h
+                        .complete(id, Outcome::Unknown("connection closed".into()), None, None);
+                }
+            }
+        }
+        self.release(op, window).await;
+        self.keys.push((r, key));
+    }
+
+    /// Clears the fault points holding the window, once the server has
+    /// moved on.
+    async fn release(&self, op: Cut, window: Window) {
+        if op.holds(window).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for (point, _) in op.holds(window) {
+            control::set(&self.s, point, "off").await;
+        }
+    }
+}
+
+fn complete_xml(parts: &[CompletedPart]) -> Vec<u8> {
+    let mut x = String::from("<CompleteMultipartUpload>");
+    for p in parts {
+        x.push_str(&format!(
+            "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
+            p.part_number().unwrap(),
+            p.e_tag().unwrap()
+        ));
+    }
+    x.push_str("</CompleteMultipartUpload>");
+    x.into_bytes()
+}
+
+fn delete_xml(keys: &[String]) -> Vec<u8> {
+    let mut x = String::from("<Delete>");
+    for k in keys {
+        x.push_str(&format!("<Object><Key>{k}</Key></Object>"));
+    }
+    x.push_str("</Delete>");
+    x.into_bytes()
+}
+
+/// Every operation cut in every window until the server counted
+/// [`trials`] disconnects there; then recovery, final reads, a listing,
+/// and the checker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_go_away_lose_nothing_and_leave_nothing_half_visible() {
+    let seed = seed("disconnects");
+    let s = control::server(4, &["--pack-threshold-kib", "64"]);
+    let h = History::default();
+    let plain = Recorder::new(&s, &h, "plain");
+    let versioned = Recorder::new(&s, &h, "versioned");
+    plain
+        .c
+        .create_bucket()
+        .bucket("plain")
+        .send()
+        .await
+        .unwrap();
+    versioned
+        .c
+        .create_bucket()
+        .bucket("versioned")
+        .send()
+        .await
+        .unwrap();
+    versioned
+        .c
+        .put_bucket_versioning()
+        .bucket("versioned")
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut run = Run {
+        s,
+        h: h.clone(),
+        plain,
+        versioned,
+        rng: rand::rngs::StdRng::seed_from_u64(seed),
+        next_value: 0,
+        keys: Vec::new(),
+    };
+    let want = trials() as u64;
+    let started = std::time::Instant::now();
+    let mut report = Vec::new();
+    for op in [
+        Cut::Put,
+        Cut::Overwrite,
+        Cut::UploadPart,
+        Cut::Complete,
+        Cut::Copy,
+        Cut::DeleteObjects,
+    ] {
+        for window in op.windows() {
+            let base = control::counts(&run.s).await;
+            let mut n = 0;
+            let seen = |c: &Counts| {
+                c.disconnects(op.api(), window.phase()) - base.disconnects(op.api(), window.phase())
+            };
+            loop {
+                let now = control::counts(&run.s).await;
+                if seen(&now) >= want {
+                    break;
+                }
+                assert!(
+                    n < 3 * want as usize,
+                    "{op:?} cut {}: the server saw {} of {want} disconnects in {n} trials",
+                    window.phase(),
+                    seen(&now)
+                );
+                run.trial(op, window, n).await;
+                n += 1;
+            }
+            report.push(format!("{op:?}/{}: {n} trials", window.phase()));
+        }
+    }
+    eprintln!(
+        "disconnects: {} in {:?}",
+        report.join(", "),
+        started.elapsed()
+    );
+    // Recovery: heal, restart, read every key, list both buckets.
+    admin(&run.s, &["heal"]).unwrap();
+    run.s.restart();
+    h.quiesce();
+    let endpoint = run.s.endpoint.clone();
+    let mut lost = Vec::new();
+    for (r, key) in &run.keys {
+        if let Err(e) = r.at(&endpoint).must_read(key, "after recovery").await {
+            lost.push(e);
+        }
+    }
+    run.plain.at(&endpoint).list("").await.unwrap();
+    run.versioned.at(&endpoint).list("").await.unwrap();
+    let checked = assert_linearizable(&h, "disconnects");
+    assert!(lost.is_empty(), "{lost:?}");
+    eprintln!(
+        "disconnects: {} keys and {} operations checked, 0 violations, {:?} in all",
+        checked.keys,
+        checked.ops,
+        started.elapsed()
+    );
+}
