@@ -17,6 +17,7 @@ pub mod cut;
 pub mod history;
 pub mod recorder;
 
+mod crashes;
 mod disconnects;
 mod findings;
 

@@ -268,6 +268,16 @@ impl Recorder {
             .iter()
             .map(|k| self.h.invoke(&self.name(k), Kind::Delete, note))
             .collect();
+        let outcomes = self.delete_objects_as(keys).await;
+        for (op, outcome) in ops.iter().zip(&outcomes) {
+            self.h.complete(*op, outcome.clone(), None, None);
+        }
+        outcomes
+    }
+
+    /// Sends DeleteObjects of `keys` (no version ids, nothing recorded):
+    /// the outcome of each key as its entry (or the whole answer) says.
+    pub async fn delete_objects_as(&self, keys: &[String]) -> Vec<Outcome> {
         let delete = Delete::builder()
             .set_objects(Some(
                 keys.iter()
@@ -284,25 +294,17 @@ impl Recorder {
             .send()
             .await;
         match r {
-            Ok(out) => {
-                let rid = out.request_id().map(str::to_string);
-                keys.iter()
-                    .zip(ops)
-                    .map(|(k, op)| {
-                        let err = out.errors().iter().find(|e| e.key() == Some(k));
-                        let outcome = match err {
-                            None => Outcome::Done,
-                            Some(e) => Outcome::Unknown(e.code().unwrap_or("").to_string()),
-                        };
-                        self.h.complete(op, outcome.clone(), None, rid.clone());
-                        outcome
-                    })
-                    .collect()
-            }
-            Err(e) => ops
-                .into_iter()
-                .map(|op| self.failed(op, &e).outcome)
+            Ok(out) => keys
+                .iter()
+                .map(|k| match out.errors().iter().find(|e| e.key() == Some(k)) {
+                    None => Outcome::Done,
+                    Some(e) => Outcome::Unknown(e.code().unwrap_or("").to_string()),
+                })
                 .collect(),
+            Err(e) => {
+                let (outcome, _) = outcome_of(&e);
+                keys.iter().map(|_| outcome.clone()).collect()
+            }
         }
     }
 
