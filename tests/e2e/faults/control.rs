@@ -20,7 +20,11 @@ pub fn server(n: usize, extra: &[&str]) -> Server {
 }
 
 async fn admin(s: &Server, method: &str, path: &str, body: &str) -> (u16, String) {
-    let r = Raw::new(method, format!("{}/granary/admin/v1/{path}", s.endpoint))
+    admin_at(&s.endpoint, method, path, body).await
+}
+
+async fn admin_at(endpoint: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let r = Raw::new(method, format!("{endpoint}/granary/admin/v1/{path}"))
         .body(body.as_bytes().to_vec())
         .send()
         .await;
@@ -52,9 +56,16 @@ pub async fn set(s: &Server, name: &str, actions: &str) {
     assert_eq!(status, 200, "configuring {name}: {text}");
 }
 
-/// Steps the server's clock to `skew_ms` off the system's.
-pub async fn set_clock(s: &Server, skew_ms: i64) {
-    let (status, text) = admin(s, "PUT", "clock", &format!("{{\"skewMs\": {skew_ms}}}")).await;
+/// Steps the clock of the server (or gateway) at `endpoint` to `skew_ms`
+/// off the system's.
+pub async fn set_clock(endpoint: &str, skew_ms: i64) {
+    let (status, text) = admin_at(
+        endpoint,
+        "PUT",
+        "clock",
+        &format!("{{\"skewMs\": {skew_ms}}}"),
+    )
+    .await;
     assert_eq!(status, 200, "stepping the clock: {text}");
 }
 

@@ -476,7 +476,7 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
         versions: Vec::new(),
     };
     let want = trials();
-    let (mut crashes, mut steps) = (0, 0);
+    let (mut crashes, mut steps, mut logged_before) = (0, 0, 0);
     while crashes < want {
         assert!(
             steps < 40 * want,
@@ -504,9 +504,15 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
             continue;
         }
         assert!(run.s.reap(10));
-        crashes += 1;
+        // The server says where it died (two threads may both have reached
+        // the point before the process was gone).
         let logged = control::crashes_logged(&run.s, point);
-        assert_eq!(logged, crashes, "{point}: crashes logged by the server");
+        assert!(
+            logged > logged_before,
+            "{point}: the server died, not at the point"
+        );
+        logged_before = logged;
+        crashes += 1;
         run.s.launch().unwrap();
         run.plain = run.plain.at(&run.s.endpoint);
         run.versioned = run.versioned.at(&run.s.endpoint);

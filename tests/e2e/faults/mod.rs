@@ -17,9 +17,11 @@ pub mod cut;
 pub mod history;
 pub mod recorder;
 
+mod clocks;
 mod crashes;
 mod disconnects;
 mod findings;
+mod reads;
 
 use history::History;
 

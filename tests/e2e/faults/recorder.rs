@@ -98,8 +98,13 @@ pub struct Written {
 impl Recorder {
     /// A recorder for `bucket` on `server`.
     pub fn new(server: &Server, h: &History, bucket: &str) -> Recorder {
+        Recorder::of(&server.endpoint, h, bucket)
+    }
+
+    /// A recorder for `bucket` at `endpoint` (a gateway of a cluster).
+    pub fn of(endpoint: &str, h: &History, bucket: &str) -> Recorder {
         Recorder {
-            c: client(&server.endpoint),
+            c: client(endpoint),
             h: h.clone(),
             bucket: bucket.to_string(),
         }
