@@ -45,7 +45,7 @@ pub(crate) enum Side {
 
 /// One queued job: a record write, or a side write for the next batch.
 enum Job {
-    Put(RecordWrite, Reply),
+    Put(Box<RecordWrite>, Reply),
     Side(Side, Done),
 }
 
@@ -91,7 +91,7 @@ impl Committer {
     /// is waiting.
     pub async fn put(&self, write: RecordWrite) -> Result<PutRecordOutcome, DiskError> {
         let (reply, answer) = oneshot::channel();
-        self.send(Job::Put(write, reply)).await?;
+        self.send(Job::Put(Box::new(write), reply)).await?;
         answer.await.map_err(|_| gone())?
     }
 
@@ -124,7 +124,7 @@ fn run(meta: Arc<MetaStore>, dir: Arc<DirIdentity>, mut rx: mpsc::Receiver<Job>,
         while let Some(job) = next.take() {
             match job {
                 Job::Put(w, r) => {
-                    writes.push(w);
+                    writes.push(*w);
                     replies.push(r);
                 }
                 Job::Side(s, r) => {

@@ -93,31 +93,21 @@ mod enabled {
         std::process::abort()
     }
 
-    pub async fn hit(name: &'static str, label: &str) -> Injected {
-        let action = decide(name, label);
-        count(name, action.is_some());
-        match action {
-            None => Injected::Nothing,
-            Some(Action::Crash) => crash(name),
-            Some(Action::Error) => Injected::Error,
-            Some(Action::Sleep(d)) => {
-                tokio::time::sleep(d).await;
-                Injected::Nothing
-            }
-        }
+    /// What a caller does after arriving at a point (a crash never
+    /// returns).
+    pub enum Then {
+        Go(Injected),
+        Sleep(Duration),
     }
 
-    pub fn hit_blocking(name: &'static str, label: &str) -> Injected {
+    pub fn arrive(name: &'static str, label: &str) -> Then {
         let action = decide(name, label);
         count(name, action.is_some());
         match action {
-            None => Injected::Nothing,
+            None => Then::Go(Injected::Nothing),
             Some(Action::Crash) => crash(name),
-            Some(Action::Error) => Injected::Error,
-            Some(Action::Sleep(d)) => {
-                std::thread::sleep(d);
-                Injected::Nothing
-            }
+            Some(Action::Error) => Then::Go(Injected::Error),
+            Some(Action::Sleep(d)) => Then::Sleep(d),
         }
     }
 
@@ -138,13 +128,25 @@ mod enabled {
 /// there is none): crashes, waits or asks for an error as configured.
 #[cfg(feature = "failpoints")]
 pub async fn hit(name: &'static str, label: &str) -> Injected {
-    enabled::hit(name, label).await
+    match enabled::arrive(name, label) {
+        enabled::Then::Go(i) => i,
+        enabled::Then::Sleep(d) => {
+            tokio::time::sleep(d).await;
+            Injected::Nothing
+        }
+    }
 }
 
 /// [`hit`] on a thread that may block (a disk's committer).
 #[cfg(feature = "failpoints")]
 pub fn hit_blocking(name: &'static str, label: &str) -> Injected {
-    enabled::hit_blocking(name, label)
+    match enabled::arrive(name, label) {
+        enabled::Then::Go(i) => i,
+        enabled::Then::Sleep(d) => {
+            std::thread::sleep(d);
+            Injected::Nothing
+        }
+    }
 }
 
 /// Sets the actions of point `name` (empty or `off` clears them).

@@ -13,10 +13,9 @@ use uuid::Uuid;
 use crate::error::DiskError;
 use crate::keys::take_component;
 use crate::meta::{
-    decode_record, part_key, MetaStore, CF_PARTS, CF_PIECES, CF_PIECE_IDS, CF_RECORDS, CF_STAGED,
-    CF_UPLOADS,
+    decode_record, MetaStore, CF_PIECES, CF_PIECE_IDS, CF_RECORDS, CF_STAGED, CF_UPLOADS,
 };
-use crate::types::{PartEntry, ScannedRecord, ScannedUpload, StagedId, UploadEntry};
+use crate::types::{ScannedRecord, ScannedUpload, StagedId, UploadEntry};
 
 /// Key in the default column family present once `piece_ids` indexes
 /// every piece.
@@ -129,27 +128,13 @@ impl MetaStore {
         after: Option<Vec<u8>>,
         max: usize,
     ) -> Result<(Vec<ScannedRecord>, Option<Vec<u8>>), DiskError> {
-        let mut it = self.db.raw_iterator_cf(self.cf(CF_RECORDS));
-        seek_after(&mut it, after);
-        let mut out = Vec::new();
-        let mut last = None;
-        while it.valid() {
-            if out.len() == max {
-                return Ok((out, last));
-            }
-            let (k, v) = (it.key().expect("valid"), it.value().expect("valid"));
-            let (ns, rest) = take_component(k).ok_or_else(|| corrupt("record key"))?;
-            let (key, _) = take_component(rest).ok_or_else(|| corrupt("record key"))?;
-            out.push(ScannedRecord {
+        self.scan_table(CF_RECORDS, after, max, |ns, key, _, v| {
+            Ok(ScannedRecord {
                 ns,
                 key,
                 record: decode_record(v)?,
-            });
-            last = Some(k.to_vec());
-            it.next();
-        }
-        it.status()?;
-        Ok((out, None))
+            })
+        })
     }
 
     /// Uploads of every namespace with their parts, after the raw key
@@ -159,8 +144,38 @@ impl MetaStore {
         after: Option<Vec<u8>>,
         max: usize,
     ) -> Result<(Vec<ScannedUpload>, Option<Vec<u8>>), DiskError> {
-        let mut it = self.db.raw_iterator_cf(self.cf(CF_UPLOADS));
-        seek_after(&mut it, after);
+        self.scan_table(CF_UPLOADS, after, max, |ns, key, rest, v| {
+            let upload_id = uuid_of(rest, "upload key")?;
+            Ok(ScannedUpload {
+                ns,
+                entry: UploadEntry {
+                    key,
+                    upload_id,
+                    body: bytes::Bytes::copy_from_slice(v),
+                },
+                parts: self.list_parts(upload_id, 0, usize::MAX)?.0,
+            })
+        })
+    }
+
+    /// One page of a table keyed by (namespace, key, suffix): each entry
+    /// after the raw key `after` made into an item by `item(ns, key,
+    /// suffix, value)`, at most `max`; and the raw key to continue after.
+    fn scan_table<T>(
+        &self,
+        table: &str,
+        after: Option<Vec<u8>>,
+        max: usize,
+        mut item: impl FnMut(Vec<u8>, Vec<u8>, &[u8], &[u8]) -> Result<T, DiskError>,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>), DiskError> {
+        let mut it = self.db.raw_iterator_cf(self.cf(table));
+        match after {
+            Some(mut k) => {
+                k.push(0);
+                it.seek(k);
+            }
+            None => it.seek_to_first(),
+        }
         let mut out = Vec::new();
         let mut last = None;
         while it.valid() {
@@ -168,56 +183,13 @@ impl MetaStore {
                 return Ok((out, last));
             }
             let (k, v) = (it.key().expect("valid"), it.value().expect("valid"));
-            let (ns, rest) = take_component(k).ok_or_else(|| corrupt("upload key"))?;
-            let (key, rest) = take_component(rest).ok_or_else(|| corrupt("upload key"))?;
-            let upload_id = uuid_of(rest, "upload key")?;
-            let parts = self.parts_of(upload_id)?;
-            out.push(ScannedUpload {
-                ns,
-                entry: UploadEntry {
-                    key,
-                    upload_id,
-                    body: bytes::Bytes::copy_from_slice(v),
-                },
-                parts,
-            });
+            let (ns, rest) = take_component(k).ok_or_else(|| corrupt("table key"))?;
+            let (key, rest) = take_component(rest).ok_or_else(|| corrupt("table key"))?;
+            out.push(item(ns, key, rest, v)?);
             last = Some(k.to_vec());
             it.next();
         }
         it.status()?;
         Ok((out, None))
-    }
-
-    fn parts_of(&self, upload_id: Uuid) -> Result<Vec<PartEntry>, DiskError> {
-        let start = part_key(upload_id, 0);
-        let mut out = Vec::new();
-        for item in self.db.iterator_cf(
-            self.cf(CF_PARTS),
-            IteratorMode::From(&start, Direction::Forward),
-        ) {
-            let (k, v) = item?;
-            if k.len() != 20 || k[..16] != upload_id.as_bytes()[..] {
-                break;
-            }
-            out.push(PartEntry {
-                number: u32::from_be_bytes(k[16..20].try_into().expect("4 bytes")),
-                body: bytes::Bytes::copy_from_slice(&v),
-            });
-        }
-        Ok(out)
-    }
-}
-
-/// Positions `it` on the first key after `after` (or the first key).
-fn seek_after<D: rocksdb::DBAccess>(
-    it: &mut rocksdb::DBRawIteratorWithThreadMode<'_, D>,
-    after: Option<Vec<u8>>,
-) {
-    match after {
-        Some(mut k) => {
-            k.push(0);
-            it.seek(k);
-        }
-        None => it.seek_to_first(),
     }
 }

@@ -230,7 +230,7 @@ fn key_part(record_key: &[u8]) -> &[u8] {
     &record_key[..record_key.len() - 16]
 }
 
-pub(crate) fn part_key(upload_id: Uuid, number: u32) -> Vec<u8> {
+fn part_key(upload_id: Uuid, number: u32) -> Vec<u8> {
     let mut k = upload_id.as_bytes().to_vec();
     k.extend_from_slice(&number.to_be_bytes());
     k

@@ -20,10 +20,12 @@
 use disk_engine::{failpoint, Record};
 use uuid::Uuid;
 
-use crate::commit::Carried;
+use crate::commit::{Carried, Committed};
 use crate::error::Error;
 use crate::objects::WriteOptions;
-use crate::record::{self, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord};
+use crate::record::{
+    self, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord, Versioning,
+};
 use crate::set::KeyState;
 use crate::store::Store;
 
@@ -91,7 +93,7 @@ impl Store {
                 .complete_tiered_upload(bucket, key, upload_id, upload, parts, meta, opts)
                 .await;
         }
-        let mut record = ObjectRecord::new_version(
+        let record = ObjectRecord::new_version(
             upload.layout,
             parts.iter().map(|p| p.part.clone()).collect(),
             true,
@@ -99,22 +101,10 @@ impl Store {
             upload.tags.clone(),
             None,
         );
-        record.upload_id = Some(upload_id);
-        let all = vec![true; self.set.width()];
         let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
         let committed = self
-            .write_version(
-                bucket,
-                key,
-                record,
-                &all,
-                versioning,
-                &state,
-                None,
-                Some(upload_id),
-            )
+            .commit_completion(bucket, key, upload_id, record, versioning, &state)
             .await?;
-        failpoint::hit("complete.committed", "").await;
         let keep: Vec<Uuid> = committed.object.data_ids().collect();
         let dropped = flatten(committed.completed);
         self.free_parts(None, dropped, &keep).await;
@@ -143,7 +133,7 @@ impl Store {
         let tier = self
             .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
             .await?;
-        let mut record = ObjectRecord::new_version(
+        let record = ObjectRecord::new_version(
             self.set.layout_for(bucket, key),
             crate::transition::tiered_parts(&chosen),
             true,
@@ -151,11 +141,33 @@ impl Store {
             upload.tags.clone(),
             Some(tier.clone()),
         );
-        record.upload_id = Some(upload_id);
-        let all = vec![true; self.set.width()];
         // A write that fails leaves the tier object to the tier sweep,
         // which judges it under the key's lock by what became visible; the
         // parts stay with the upload until a version took them over.
+        let committed = self
+            .commit_completion(bucket, key, upload_id, record, versioning, &state)
+            .await?;
+        let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
+        self.free_parts(Some(pool), flatten(committed.completed), &keep)
+            .await;
+        failpoint::hit("complete.dropped", "").await;
+        Ok(committed.object)
+    }
+
+    /// Writes `record` as the version completing `upload_id` (which the
+    /// same per-disk writes remove), prepared with
+    /// [`Self::prepare_version`]; the caller holds the key lock.
+    async fn commit_completion(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        mut record: ObjectRecord,
+        versioning: Versioning,
+        state: &KeyState,
+    ) -> Result<Committed, Error> {
+        record.upload_id = Some(upload_id);
+        let all = vec![true; self.set.width()];
         let committed = self
             .write_version(
                 bucket,
@@ -163,17 +175,13 @@ impl Store {
                 record,
                 &all,
                 versioning,
-                &state,
+                state,
                 None,
                 Some(upload_id),
             )
             .await?;
         failpoint::hit("complete.committed", "").await;
-        let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
-        self.free_parts(Some(pool), flatten(committed.completed), &keep)
-            .await;
-        failpoint::hit("complete.dropped", "").await;
-        Ok(committed.object)
+        Ok(committed)
     }
 
     /// The record of the version a completion of `upload_id` wrote, on any
@@ -189,13 +197,7 @@ impl Store {
             .set
             .each_disk(|_, d| async move { d.get_records(bucket.as_bytes(), key.as_bytes()).await })
             .await;
-        let answered = results.iter().filter(|r| r.is_ok()).count();
-        if answered < self.set.quorum.read {
-            return Err(Error::ReadQuorum {
-                needed: self.set.quorum.read,
-                got: answered,
-            });
-        }
+        self.set.require_read_quorum(&results)?;
         Ok(results
             .into_iter()
             .flatten()

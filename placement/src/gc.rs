@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use disk_engine::{failpoint, ShardFile};
+use disk_engine::{failpoint, ScannedRecord, ScannedUpload, ShardFile};
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
@@ -370,24 +370,15 @@ async fn list_files(
 /// Adds the data ids of every part record on every disk of `set`.
 async fn part_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Result<(), Error> {
     for d in set.disks() {
-        let mut after = None;
-        loop {
-            let (page, next) = d
-                .scan_uploads(after, GC_PAGE)
-                .await
-                .map_err(|e| Error::Internal(format!("{}: uploads unreadable: {e}", d.label())))?;
-            for u in page {
-                for p in u.parts {
-                    if let Ok(p) = record::decode::<PartRecord>(&p.body) {
-                        referenced.extend(p.part.data_id);
-                    }
+        let pages = |after| d.scan_uploads(after, GC_PAGE);
+        every_page(d.label(), "uploads", pages, |u: ScannedUpload| {
+            for p in u.parts {
+                if let Ok(p) = record::decode::<PartRecord>(&p.body) {
+                    referenced.extend(p.part.data_id);
                 }
             }
-            match next {
-                Some(n) => after = Some(n),
-                None => break,
-            }
-        }
+        })
+        .await?;
     }
     Ok(())
 }
@@ -395,24 +386,39 @@ async fn part_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Re
 /// Adds the data ids of every version record on every disk of `set`.
 async fn record_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Result<(), Error> {
     for d in set.disks() {
-        let mut after = None;
-        loop {
-            let (page, next) = d
-                .scan_records(after, GC_PAGE)
-                .await
-                .map_err(|e| Error::Internal(format!("{}: records unreadable: {e}", d.label())))?;
-            for r in page {
-                if let Ok(obj) = record::decode::<ObjectRecord>(&r.record.body) {
-                    referenced.extend(obj.data_ids());
-                }
+        let pages = |after| d.scan_records(after, GC_PAGE);
+        every_page(d.label(), "records", pages, |r: ScannedRecord| {
+            if let Ok(obj) = record::decode::<ObjectRecord>(&r.record.body) {
+                referenced.extend(obj.data_ids());
             }
-            match next {
-                Some(n) => after = Some(n),
-                None => break,
-            }
-        }
+        })
+        .await?;
     }
     Ok(())
+}
+
+/// Feeds every item of a scan, page by page, to `each`.
+async fn every_page<T, F, Fut>(
+    disk: &str,
+    what: &str,
+    mut page: F,
+    mut each: impl FnMut(T),
+) -> Result<(), Error>
+where
+    F: FnMut(Option<Vec<u8>>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<Vec<u8>>), disk_engine::DiskError>>,
+{
+    let mut after = None;
+    loop {
+        let (items, next) = page(after)
+            .await
+            .map_err(|e| Error::Internal(format!("{disk}: {what} unreadable: {e}")))?;
+        items.into_iter().for_each(&mut each);
+        match next {
+            Some(n) => after = Some(n),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// Keeps deletions under [`GC_DELETES_PER_SEC`].

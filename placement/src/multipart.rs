@@ -459,13 +459,7 @@ impl Store {
                 }
             })
             .await;
-        let answered = results.iter().filter(|r| r.is_ok()).count();
-        if answered < self.set.quorum.read {
-            return Err(Error::ReadQuorum {
-                needed: self.set.quorum.read,
-                got: answered,
-            });
-        }
+        self.set.require_read_quorum(&results)?;
         let mut horizon: Option<(Vec<u8>, Uuid)> = None;
         let mut counts: std::collections::BTreeMap<(Vec<u8>, Uuid), (usize, bytes::Bytes)> =
             Default::default();

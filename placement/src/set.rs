@@ -325,6 +325,21 @@ impl ErasureSet {
         Ok(())
     }
 
+    /// `ReadQuorum` unless a read quorum of `results` are answers.
+    pub(crate) fn require_read_quorum<T>(
+        &self,
+        results: &[Result<T, DiskError>],
+    ) -> Result<(), Error> {
+        let answered = results.iter().filter(|r| r.is_ok()).count();
+        if answered < self.quorum.read {
+            return Err(Error::ReadQuorum {
+                needed: self.quorum.read,
+                got: answered,
+            });
+        }
+        Ok(())
+    }
+
     /// Reads every version of `key` from all disks and resolves which are
     /// visible: a write is visible when at least R disks hold it; a version
     /// is ambiguous (an error) when no write of it reaches R but one might

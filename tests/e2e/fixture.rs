@@ -12,16 +12,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{
-    BucketLifecycleConfiguration, BucketVersioningStatus, CompletedMultipartUpload, CompletedPart,
-    ExpirationStatus, LifecycleRule, LifecycleRuleFilter, StorageClass, Transition,
-    TransitionStorageClass, VersioningConfiguration,
-};
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, StorageClass};
 use aws_sdk_s3::Client;
 use md5::{Digest, Md5};
 use serde_json::{json, Value};
 
-use crate::harness::{until, Server};
+use crate::harness::{enable_versioning, set_lifecycle, transition_rule, until, Server};
 
 /// Compressible, reproducible content: numbered lines naming the object.
 pub fn content(name: &str, len: usize) -> Vec<u8> {
@@ -33,6 +29,23 @@ pub fn content(name: &str, len: usize) -> Vec<u8> {
     }
     out.truncate(len);
     out
+}
+
+/// The completion of the parts a manifest lists.
+fn completed(parts: &[Value]) -> CompletedMultipartUpload {
+    CompletedMultipartUpload::builder()
+        .set_parts(Some(
+            parts
+                .iter()
+                .map(|p| {
+                    CompletedPart::builder()
+                        .part_number(p["number"].as_i64().unwrap() as i32)
+                        .e_tag(p["etag"].as_str().unwrap())
+                        .build()
+                })
+                .collect(),
+        ))
+        .build()
 }
 
 fn md5_hex(data: &[u8]) -> String {
@@ -116,16 +129,7 @@ async fn write_fixture() {
     }
 
     c.create_bucket().bucket("versioned").send().await.unwrap();
-    c.put_bucket_versioning()
-        .bucket("versioned")
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    enable_versioning(&c, "versioned").await;
     for len in [1000, 300 << 10, (1 << 20) + 7] {
         objects.push(put(&c, "versioned", "a", len, None).await);
     }
@@ -195,19 +199,7 @@ async fn write_fixture() {
             listed.push(json!({"number": number, "name": name, "len": len, "etag": etag}));
         }
         if complete {
-            let done = CompletedMultipartUpload::builder()
-                .set_parts(Some(
-                    listed
-                        .iter()
-                        .map(|p| {
-                            CompletedPart::builder()
-                                .part_number(p["number"].as_i64().unwrap() as i32)
-                                .e_tag(p["etag"].as_str().unwrap())
-                                .build()
-                        })
-                        .collect(),
-                ))
-                .build();
+            let done = completed(&listed);
             let out = c
                 .complete_multipart_upload()
                 .bucket(bucket)
@@ -228,29 +220,12 @@ async fn write_fixture() {
     }
 
     // A lifecycle transition moves old/ to the cold pool.
-    let rule = LifecycleRule::builder()
-        .id("cold")
-        .status(ExpirationStatus::Enabled)
-        .filter(LifecycleRuleFilter::builder().prefix("old/").build())
-        .transitions(
-            Transition::builder()
-                .days(0)
-                .storage_class(TransitionStorageClass::from("COLD"))
-                .build(),
-        )
-        .build()
-        .unwrap();
-    c.put_bucket_lifecycle_configuration()
-        .bucket("plain")
-        .lifecycle_configuration(
-            BucketLifecycleConfiguration::builder()
-                .rules(rule)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
+    set_lifecycle(
+        &c,
+        "plain",
+        vec![transition_rule("cold", "old/", 0, "COLD")],
+    )
+    .await;
     until(60, "old/ transitioned", async || {
         for i in 0..3 {
             let h = c
@@ -391,19 +366,7 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
                 p["len"].as_u64().unwrap() as usize,
             ));
         }
-        let done = CompletedMultipartUpload::builder()
-            .set_parts(Some(
-                parts
-                    .iter()
-                    .map(|p| {
-                        CompletedPart::builder()
-                            .part_number(p["number"].as_i64().unwrap() as i32)
-                            .e_tag(p["etag"].as_str().unwrap())
-                            .build()
-                    })
-                    .collect(),
-            ))
-            .build();
+        let done = completed(parts);
         let out = c
             .complete_multipart_upload()
             .bucket(bucket)

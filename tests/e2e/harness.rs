@@ -606,6 +606,62 @@ pub fn status<E>(e: &aws_sdk_s3::error::SdkError<E>) -> u16 {
     }
 }
 
+/// Turns versioning on for `bucket`.
+pub async fn enable_versioning(c: &Client, bucket: &str) {
+    use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
+    c.put_bucket_versioning()
+        .bucket(bucket)
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
+/// A lifecycle rule moving what is under `prefix` to storage class
+/// `class` `days` days after it was written.
+pub fn transition_rule(
+    id: &str,
+    prefix: &str,
+    days: i32,
+    class: &str,
+) -> aws_sdk_s3::types::LifecycleRule {
+    use aws_sdk_s3::types::{
+        ExpirationStatus, LifecycleRule, LifecycleRuleFilter, Transition, TransitionStorageClass,
+    };
+    LifecycleRule::builder()
+        .id(id)
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix(prefix).build())
+        .transitions(
+            Transition::builder()
+                .days(days)
+                .storage_class(TransitionStorageClass::from(class))
+                .build(),
+        )
+        .build()
+        .unwrap()
+}
+
+/// Sets `bucket`'s lifecycle configuration to `rules`.
+pub async fn set_lifecycle(c: &Client, bucket: &str, rules: Vec<aws_sdk_s3::types::LifecycleRule>) {
+    use aws_sdk_s3::types::BucketLifecycleConfiguration;
+    c.put_bucket_lifecycle_configuration()
+        .bucket(bucket)
+        .lifecycle_configuration(
+            BucketLifecycleConfiguration::builder()
+                .set_rules(Some(rules))
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
 /// Reads an object completely.
 pub async fn get_bytes(c: &Client, bucket: &str, key: &str) -> Vec<u8> {
     let r = c.get_object().bucket(bucket).key(key).send().await.unwrap();

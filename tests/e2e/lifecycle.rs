@@ -40,17 +40,7 @@ fn transition(days: i32, class: &str) -> Transition {
 }
 
 async fn set_rules(c: &Client, bucket: &str, rules: Vec<LifecycleRule>) {
-    c.put_bucket_lifecycle_configuration()
-        .bucket(bucket)
-        .lifecycle_configuration(
-            BucketLifecycleConfiguration::builder()
-                .set_rules(Some(rules))
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
+    crate::harness::set_lifecycle(c, bucket, rules).await;
 }
 
 async fn put(c: &Client, bucket: &str, key: &str, body: Vec<u8>) {

@@ -1,10 +1,7 @@
 //! Object and bucket tags: Put/Get/Delete, `x-amz-tagging` on PUT, Create
 //! and copies, `x-amz-tagging-count` on GET, S3's limits.
 
-use aws_sdk_s3::types::{
-    BucketVersioningStatus, CompletedMultipartUpload, CompletedPart, Tag, Tagging,
-    TaggingDirective, VersioningConfiguration,
-};
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, Tag, Tagging, TaggingDirective};
 
 use crate::harness::*;
 
@@ -231,16 +228,7 @@ async fn tags_of_versions() {
     let s = Server::start(1);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    c.put_bucket_versioning()
-        .bucket("bkt")
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    crate::harness::enable_versioning(&c, "bkt").await;
     let v1 = put_bytes(&c, "bkt", "k", b"1".to_vec())
         .await
         .version_id

@@ -349,9 +349,12 @@ mod tests {
     use super::super::history::{History, Kind, Listing, Outcome, Seen};
     use super::*;
 
-    /// Builds a history from (kind, start, end, outcome, seen) rows on one
-    /// key; times are in ms.
-    fn history(rows: &[(Kind, u64, Option<u64>, Outcome, Option<Seen>)]) -> History {
+    /// One operation of a test history: kind, start, end (ms), outcome and
+    /// what a read saw.
+    type Row = (Kind, u64, Option<u64>, Outcome, Option<Seen>);
+
+    /// Builds a history from rows on one key.
+    fn history(rows: &[Row]) -> History {
         let h = History::default();
         for (kind, start, end, outcome, seen) in rows {
             let id = h.invoke("k", kind.clone(), "");

@@ -8,17 +8,17 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_s3::types::{
-    BucketLifecycleConfiguration, BucketVersioningStatus, ExpirationStatus, LifecycleExpiration,
-    LifecycleRule, LifecycleRuleFilter, VersioningConfiguration,
+    ExpirationStatus, LifecycleExpiration, LifecycleRule, LifecycleRuleFilter,
 };
 use rand::{Rng, SeedableRng};
 
 use super::control;
 use super::history::{History, Outcome, Seen};
 use super::recorder::Recorder;
+use super::workload::Workload;
 use super::{assert_linearizable, seed, trials};
 use crate::cluster_harness::Cluster;
-use crate::harness::admin;
+use crate::harness::{admin, set_lifecycle};
 
 /// Seconds in a lifecycle day in these tests.
 const DAY: u64 = 2;
@@ -88,20 +88,6 @@ impl Writes {
     }
 }
 
-async fn versioned_bucket(r: &Recorder) {
-    r.c.create_bucket().bucket(&r.bucket).send().await.unwrap();
-    r.c.put_bucket_versioning()
-        .bucket(&r.bucket)
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-}
-
 /// One server: the clock steps back a minute, forward a few seconds, back
 /// again, at random between writes, deletes, reads, collections and
 /// lifecycle passes.
@@ -122,16 +108,9 @@ async fn clock_steps_on_one_server_lose_no_write_and_expire_nothing_early() {
         ],
     );
     let h = History::default();
-    let plain = Recorder::new(&s, &h, "plain");
-    let versioned = Recorder::new(&s, &h, "versioned");
-    plain
-        .c
-        .create_bucket()
-        .bucket("plain")
-        .send()
-        .await
-        .unwrap();
-    versioned_bucket(&versioned).await;
+    let Workload {
+        plain, versioned, ..
+    } = Workload::start(&s.endpoint, &h, seed).await;
     // Objects that expire: their own history (lifecycle deletes them).
     let lifecycle = History::default();
     let expiring = Recorder::new(&s, &lifecycle, "expiring");
@@ -149,19 +128,7 @@ async fn clock_steps_on_one_server_lose_no_write_and_expire_nothing_early() {
         .expiration(LifecycleExpiration::builder().days(EXPIRE_DAYS).build())
         .build()
         .unwrap();
-    expiring
-        .c
-        .put_bucket_lifecycle_configuration()
-        .bucket("expiring")
-        .lifecycle_configuration(
-            BucketLifecycleConfiguration::builder()
-                .rules(rule)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
+    set_lifecycle(&expiring.c, "expiring", vec![rule]).await;
     let mut writes = Writes {
         newest: HashMap::new(),
         next: 0,
@@ -289,6 +256,7 @@ async fn gateways_with_stepping_clocks_agree_on_the_newest_write() {
         .map(|g| g.endpoint.clone())
         .collect();
     let h = History::default();
+    Workload::start(&endpoints[0], &h, seed).await;
     let plain: Vec<Recorder> = endpoints
         .iter()
         .map(|e| Recorder::of(e, &h, "plain"))
@@ -297,14 +265,6 @@ async fn gateways_with_stepping_clocks_agree_on_the_newest_write() {
         .iter()
         .map(|e| Recorder::of(e, &h, "versioned"))
         .collect();
-    plain[0]
-        .c
-        .create_bucket()
-        .bucket("plain")
-        .send()
-        .await
-        .unwrap();
-    versioned_bucket(&versioned[0]).await;
     let mut writes = Writes {
         newest: HashMap::new(),
         next: 0,

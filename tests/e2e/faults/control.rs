@@ -80,11 +80,6 @@ pub struct Counts {
 }
 
 impl Counts {
-    /// Times point `name` acted.
-    pub fn acted(&self, name: &str) -> u64 {
-        self.points.get(name).map_or(0, |p| p.1)
-    }
-
     /// Disconnects of `api` seen in `phase`.
     pub fn disconnects(&self, api: &str, phase: &str) -> u64 {
         self.disconnects

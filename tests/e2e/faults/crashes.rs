@@ -9,18 +9,15 @@
 
 use std::time::Duration;
 
-use aws_sdk_s3::types::{
-    BucketLifecycleConfiguration, BucketVersioningStatus, CompletedPart, ExpirationStatus,
-    LifecycleRule, LifecycleRuleFilter, StorageClass, Transition, TransitionStorageClass,
-    VersioningConfiguration,
-};
-use rand::{Rng, SeedableRng};
+use aws_sdk_s3::types::{CompletedPart, StorageClass};
+use rand::Rng;
 
 use super::control;
 use super::history::{History, Kind, OpId, Outcome, Seen};
 use super::recorder::Recorder;
+use super::workload::Workload;
 use super::{assert_linearizable, seed, trials};
-use crate::harness::{admin, Server};
+use crate::harness::{admin, set_lifecycle, transition_rule, Server};
 
 /// What a trial keeps doing until the server dies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,10 +73,7 @@ enum Retry {
 struct Run {
     s: Server,
     h: History,
-    plain: Recorder,
-    versioned: Recorder,
-    rng: rand::rngs::StdRng,
-    next: u64,
+    w: Workload,
     /// Every key written, by bucket.
     keys: Vec<(Recorder, String)>,
     /// Acknowledged versions of the versioned bucket: (key, version, value).
@@ -88,19 +82,11 @@ struct Run {
 
 impl Run {
     fn value(&mut self) -> u64 {
-        self.next += 1;
-        self.next
-    }
-
-    fn recorder(&mut self) -> Recorder {
-        match self.rng.gen_bool(0.5) {
-            true => self.plain.clone(),
-            false => self.versioned.clone(),
-        }
+        self.w.value()
     }
 
     fn size(&mut self) -> usize {
-        [15_000, 300_000, 1_100_000][self.rng.gen_range(0..3)]
+        self.w.size()
     }
 
     /// Whether the server died (a crash point fired). A process killed a
@@ -139,7 +125,7 @@ impl Run {
 
     /// One step of `work`; what to retry if the server died in it.
     async fn step(&mut self, work: Work, n: usize) -> Option<Retry> {
-        let r = self.recorder();
+        let r = self.w.recorder();
         match work {
             Work::Put => {
                 let (v, len) = (self.value(), self.size());
@@ -409,52 +395,21 @@ fn start(work: Work) -> Server {
     s
 }
 
-async fn buckets(s: &Server, h: &History, work: Work) -> (Recorder, Recorder) {
-    let plain = Recorder::new(s, h, "plain");
-    let versioned = Recorder::new(s, h, "versioned");
-    for r in [&plain, &versioned] {
-        r.c.create_bucket().bucket(&r.bucket).send().await.unwrap();
-    }
-    versioned
-        .c
-        .put_bucket_versioning()
-        .bucket("versioned")
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+/// The run's buckets; for transitions, with a rule moving `t/` to the
+/// cold pool at once.
+async fn workload(s: &Server, h: &History, work: Work, seed: u64) -> Workload {
+    let w = Workload::start(&s.endpoint, h, seed).await;
     if work == Work::Transition {
-        let rule = LifecycleRule::builder()
-            .id("cold")
-            .status(ExpirationStatus::Enabled)
-            .filter(LifecycleRuleFilter::builder().prefix("t/").build())
-            .transitions(
-                Transition::builder()
-                    .days(0)
-                    .storage_class(TransitionStorageClass::from("COLD"))
-                    .build(),
+        for r in [&w.plain, &w.versioned] {
+            set_lifecycle(
+                &r.c,
+                &r.bucket,
+                vec![transition_rule("cold", "t/", 0, "COLD")],
             )
-            .build()
-            .unwrap();
-        for r in [&plain, &versioned] {
-            r.c.put_bucket_lifecycle_configuration()
-                .bucket(&r.bucket)
-                .lifecycle_configuration(
-                    BucketLifecycleConfiguration::builder()
-                        .rules(rule.clone())
-                        .build()
-                        .unwrap(),
-                )
-                .send()
-                .await
-                .unwrap();
+            .await;
         }
     }
-    (plain, versioned)
+    w
 }
 
 /// Crash trials at `point` while doing `work`, until the server crashed
@@ -462,16 +417,12 @@ async fn buckets(s: &Server, h: &History, work: Work) -> (Recorder, Recorder) {
 async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, usize) {
     let s = start(work);
     let h = History::default();
-    let (plain, versioned) = buckets(&s, &h, work).await;
+    let seed = seed ^ crc_fast::crc32_iscsi(point.as_bytes()) as u64;
+    let w = workload(&s, &h, work, seed).await;
     let mut run = Run {
         s,
         h: h.clone(),
-        plain,
-        versioned,
-        rng: rand::rngs::StdRng::seed_from_u64(
-            seed ^ crc_fast::crc32_iscsi(point.as_bytes()) as u64,
-        ),
-        next: 0,
+        w,
         keys: Vec::new(),
         versions: Vec::new(),
     };
@@ -482,7 +433,7 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
             steps < 40 * want,
             "{point}: {crashes} crashes in {steps} steps"
         );
-        let skip = run.rng.gen_range(0..3);
+        let skip = run.w.rng.gen_range(0..3);
         if !run.s.running() {
             let log = run.s.log();
             panic!(
@@ -514,8 +465,7 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
         logged_before = logged;
         crashes += 1;
         run.s.launch().unwrap();
-        run.plain = run.plain.at(&run.s.endpoint);
-        run.versioned = run.versioned.at(&run.s.endpoint);
+        run.w.moved_to(&run.s.endpoint);
         if let Some(r) = retry {
             run.retry(r).await;
         }
@@ -536,7 +486,8 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
     }
     // Every acknowledged version still reads back exactly (nothing here
     // deletes versions by id).
-    let versioned = run.versioned.at(&endpoint);
+    run.w.moved_to(&endpoint);
+    let versioned = run.w.versioned.clone();
     for (key, version, value) in &run.versions {
         let (outcome, seen, rid) = versioned.get_version(key, version).await;
         if seen != Some(Seen::Value(*value)) {
@@ -545,7 +496,7 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
             ));
         }
     }
-    run.plain.at(&endpoint).list("").await.unwrap();
+    run.w.plain.list("").await.unwrap();
     versioned.list("").await.unwrap();
     let checked = assert_linearizable(&h, point);
     assert!(lost.is_empty(), "{point}: {lost:#?}");

@@ -9,12 +9,12 @@
 use std::time::Duration;
 
 use aws_sdk_s3::types::CompletedPart;
-use rand::{Rng, SeedableRng};
 
 use super::control::{self, Counts};
 use super::cut::{cut, Window};
 use super::history::{body_of, History, Kind, Outcome};
 use super::recorder::Recorder;
+use super::workload::Workload;
 use super::{assert_linearizable, seed, trials};
 use crate::harness::{admin, Server};
 
@@ -74,43 +74,24 @@ impl Cut {
     }
 }
 
-/// Object sizes the trials write: packed, one stripe of shard files, and
-/// several stripes.
-const SIZES: [usize; 3] = [20_000, 400_000, 1_300_000];
-
 struct Run {
     s: Server,
     h: History,
-    plain: Recorder,
-    versioned: Recorder,
-    rng: rand::rngs::StdRng,
-    next_value: u64,
+    w: Workload,
     keys: Vec<(Recorder, String)>,
 }
 
 impl Run {
     fn value(&mut self) -> u64 {
-        self.next_value += 1;
-        self.next_value
-    }
-
-    fn bucket(&mut self) -> Recorder {
-        match self.rng.gen_bool(0.5) {
-            true => self.plain.clone(),
-            false => self.versioned.clone(),
-        }
-    }
-
-    fn size(&mut self) -> usize {
-        SIZES[self.rng.gen_range(0..SIZES.len())]
+        self.w.value()
     }
 
     /// One trial of `op` cut in `window`.
     async fn trial(&mut self, op: Cut, window: Window, n: usize) {
-        let r = self.bucket();
+        let r = self.w.recorder();
         let key = format!("{op:?}/{}/{n}", window.phase());
         let note = format!("{op:?} cut {}", window.phase());
-        let (v, len) = (self.value(), self.size());
+        let (v, len) = (self.value(), self.w.size());
         for (point, actions) in op.holds(window) {
             control::set(&self.s, point, actions).await;
         }
@@ -263,41 +244,11 @@ async fn clients_that_go_away_lose_nothing_and_leave_nothing_half_visible() {
     let seed = seed("disconnects");
     let s = control::server(4, &["--pack-threshold-kib", "64"]);
     let h = History::default();
-    let plain = Recorder::new(&s, &h, "plain");
-    let versioned = Recorder::new(&s, &h, "versioned");
-    plain
-        .c
-        .create_bucket()
-        .bucket("plain")
-        .send()
-        .await
-        .unwrap();
-    versioned
-        .c
-        .create_bucket()
-        .bucket("versioned")
-        .send()
-        .await
-        .unwrap();
-    versioned
-        .c
-        .put_bucket_versioning()
-        .bucket("versioned")
-        .versioning_configuration(
-            aws_sdk_s3::types::VersioningConfiguration::builder()
-                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let w = Workload::start(&s.endpoint, &h, seed).await;
     let mut run = Run {
         s,
         h: h.clone(),
-        plain,
-        versioned,
-        rng: rand::rngs::StdRng::seed_from_u64(seed),
-        next_value: 0,
+        w,
         keys: Vec::new(),
     };
     let want = trials() as u64;
@@ -350,8 +301,9 @@ async fn clients_that_go_away_lose_nothing_and_leave_nothing_half_visible() {
             lost.push(e);
         }
     }
-    run.plain.at(&endpoint).list("").await.unwrap();
-    run.versioned.at(&endpoint).list("").await.unwrap();
+    run.w.moved_to(&endpoint);
+    run.w.plain.list("").await.unwrap();
+    run.w.versioned.list("").await.unwrap();
     let checked = assert_linearizable(&h, "disconnects");
     assert!(lost.is_empty(), "{lost:?}");
     eprintln!(

@@ -6,29 +6,18 @@
 
 use std::time::Duration;
 
-use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
-
 use super::control;
 use super::cut::{cut, Window};
 use super::history::{body_of, History, Kind, Outcome, Seen};
 use super::recorder::Recorder;
 use super::{assert_linearizable, checker};
-use crate::harness::{admin, Server};
+use crate::harness::{admin, enable_versioning, Server};
 
 /// Creates `bucket`, versioned if asked.
 async fn bucket(r: &Recorder, versioned: bool) {
     r.c.create_bucket().bucket(&r.bucket).send().await.unwrap();
     if versioned {
-        r.c.put_bucket_versioning()
-            .bucket(&r.bucket)
-            .versioning_configuration(
-                VersioningConfiguration::builder()
-                    .status(BucketVersioningStatus::Enabled)
-                    .build(),
-            )
-            .send()
-            .await
-            .unwrap();
+        enable_versioning(&r.c, &r.bucket).await;
     }
 }
 
@@ -134,12 +123,11 @@ async fn writes_after_the_clock_steps_back_replace_what_was_there() {
     s.env
         .push(("GRANARY_FAULT_CLOCK_SKEW_MS".into(), "-60000".into()));
     s.restart();
-    let mut n = 0;
-    for (r, key) in &keys {
+    for (n, (r, key)) in keys.iter().enumerate() {
         let r = r.at(&s.endpoint);
         let len = if key == "small" { 2_100 } else { 710_000 };
         assert_eq!(
-            r.put(key, 100 + n, len, "after the step back")
+            r.put(key, 100 + n as u64, len, "after the step back")
                 .await
                 .outcome,
             Outcome::Done
@@ -153,11 +141,10 @@ async fn writes_after_the_clock_steps_back_replace_what_was_there() {
                 .await
                 .unwrap();
         assert!(
-            head.last_modified().unwrap().secs() >= modified[n as usize],
+            head.last_modified().unwrap().secs() >= modified[n],
             "{}/{key}: LastModified went backwards",
             r.bucket
         );
-        n += 1;
     }
     assert_linearizable(&h, "writes after a clock step back");
 }
@@ -308,16 +295,7 @@ async fn a_cancelled_or_failed_upload_part_never_lists_a_part_without_data() {
     {
         let key = format!("k{i}");
         let value = 50 + i as u64;
-        let id =
-            r.c.create_multipart_upload()
-                .bucket("parts")
-                .key(&key)
-                .send()
-                .await
-                .unwrap()
-                .upload_id()
-                .unwrap()
-                .to_string();
+        let id = r.create_upload(&key).await.unwrap();
         control::set(&s, fault.0, fault.1).await;
         let path = format!("/parts/{key}?partNumber=1&uploadId={id}");
         let body = body_of(value, 400_000);

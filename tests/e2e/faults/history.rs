@@ -243,11 +243,6 @@ impl History {
     pub fn listings(&self) -> Vec<Listing> {
         self.inner.lock().listings.clone()
     }
-
-    /// How many operations were recorded.
-    pub fn len(&self) -> usize {
-        self.inner.lock().ops.len()
-    }
 }
 
 /// First line of every written body: names the value.

@@ -16,6 +16,7 @@ pub mod control;
 pub mod cut;
 pub mod history;
 pub mod recorder;
+pub mod workload;
 
 mod clocks;
 mod crashes;

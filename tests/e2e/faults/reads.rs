@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 use super::control;
 use super::history::{value_of, History, Kind, Outcome, Seen};
 use super::recorder::{outcome_of, Recorder};
+use super::workload::Workload;
 use super::{assert_linearizable, seed, trials};
 use crate::harness::admin;
 
@@ -60,58 +61,24 @@ async fn slow_get(r: Recorder, key: String) -> Option<Seen> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_during_overwrites_and_deletes_end_whole_or_fail() {
     let seed = seed("reads during change");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let s = control::server(4, &["--gc-hours", "0"]);
     let h = History::default();
-    let plain = Recorder::new(&s, &h, "plain");
-    let versioned = Recorder::new(&s, &h, "versioned");
-    plain
-        .c
-        .create_bucket()
-        .bucket("plain")
-        .send()
-        .await
-        .unwrap();
-    versioned
-        .c
-        .create_bucket()
-        .bucket("versioned")
-        .send()
-        .await
-        .unwrap();
-    versioned
-        .c
-        .put_bucket_versioning()
-        .bucket("versioned")
-        .versioning_configuration(
-            aws_sdk_s3::types::VersioningConfiguration::builder()
-                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let (mut whole, mut cut, mut next) = (0, 0, 0u64);
+    let mut w = Workload::start(&s.endpoint, &h, seed).await;
+    let (mut whole, mut cut) = (0, 0);
     let mut keys = Vec::new();
     for trial in 0..trials() {
-        let r = if rng.gen_bool(0.5) {
-            plain.clone()
-        } else {
-            versioned.clone()
-        };
+        let r = w.recorder();
         let key = format!("k{trial}");
-        next += 1;
+        let v = w.value();
         assert_eq!(
-            r.put(&key, next, LEN, "read while it changes")
-                .await
-                .outcome,
+            r.put(&key, v, LEN, "read while it changes").await.outcome,
             Outcome::Done
         );
         let reading = tokio::spawn(slow_get(r.clone(), key.clone()));
-        tokio::time::sleep(Duration::from_millis(rng.gen_range(10..40))).await;
-        if rng.gen_bool(0.5) {
-            next += 1;
-            r.put(&key, next, 10_000, "overwrite during a read").await;
+        tokio::time::sleep(Duration::from_millis(w.rng.gen_range(10..40))).await;
+        if w.rng.gen_bool(0.5) {
+            let v = w.value();
+            r.put(&key, v, 10_000, "overwrite during a read").await;
         } else {
             r.delete(&key, "delete during a read").await;
         }

@@ -142,15 +142,19 @@ impl Recorder {
             .send()
             .await;
         match r {
-            Ok(out) => {
-                let rid = out.request_id().map(str::to_string);
-                self.h.complete(op, Outcome::Done, None, rid);
-                Written {
-                    outcome: Outcome::Done,
-                    version: out.version_id().map(str::to_string),
-                }
-            }
+            Ok(out) => self.acked(op, out.request_id(), out.version_id()),
             Err(e) => self.failed(op, &e),
+        }
+    }
+
+    /// Records operation `op` as acknowledged (request `rid`, making
+    /// `version`).
+    fn acked(&self, op: OpId, rid: Option<&str>, version: Option<&str>) -> Written {
+        self.h
+            .complete(op, Outcome::Done, None, rid.map(str::to_string));
+        Written {
+            outcome: Outcome::Done,
+            version: version.map(str::to_string),
         }
     }
 
@@ -253,31 +257,9 @@ impl Recorder {
             .send()
             .await;
         match r {
-            Ok(out) => {
-                self.h.complete(
-                    op,
-                    Outcome::Done,
-                    None,
-                    out.request_id().map(str::to_string),
-                );
-                Outcome::Done
-            }
+            Ok(out) => self.acked(op, out.request_id(), None).outcome,
             Err(e) => self.failed(op, &e).outcome,
         }
-    }
-
-    /// DeleteObjects of `keys` (no version ids): one delete per key, each
-    /// with the outcome its entry reports.
-    pub async fn delete_objects(&self, keys: &[String], note: &str) -> Vec<Outcome> {
-        let ops: Vec<OpId> = keys
-            .iter()
-            .map(|k| self.h.invoke(&self.name(k), Kind::Delete, note))
-            .collect();
-        let outcomes = self.delete_objects_as(keys).await;
-        for (op, outcome) in ops.iter().zip(&outcomes) {
-            self.h.complete(*op, outcome.clone(), None, None);
-        }
-        outcomes
     }
 
     /// Sends DeleteObjects of `keys` (no version ids, nothing recorded):
@@ -310,35 +292,6 @@ impl Recorder {
                 let (outcome, _) = outcome_of(&e);
                 keys.iter().map(|_| outcome.clone()).collect()
             }
-        }
-    }
-
-    /// CopyObject of `from`'s current version (whose value is `value`) to
-    /// `to`.
-    pub async fn copy(&self, from: &str, to: &str, value: u64, note: &str) -> Written {
-        let op = self.h.invoke(&self.name(to), Kind::Put(value), note);
-        let r = self
-            .c
-            .copy_object()
-            .bucket(&self.bucket)
-            .key(to)
-            .copy_source(format!("{}/{from}", self.bucket))
-            .send()
-            .await;
-        match r {
-            Ok(out) => {
-                self.h.complete(
-                    op,
-                    Outcome::Done,
-                    None,
-                    out.request_id().map(str::to_string),
-                );
-                Written {
-                    outcome: Outcome::Done,
-                    version: out.version_id().map(str::to_string),
-                }
-            }
-            Err(e) => self.failed(op, &e),
         }
     }
 
@@ -423,18 +376,7 @@ impl Recorder {
             .send()
             .await;
         match r {
-            Ok(out) => {
-                self.h.complete(
-                    op,
-                    Outcome::Done,
-                    None,
-                    out.request_id().map(str::to_string),
-                );
-                Written {
-                    outcome: Outcome::Done,
-                    version: out.version_id().map(str::to_string),
-                }
-            }
+            Ok(out) => self.acked(op, out.request_id(), out.version_id()),
             Err(e) => self.failed(op, &e),
         }
     }
