@@ -45,6 +45,16 @@ use crate::set::{now_ns, version_key, ErasureSet, KeyState};
 /// key's lock could cause it).
 const RESTAMPS: usize = 2;
 
+/// The data ids the versions of `state` other than `version` refer to.
+fn others_data(state: &KeyState, version: VersionId) -> Vec<Uuid> {
+    state
+        .versions
+        .iter()
+        .filter(|v| v.record.version != version)
+        .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
+        .collect()
+}
+
 /// What travels in a version's record write besides the record.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Carried<'a> {
@@ -66,30 +76,17 @@ pub(crate) struct Committed {
 }
 
 impl ErasureSet {
-    /// A stamp for a new write of `ns/key`, taken by the holder of the
-    /// key's lock: past the newest stamp any disk holds for the key (from
-    /// `seen`, the key as the caller resolved it under the lock, or read
-    /// now) and past every stamp of this process. Clocks that step back,
-    /// or run behind another gateway's, cannot make a later write lose.
-    pub(crate) async fn stamp_for(
-        &self,
-        ns: &str,
-        key: &str,
-        seen: Option<&KeyState>,
-    ) -> Result<Stamp, Error> {
-        let resolved;
-        let state = match seen {
-            Some(s) => s,
-            None => {
-                resolved = self.resolve_key(ns, key).await?;
-                &resolved
-            }
-        };
+    /// A stamp for a new write of a key, taken by the holder of the key's
+    /// lock from `state`, the key as it resolved it under the lock: past
+    /// the newest stamp any disk holds for the key and past every stamp of
+    /// this process. Clocks that step back, or run behind another
+    /// gateway's, cannot make a later write lose.
+    fn stamp_past(&self, state: &KeyState) -> Stamp {
         if let Some(newest) = state.newest {
             self.last_mtime
                 .fetch_max(newest.mtime_ns, Ordering::Relaxed);
         }
-        Ok(self.next_stamp())
+        self.next_stamp()
     }
 
     /// A fresh stamp: modification times never go backwards in this process.
@@ -130,10 +127,19 @@ impl ErasureSet {
         carried: Carried<'_>,
         seen: Option<&KeyState>,
     ) -> Result<Committed, Error> {
-        let stamp = self.stamp_for(ns, key, seen).await?;
+        let resolved;
+        let state = match seen {
+            Some(s) => s,
+            None => {
+                resolved = self.resolve_key(ns, key).await?;
+                &resolved
+            }
+        };
+        let stamp = self.stamp_past(state);
         object.mtime_ns = stamp.mtime_ns;
         object.version_id = versioned.then_some(stamp.write_id);
-        self.write_record(ns, key, object, targets, stamp, carried, true)
+        let keep = others_data(state, version_key(object.version_id));
+        self.write_record(ns, key, object, targets, stamp, carried, true, Some(keep))
             .await
     }
 
@@ -149,10 +155,20 @@ impl ErasureSet {
         targets: &[bool],
         seen: &KeyState,
     ) -> Result<ObjectRecord, Error> {
-        let stamp = self.stamp_for(ns, key, Some(seen)).await?;
-        self.write_record(ns, key, object, targets, stamp, Carried::default(), false)
-            .await
-            .map(|c| c.object)
+        let stamp = self.stamp_past(seen);
+        let keep = others_data(seen, version_key(object.version_id));
+        self.write_record(
+            ns,
+            key,
+            object,
+            targets,
+            stamp,
+            Carried::default(),
+            false,
+            Some(keep),
+        )
+        .await
+        .map(|c| c.object)
     }
 
     /// Writes `record` exactly as it is (same version and stamp) to every
@@ -168,7 +184,7 @@ impl ErasureSet {
     ) -> Result<Committed, Error> {
         let object: ObjectRecord = record::decode(&record.body)?;
         let all = vec![true; self.width()];
-        self.write_record(ns, key, object, &all, record.stamp, carried, false)
+        self.write_record(ns, key, object, &all, record.stamp, carried, false, None)
             .await
     }
 
@@ -176,8 +192,10 @@ impl ErasureSet {
     /// disks, with `carried` in each disk's write. Acknowledged only when
     /// a write quorum stored it (rules 2-4 of this file's doc); then the
     /// data of the writes it replaced is freed disk by disk, except what
-    /// the new write refers to. `restamp`: the modification time follows
-    /// the stamp when the write must be stamped again (a new version).
+    /// the new write and the key's other versions refer to (`keep`, from
+    /// the caller's view of the key; `None`: read from each disk).
+    /// `restamp`: the modification time follows the stamp when the write
+    /// must be stamped again (a new version).
     #[allow(clippy::too_many_arguments)]
     async fn write_record(
         &self,
@@ -188,6 +206,7 @@ impl ErasureSet {
         mut stamp: Stamp,
         carried: Carried<'_>,
         restamp: bool,
+        keep: Option<Vec<Uuid>>,
     ) -> Result<Committed, Error> {
         let layout = object.layout;
         for attempt in 0..=RESTAMPS {
@@ -225,7 +244,7 @@ impl ErasureSet {
             writing.reached_every_disk(stored == self.width());
             drop(writing);
             if stored >= self.quorum.write {
-                return Ok(self.committed(ns, key, object, rec, results).await);
+                return Ok(self.committed(ns, key, object, rec, results, &keep).await);
             }
             let newer = results
                 .iter()
@@ -274,6 +293,7 @@ impl ErasureSet {
         object: ObjectRecord,
         record: Record,
         results: Vec<Option<Result<PutRecordOutcome, DiskError>>>,
+        others: &Option<Vec<Uuid>>,
     ) -> Committed {
         let stored = results
             .iter()
@@ -296,7 +316,11 @@ impl ErasureSet {
             })) = r
             {
                 if let Some(old) = replaced {
-                    if let Some(mut keep) = self.referenced_on(slot, ns, &item).await {
+                    let keep = match others {
+                        Some(k) => Some(k.clone()),
+                        None => self.referenced_on(slot, ns, &item).await,
+                    };
+                    if let Some(mut keep) = keep {
                         keep.extend(object.data_ids());
                         released.extend(self.free_record_data(slot, &old, &keep).await);
                     }

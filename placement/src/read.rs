@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -31,6 +32,12 @@ use crate::set::ErasureSet;
 pub(crate) const READ_BATCH_BYTES: u64 = 4 << 20;
 /// Units queued ahead of the consumer.
 const READ_AHEAD_BATCHES: usize = 1;
+/// Reads answered from the hot-object cache per background check of all
+/// the object's shards (the check a read from disk makes of the parity it
+/// did not read).
+const CACHED_READS_PER_CHECK: u64 = 16;
+/// Reads answered from the cache, for sampling their checks.
+static CACHED_READS: AtomicU64 = AtomicU64::new(0);
 
 /// Stream of an object's bytes; ends early with an error if the data cannot
 /// be read correctly (never with wrong bytes).
@@ -192,7 +199,13 @@ impl ErasureSet {
                 }
             }
             if damaged.is_empty() {
-                set.check_unread_shards(&ns, &key, &object, from_memory);
+                // A read served from memory checks every shard, one read
+                // in CACHED_READS_PER_CHECK (a hot object is read often).
+                let sampled = !from_memory
+                    || CACHED_READS.fetch_add(1, Ordering::Relaxed) % CACHED_READS_PER_CHECK == 0;
+                if sampled {
+                    set.check_unread_shards(&ns, &key, &object, from_memory);
+                }
             } else {
                 set.repair.request(&ns, &key, damaged);
             }

@@ -469,6 +469,9 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
         if let Some(r) = retry {
             run.retry(r).await;
         }
+        // Listings right after a crash and its retry are judged too.
+        run.w.plain.list("").await.unwrap();
+        run.w.versioned.list("").await.unwrap();
     }
     // Recovery: heal, restart, read everything.
     admin(&run.s, &["heal"]).unwrap();
