@@ -202,7 +202,9 @@ impl ErasureSet {
                 // A read served from memory checks every shard, one read
                 // in CACHED_READS_PER_CHECK (a hot object is read often).
                 let sampled = !from_memory
-                    || CACHED_READS.fetch_add(1, Ordering::Relaxed) % CACHED_READS_PER_CHECK == 0;
+                    || CACHED_READS
+                        .fetch_add(1, Ordering::Relaxed)
+                        .is_multiple_of(CACHED_READS_PER_CHECK);
                 if sampled {
                     set.check_unread_shards(&ns, &key, &object, from_memory);
                 }
