@@ -15,6 +15,9 @@ use http::{HeaderValue, Response, StatusCode};
 pub enum S3Error {
     /// 403 AccessDenied.
     AccessDenied(String),
+    /// 403 AccessDenied for a signed request carrying headers its signature
+    /// does not cover; the names, lower-case, in request order.
+    HeadersNotSigned(Vec<String>),
     /// 400 AuthorizationHeaderMalformed; the region we expect, if relevant.
     AuthorizationHeaderMalformed(String, Option<String>),
     /// 400 AuthorizationQueryParametersError.
@@ -134,7 +137,7 @@ impl S3Error {
     pub fn code(&self) -> &'static str {
         use S3Error::*;
         match self {
-            AccessDenied(_) => "AccessDenied",
+            AccessDenied(_) | HeadersNotSigned(_) => "AccessDenied",
             AuthorizationHeaderMalformed(..) => "AuthorizationHeaderMalformed",
             AuthorizationQueryParametersError(_) => "AuthorizationQueryParametersError",
             BadDigest(_) => "BadDigest",
@@ -197,6 +200,7 @@ impl S3Error {
         match self {
             NotModified => StatusCode::NOT_MODIFIED,
             AccessDenied(_)
+            | HeadersNotSigned(_)
             | InvalidAccessKeyId
             | RequestTimeTooSkewed
             | SignatureDoesNotMatch { .. } => StatusCode::FORBIDDEN,
@@ -270,6 +274,7 @@ impl S3Error {
             | MethodNotAllowed(m)
             | NotImplemented(m)
             | ServiceUnavailable(m) => m.clone(),
+            HeadersNotSigned(_) => "There were headers present in the request which were not signed".into(),
             BucketAlreadyOwnedByYou(_) => "Your previous request to create the named bucket succeeded and you already own it.".into(),
             BucketNotEmpty(_) => "The bucket you tried to delete is not empty".into(),
             InsufficientStorage => "Storage is full: the disks have reached their free-space reserve. Delete objects or add capacity.".into(),
@@ -318,6 +323,7 @@ impl S3Error {
         };
         match self {
             AuthorizationHeaderMalformed(_, Some(region)) => field("Region", region),
+            HeadersNotSigned(names) => field("HeadersNotSigned", &names.join(", ")),
             BucketAlreadyOwnedByYou(b)
             | BucketNotEmpty(b)
             | NoSuchBucket(b)

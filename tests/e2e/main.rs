@@ -16,6 +16,7 @@ mod copy;
 mod cors;
 mod data_path;
 mod durability;
+mod edge;
 mod faults;
 mod fixture;
 mod full_disk;

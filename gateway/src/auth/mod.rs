@@ -224,7 +224,37 @@ fn verify(input: SigningInput<'_>, creds: &Credentials) -> S3Result<[u8; 32]> {
             canonical_request: canonical,
         });
     }
+    let unsigned = unsigned_headers(&input.parts.headers, &signed);
+    if !unsigned.is_empty() {
+        return Err(S3Error::HeadersNotSigned(unsigned));
+    }
     Ok(key)
+}
+
+/// Headers that change what a request does and that SigV4 must therefore
+/// cover when present: every `x-amz-*` header and `content-md5`.
+///
+/// The one exception is `x-amz-content-sha256`: its value is the payload
+/// line of the canonical request, so the signature covers it whether it is
+/// listed or not, and S3 accepts it unlisted (a client that did not sign it
+/// works against AWS and is refused only by stricter S3 clones —
+/// zengularity/benji#309). Trailing checksums of `aws-chunked` bodies are
+/// not request headers and are checked by the body decoder.
+fn must_be_signed(name: &str) -> bool {
+    (name.starts_with("x-amz-") && name != "x-amz-content-sha256") || name == "content-md5"
+}
+
+/// The present headers [`must_be_signed`] that `signed` leaves out, each
+/// once, in request order.
+fn unsigned_headers(headers: &HeaderMap, signed: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in headers.keys() {
+        let name = name.as_str();
+        if must_be_signed(name) && !signed.contains(&name) && !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
 }
 
 /// The access key a request claims (from the Authorization header or a
@@ -478,4 +508,43 @@ fn presigned_auth(
         access_key,
         payload,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsigned_headers_are_the_amz_ones_and_content_md5_left_out() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("host", "h"),
+            ("x-amz-date", "d"),
+            ("x-amz-content-sha256", "UNSIGNED-PAYLOAD"),
+            ("x-amz-copy-source", "/b/k"),
+            ("x-amz-meta-a", "1"),
+            ("content-type", "text/plain"),
+            ("content-md5", "m"),
+            ("x-amzn-trace-id", "t"),
+            ("user-agent", "u"),
+        ] {
+            h.append(k, v.parse().unwrap());
+        }
+        h.append("x-amz-meta-a", "2".parse().unwrap());
+        assert_eq!(
+            unsigned_headers(&h, &["host", "x-amz-date", "x-amz-meta-a"]),
+            ["x-amz-copy-source", "content-md5"]
+        );
+        assert!(unsigned_headers(
+            &h,
+            &[
+                "host",
+                "x-amz-date",
+                "x-amz-copy-source",
+                "x-amz-meta-a",
+                "content-md5"
+            ]
+        )
+        .is_empty());
+    }
 }
