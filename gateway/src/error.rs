@@ -69,6 +69,9 @@ pub enum S3Error {
     MalformedXml(String),
     /// 400 MaxMessageLengthExceeded.
     MaxMessageLengthExceeded,
+    /// 400 MaxPostPreDataLengthExceeded: a POST form's fields before the
+    /// file are over S3's 20 KB.
+    MaxPostPreDataLengthExceeded,
     /// 400 MetadataTooLarge.
     MetadataTooLarge,
     /// 405 MethodNotAllowed.
@@ -163,6 +166,7 @@ impl S3Error {
             KeyTooLong => "KeyTooLongError",
             MalformedXml(_) => "MalformedXML",
             MaxMessageLengthExceeded => "MaxMessageLengthExceeded",
+            MaxPostPreDataLengthExceeded => "MaxPostPreDataLengthExceeded",
             MetadataTooLarge => "MetadataTooLarge",
             MethodNotAllowed(_) => "MethodNotAllowed",
             MissingContentLength => "MissingContentLength",
@@ -247,6 +251,7 @@ impl S3Error {
             | KeyTooLong
             | MalformedXml(_)
             | MaxMessageLengthExceeded
+            | MaxPostPreDataLengthExceeded
             | MetadataTooLarge
             | MissingRequestBody
             | RequestTimeout
@@ -288,6 +293,7 @@ impl S3Error {
             InvalidUri => "Couldn't parse the specified URI.".into(),
             KeyTooLong => "Your key is too long".into(),
             MaxMessageLengthExceeded => "Your request was too big.".into(),
+            MaxPostPreDataLengthExceeded => "Your POST request fields preceding the upload file were too large.".into(),
             MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size.".into(),
             MissingContentLength => "You must provide the Content-Length HTTP header.".into(),
             MissingRequestBody => "Request Body is empty".into(),

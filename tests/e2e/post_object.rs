@@ -17,6 +17,8 @@ fn hmac(key: &[u8], data: &str) -> Vec<u8> {
     m.finalize().into_bytes().to_vec()
 }
 
+const BOUNDARY: &str = "----granary-form-boundary-7MA4YWxkTrZu0gW";
+
 /// A signed form: fields in order (the file goes last).
 struct Form {
     fields: Vec<(String, String)>,
@@ -82,31 +84,35 @@ impl Form {
         self
     }
 
-    async fn post(&self, s: &Server, bucket: &str, file: &[u8]) -> Reply {
-        let boundary = "----granary-form-boundary-7MA4YWxkTrZu0gW";
+    /// The multipart body: the fields in order, then the file.
+    fn body(&self, file: &[u8]) -> Vec<u8> {
         let mut body = Vec::new();
         for (n, v) in &self.fields {
             body.extend_from_slice(
                 format!(
-                    "--{boundary}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n"
+                    "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n"
                 )
                 .as_bytes(),
             );
         }
         body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"local.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n")
+            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"local.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n")
                 .as_bytes(),
         );
         body.extend_from_slice(file);
-        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+        body
+    }
+
+    async fn post(&self, s: &Server, bucket: &str, file: &[u8]) -> Reply {
         let req = http::Request::builder()
             .method("POST")
             .uri(format!("{}/{bucket}", s.endpoint))
             .header(
                 "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
+                format!("multipart/form-data; boundary={BOUNDARY}"),
             )
-            .body(body)
+            .body(self.body(file))
             .unwrap();
         // reqwest follows redirects by default; a form's 303 must stay visible.
         let (parts, body) = req.into_parts();
@@ -282,4 +288,118 @@ async fn browser_form_uploads() {
     .await;
     assert_eq!((r.status, r.code().as_str()), (403, "AccessDenied"));
     check_untouched().await;
+}
+
+#[tokio::test]
+async fn a_field_given_twice_is_refused_so_the_policy_sees_what_is_stored() {
+    use serde_json::json;
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("uploads").send().await.unwrap();
+    let conds = [
+        json!({"bucket": "uploads"}),
+        json!(["starts-with", "$key", "user/"]),
+        json!({"content-type": "text/plain"}),
+    ];
+    let form = Form::new(
+        "user/page",
+        &conds,
+        later(),
+        USER,
+        SECRET,
+        &[("content-type", "text/plain")],
+    );
+    // The policy checks the first content-type; a second one must not
+    // become the stored one (stored XSS through a "validated" upload).
+    let mut twice = Form {
+        fields: form.fields.clone(),
+    };
+    twice
+        .fields
+        .push(("Content-Type".into(), "text/html".into()));
+    let r = twice
+        .post(&s, "uploads", b"<script>alert(1)</script>")
+        .await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "InvalidArgument"),
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains("content-type"), "{}", r.text());
+    let e = c
+        .head_object()
+        .bucket("uploads")
+        .key("user/page")
+        .send()
+        .await;
+    assert_eq!(status(&e.unwrap_err()), 404, "nothing was stored");
+    // Once, it is taken.
+    let r = form.post(&s, "uploads", b"plain").await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let head = c
+        .head_object()
+        .bucket("uploads")
+        .key("user/page")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.content_type(), Some("text/plain"));
+}
+
+#[tokio::test]
+async fn form_fields_past_20_kb_are_refused_before_they_are_buffered() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("uploads").send().await.unwrap();
+    let before = s.peak_rss();
+    // One anonymous 256 MiB field, streamed: the server must answer from
+    // the first 24 KiB and never hold the rest.
+    const FIELD: usize = 256 << 20;
+    let head = format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n");
+    let length = head.len() + FIELD;
+    let chunk = bytes::Bytes::from(vec![b'a'; 1 << 20]);
+    let stream = futures::stream::iter(
+        std::iter::once(bytes::Bytes::from(head))
+            .chain(std::iter::repeat_n(chunk, FIELD >> 20))
+            .map(Ok::<_, std::io::Error>),
+    );
+    let r = reqwest::Client::new()
+        .post(format!("{}/uploads", s.endpoint))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .header("content-length", length)
+        .body(reqwest::Body::wrap_stream(stream))
+        .send()
+        .await;
+    let grown = s.peak_rss().saturating_sub(before);
+    eprintln!("peak RSS grew by {} KiB", grown >> 10);
+    assert!(grown < 64 << 20, "peak RSS grew by {} MiB", grown >> 20);
+    // The answer comes before the body is sent; a client may see it or a
+    // connection closed under its upload, never a success.
+    if let Ok(r) = r {
+        assert_eq!(r.status(), 400);
+        let text = r.text().await.unwrap_or_default();
+        assert!(
+            text.is_empty() || text.contains("<Code>MaxPostPreDataLengthExceeded</Code>"),
+            "{text}"
+        );
+    }
+    // Exactly over the limit is refused with the code; the server serves on.
+    let big = "v".repeat(20 * 1024);
+    let r = Form {
+        fields: vec![("key".into(), "k".into()), ("x-ignore-pad".into(), big)],
+    }
+    .post(&s, "uploads", b"x")
+    .await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "MaxPostPreDataLengthExceeded"),
+        "{}",
+        r.text()
+    );
+    let listed = c.list_objects_v2().bucket("uploads").send().await.unwrap();
+    assert_eq!(listed.key_count(), Some(0));
 }

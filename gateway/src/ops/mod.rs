@@ -14,6 +14,7 @@ mod list_xml;
 mod multipart;
 mod multipart_checksum;
 mod policy;
+mod post_form;
 mod post_object;
 mod put;
 mod receive;

@@ -16,7 +16,7 @@ use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::{check_as, condition_values, named};
+use super::{check_as, condition_values, named, post_form};
 use crate::auth::sigv2;
 use crate::auth::sigv4::{self, Scope};
 use crate::body::{request_body, BodyOptions};
@@ -30,8 +30,6 @@ use crate::request::S3Request;
 use crate::xml::to_xml;
 use crate::{tags, versions, Gateway};
 
-/// Largest form (all fields before the file) accepted.
-const MAX_FORM_FIELDS_BYTES: usize = 20 * 1024;
 /// Largest file a POST may carry (as a single PUT).
 const MAX_POST_FILE_BYTES: u64 = 5 << 30;
 /// Fields every policy may leave unmentioned.
@@ -261,32 +259,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
             tap: None,
         },
     );
-    let mut form = multer::Multipart::new(stream, boundary);
-    let malformed = |e: multer::Error| {
-        S3Error::MalformedXml(format!("Malformed multipart/form-data body: {e}"))
-    };
-
-    // Fields up to the file.
-    let mut fields: Vec<(String, String)> = Vec::new();
-    let mut size = 0;
-    let file = loop {
-        let Some(field) = form.next_field().await.map_err(malformed)? else {
-            return Err(S3Error::IncorrectNumberOfFiles);
-        };
-        let name = field.name().unwrap_or("").to_ascii_lowercase();
-        if name == "file" {
-            break field;
-        }
-        let value = field.text().await.map_err(malformed)?;
-        size += name.len() + value.len();
-        if size > MAX_FORM_FIELDS_BYTES {
-            return Err(S3Error::InvalidArgument(
-                "Your POST request fields preceding the upload file were too large.".into(),
-                None,
-            ));
-        }
-        fields.push((name, value));
-    };
+    let post_form::Form { fields, file } = post_form::read(stream, boundary).await?;
     let file_name = file.file_name().unwrap_or("").to_string();
     let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
     let key = get("key")
