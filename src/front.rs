@@ -24,9 +24,26 @@ pub struct FrontArgs {
     /// Domain for virtual-hosted-style requests (<bucket>.<domain>).
     #[arg(long)]
     pub domain: Option<String>,
-    /// Seconds a client may pause while sending a request body.
-    #[arg(long, default_value_t = 60)]
+    /// Seconds a client may pause while sending a request body; also the
+    /// window over which --body-min-rate is measured.
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
     pub body_timeout: u64,
+    /// Bytes per second a request body must average over each
+    /// --body-timeout window, or the request fails with RequestTimeout.
+    #[arg(long, default_value_t = 1024, value_name = "BYTES")]
+    pub body_min_rate: u64,
+    /// Seconds from accepting a connection to its first request's headers,
+    /// and for the headers of every later request.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub header_timeout: u64,
+    /// Seconds a connection may stay idle (no traffic, no request in
+    /// flight) before it is closed.
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub idle_timeout: u64,
+    /// Most client connections open at once; past it new connections are
+    /// closed at once, with a log line.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
     /// PEM certificate chain: serve HTTPS instead of HTTP (with --tls-key).
     #[arg(long, requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -146,7 +163,10 @@ pub async fn serve(
     let config = GatewayConfig {
         region: args.region.clone(),
         domain: args.domain.clone(),
-        body_idle_timeout: Duration::from_secs(args.body_timeout),
+        body_pace: gateway::BodyPace {
+            window: Duration::from_secs(args.body_timeout.max(1)),
+            min_rate: args.body_min_rate,
+        },
         bulk: Some(bulk),
         metrics_token: args.metrics_token.clone(),
     };
@@ -202,6 +222,9 @@ pub async fn serve(
         gateway::router(gw),
         ServeOptions {
             tls,
+            header_read_timeout: Duration::from_secs(args.header_timeout.max(1)),
+            idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+            max_connections: args.max_connections.max(1),
             ..ServeOptions::default()
         },
         shutdown,

@@ -304,7 +304,7 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let idle = gw.config.body_idle_timeout;
+    let idle = gw.config.body_pace;
     let read = |body: Body| {
         let payload = auth.payload.clone();
         async move { read_small(body, payload, len, MAX_ADMIN_BODY, idle).await }

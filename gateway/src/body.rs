@@ -120,14 +120,33 @@ impl Drop for DrainOnDrop {
 /// Trailing headers of an `aws-chunked` body, available once it ended.
 pub type Trailers = Arc<Mutex<Option<Vec<(String, String)>>>>;
 
+/// How fast a request body must arrive: every `window` must bring at
+/// least `min_rate` bytes per second of it (and at least one byte), or the
+/// request fails with RequestTimeout. A pause of a whole window fails it
+/// too, so this is also the idle timeout.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyPace {
+    /// Length of each measuring window (`--body-timeout`).
+    pub window: Duration,
+    /// Bytes per second a body must average over each window
+    /// (`--body-min-rate`).
+    pub min_rate: u64,
+}
+
+impl BodyPace {
+    fn needed(&self) -> u64 {
+        (self.min_rate as f64 * self.window.as_secs_f64()).max(1.0) as u64
+    }
+}
+
 /// How to read one request body.
 pub struct BodyOptions {
     /// Verification mode from authentication.
     pub payload: Payload,
     /// Exact number of (decoded) bytes the body must carry.
     pub length: u64,
-    /// Longest wait for the next bytes before the request fails.
-    pub idle_timeout: Duration,
+    /// How fast the body must come.
+    pub pace: BodyPace,
     /// Hashers to feed, if any.
     pub tap: Option<Arc<HashTap>>,
 }
@@ -139,7 +158,9 @@ struct Reader {
     pending: VecDeque<Bytes>,
     total: u64,
     length: u64,
-    idle: Duration,
+    pace: BodyPace,
+    /// The current measuring window: when it began, bytes in it.
+    window: (tokio::time::Instant, u64),
     tap: Option<Arc<HashTap>>,
     trailers: Trailers,
     ended: bool,
@@ -160,9 +181,7 @@ impl Reader {
             if self.ended {
                 return Ok(None);
             }
-            let frame = tokio::time::timeout(self.idle, self.frames.next())
-                .await
-                .map_err(|_| S3Error::RequestTimeout)?;
+            let frame = self.paced_frame().await?;
             match frame {
                 None => {
                     self.ended = true;
@@ -195,6 +214,29 @@ impl Reader {
                             self.length
                         )));
                     }
+                }
+            }
+        }
+    }
+
+    /// The next frame, within the pace: a window that ends short of its
+    /// bytes fails the request, at its end rather than at the next byte.
+    async fn paced_frame(&mut self) -> S3Result<Option<Result<Bytes, axum::Error>>> {
+        loop {
+            let (start, got) = self.window;
+            let end = start + self.pace.window;
+            match tokio::time::timeout_at(end, self.frames.next()).await {
+                Err(_) => {
+                    if got < self.pace.needed() {
+                        return Err(S3Error::RequestTimeout);
+                    }
+                    self.window = (end, 0);
+                }
+                Ok(frame) => {
+                    if let Some(Ok(f)) = &frame {
+                        self.window.1 += f.len() as u64;
+                    }
+                    return Ok(frame);
                 }
             }
         }
@@ -235,7 +277,8 @@ pub fn request_body(body: Body, opts: BodyOptions) -> (BodyStream, Trailers) {
         pending: VecDeque::new(),
         total: 0,
         length: opts.length,
-        idle: opts.idle_timeout,
+        pace: opts.pace,
+        window: (tokio::time::Instant::now(), 0),
         tap: opts.tap,
         trailers: trailers.clone(),
         ended: false,
@@ -257,7 +300,7 @@ pub async fn read_small(
     payload: Payload,
     length: u64,
     limit: u64,
-    idle: Duration,
+    pace: BodyPace,
 ) -> S3Result<Bytes> {
     if length > limit {
         return Err(S3Error::MaxMessageLengthExceeded);
@@ -267,7 +310,7 @@ pub async fn read_small(
         BodyOptions {
             payload,
             length,
-            idle_timeout: idle,
+            pace,
             tap: None,
         },
     );

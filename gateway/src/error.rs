@@ -394,6 +394,15 @@ impl S3Error {
         if let S3Error::InvalidRange(size) = &self {
             builder = builder.header(http::header::CONTENT_RANGE, format!("bytes */{size}"));
         }
+        if matches!(
+            self,
+            S3Error::RequestTimeout | S3Error::MaxPostPreDataLengthExceeded
+        ) {
+            // The rest of the body is not wanted: close instead of draining
+            // it at the sender's pace (HTTP/2 drops this header and resets
+            // the stream).
+            builder = builder.header(http::header::CONNECTION, "close");
+        }
         if head || status == StatusCode::NOT_MODIFIED {
             return builder.body(Body::empty()).expect("valid response");
         }

@@ -14,6 +14,7 @@ pub mod auth;
 mod body;
 pub mod checksum;
 mod conditions;
+mod conn_guard;
 mod cors;
 pub mod error;
 mod hashing;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use auth::credentials::{AccessKey, Credentials};
+pub use body::BodyPace;
 pub use error::{S3Error, S3Result};
 pub use iam::secrets::MasterKey;
 pub use server::{load_tls, serve, ServeOptions};
@@ -51,8 +53,8 @@ pub struct GatewayConfig {
     pub region: String,
     /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`).
     pub domain: Option<String>,
-    /// Longest pause in a request body before the request fails.
-    pub body_idle_timeout: Duration,
+    /// How fast request bodies must arrive.
+    pub body_pace: BodyPace,
     /// Runtime that streams upload bodies into storage (decoding, chunk
     /// signatures, stripe assembly, shard writes), so that a burst of large
     /// uploads competes with request handling only for spare CPU. `None`:
@@ -68,7 +70,10 @@ impl Default for GatewayConfig {
         GatewayConfig {
             region: "us-east-1".into(),
             domain: None,
-            body_idle_timeout: Duration::from_secs(60),
+            body_pace: BodyPace {
+                window: Duration::from_secs(60),
+                min_rate: 1024,
+            },
             bulk: None,
             metrics_token: None,
         }

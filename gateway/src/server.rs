@@ -1,7 +1,8 @@
 //! The listener: TCP_NODELAY on every connection (small responses must not
-//! wait for Nagle), optional TLS (rustls), HTTP/1.1 and HTTP/2, a header
-//! read deadline against slow clients, and graceful shutdown that lets
-//! in-flight requests finish.
+//! wait for Nagle), optional TLS (rustls), HTTP/1.1 and HTTP/2, a cap on
+//! open connections, header and idle deadlines on every connection (see
+//! `conn_guard.rs`), and graceful shutdown that lets in-flight requests
+//! finish.
 
 use std::future::Future;
 use std::path::Path;
@@ -15,11 +16,40 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::rustls;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
+use crate::conn_guard::{Activity, Deadlines, Guarded};
 use crate::service::Connection;
+
+/// Logs connections refused at the cap: the first at once, then a count
+/// at most every ten seconds, so a flood cannot flood the log too.
+#[derive(Default)]
+struct Refusals {
+    since_log: u64,
+    logged: Option<std::time::Instant>,
+}
+
+impl Refusals {
+    fn note(&mut self, peer: std::net::SocketAddr, cap: usize) {
+        self.since_log += 1;
+        if self
+            .logged
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
+        {
+            return;
+        }
+        tracing::warn!(
+            %peer,
+            refused = self.since_log,
+            "connection limit reached ({cap} open, --max-connections): refusing new connections"
+        );
+        self.since_log = 0;
+        self.logged = Some(std::time::Instant::now());
+    }
+}
 
 /// Longest a TLS handshake may take.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -27,8 +57,14 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connection handling options.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
-    /// Longest time a client may take to send a request's headers.
+    /// Longest time a client may take to send a request's headers (the
+    /// first from the moment it is accepted).
     pub header_read_timeout: Duration,
+    /// Longest a connection may stay without traffic and without a request
+    /// in flight once it has served one.
+    pub idle_timeout: Duration,
+    /// Most connections open at once; past it new ones are closed at once.
+    pub max_connections: usize,
     /// Longest wait for in-flight requests at shutdown.
     pub shutdown_grace: Duration,
     /// Serve TLS with this configuration.
@@ -39,6 +75,8 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 4096,
             shutdown_grace: Duration::from_secs(30),
             tls: None,
         }
@@ -75,14 +113,34 @@ fn spawn_connection<I>(
     builder: &Builder<TokioExecutor>,
     watcher: Watcher,
     io: I,
+    activity: Arc<Activity>,
     app: Router,
     conn: Connection,
+    permit: OwnedSemaphorePermit,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let svc = hyper::service::service_fn(move |mut req: http::Request<Incoming>| {
         req.extensions_mut().insert(conn);
-        app.clone().oneshot(req)
+        let in_flight = activity.begin();
+        let http1 = req.version() < http::Version::HTTP_2;
+        let answer = app.clone().oneshot(req);
+        let activity = activity.clone();
+        async move {
+            let r = answer.await;
+            if let Ok(resp) = &r {
+                if http1
+                    && resp
+                        .headers()
+                        .get(http::header::CONNECTION)
+                        .is_some_and(|v| v == "close")
+                {
+                    activity.condemn();
+                }
+            }
+            drop(in_flight);
+            r
+        }
     });
     let served = builder
         .serve_connection_with_upgrades(TokioIo::new(io), svc)
@@ -92,6 +150,7 @@ fn spawn_connection<I>(
         if let Err(e) = served.await {
             tracing::debug!(peer = %conn.peer, error = %e, "connection ended with an error");
         }
+        drop(permit);
     });
 }
 
@@ -123,24 +182,39 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let tls = opts.tls.clone().map(TlsAcceptor::from);
     tokio::pin!(shutdown);
+    let slots = Arc::new(Semaphore::new(opts.max_connections));
+    let deadlines = Deadlines {
+        header: opts.header_read_timeout,
+        idle: opts.idle_timeout,
+    };
+    let mut refusals = Refusals::default();
     loop {
         let (stream, peer) = tokio::select! {
             c = placement::accept(&listener) => c,
             _ = &mut shutdown => break,
         };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            refusals.note(peer, opts.max_connections);
+            drop(stream);
+            continue;
+        };
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
+        let stream = Guarded::new(stream, deadlines);
+        let activity = stream.activity();
         match &tls {
             None => spawn_connection(
                 &builder,
                 graceful.watcher(),
                 stream,
+                activity,
                 app.clone(),
                 Connection {
                     peer,
                     secure: false,
                 },
+                permit,
             ),
             Some(acceptor) => {
                 let (acceptor, builder, watcher, app) = (
@@ -156,8 +230,10 @@ pub async fn serve(
                             &builder,
                             watcher,
                             tls,
+                            activity,
                             app,
                             Connection { peer, secure: true },
+                            permit,
                         ),
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),

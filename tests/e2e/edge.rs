@@ -105,3 +105,176 @@ async fn headers_a_signature_does_not_cover_are_refused() {
     assert_eq!(r.body, b"data");
     assert_eq!(get_bytes(&c, "bkt", "secret").await, b"only for the owner");
 }
+
+/// Reads from `sock` until the server closes it; the time that took, or
+/// `None` if it was still open after `limit`.
+async fn closed_within(sock: &mut tokio::net::TcpStream, limit: Duration) -> Option<Duration> {
+    use tokio::io::AsyncReadExt;
+    let start = std::time::Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(start + limit),
+            sock.read(&mut buf),
+        )
+        .await
+        {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(start.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+fn open_fds(s: &Server) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", s.pid()))
+        .unwrap()
+        .count()
+}
+
+#[tokio::test]
+async fn silent_and_idle_connections_are_closed_while_requests_are_served() {
+    use tokio::io::AsyncWriteExt;
+    let s = Server::start_with(1, &["--header-timeout", "3", "--idle-timeout", "4"]);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let fds = open_fds(&s);
+    let opened = std::time::Instant::now();
+    let mut silent = Vec::new();
+    for _ in 0..1000 {
+        silent.push(tokio::net::TcpStream::connect(&s.addr).await.unwrap());
+    }
+    // HTTP/2 with prior knowledge on the plain port: the preface and an
+    // empty SETTINGS frame, then nothing.
+    let mut h2 = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    // Half an h2 preface: the version sniffing waits for the rest.
+    let mut half = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    half.write_all(b"PRI * HTT").await.unwrap();
+    // A connection that served a request and then went idle.
+    let mut idle = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    let head =
+        signed_head(&s, &[], "GET", "/bkt?list-type=2", 0).replace("connection: close\r\n", "");
+    idle.write_all(head.as_bytes()).await.unwrap();
+    assert!(s.log().len() > 0);
+    // Normal requests are served meanwhile.
+    for i in 0..20 {
+        put_bytes(&c, "bkt", &format!("k{i}"), vec![i as u8; 100]).await;
+    }
+    // Each is closed at its header timeout (3 s after it was accepted; the
+    // server accepts 1,000 at once only as fast as two cores allow).
+    for (i, sock) in silent.iter_mut().enumerate() {
+        let left = Duration::from_secs(20).saturating_sub(opened.elapsed());
+        let closed = closed_within(sock, left).await;
+        assert!(
+            closed.is_some(),
+            "silent connection {i} still open after {:?}",
+            opened.elapsed()
+        );
+        if i == 0 {
+            assert!(
+                opened.elapsed() >= Duration::from_millis(2900),
+                "closed before its timeout"
+            );
+        }
+    }
+    eprintln!(
+        "1,000 silent connections closed {:?} after they were opened",
+        opened.elapsed()
+    );
+    assert!(
+        closed_within(&mut h2, Duration::from_secs(8))
+            .await
+            .is_some(),
+        "h2 stays open"
+    );
+    assert!(
+        closed_within(&mut half, Duration::from_secs(8))
+            .await
+            .is_some(),
+        "half preface stays open"
+    );
+    let idle_closed = closed_within(&mut idle, Duration::from_secs(10)).await;
+    assert!(
+        idle_closed.is_some(),
+        "the idle keep-alive connection stays open"
+    );
+    until(5, "the server's descriptors are freed", async || {
+        open_fds(&s) < fds + 10
+    })
+    .await;
+    let listed = c.list_objects_v2().bucket("bkt").send().await.unwrap();
+    assert_eq!(listed.key_count(), Some(20));
+}
+
+#[tokio::test]
+async fn the_connection_past_the_cap_is_refused_with_a_log_line() {
+    let s = Server::start_with(1, &["--max-connections", "20", "--header-timeout", "3"]);
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        held.push(tokio::net::TcpStream::connect(&s.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut over = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    let took = closed_within(&mut over, Duration::from_secs(2)).await;
+    assert!(took.is_some(), "the 21st connection was kept");
+    until(5, "the refusal is logged", async || {
+        s.log()
+            .contains("connection limit reached (20 open, --max-connections)")
+    })
+    .await;
+    // The held ones time out; then the server takes requests again.
+    for sock in held.iter_mut() {
+        assert!(closed_within(sock, Duration::from_secs(8)).await.is_some());
+    }
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_trickling_body_is_cut_at_the_body_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Windows of 3 s that must bring 1 KiB/s each; the client sends a byte
+    // a second, so it never pauses for long enough to be idle.
+    let s = Server::start_with(1, &["--body-timeout", "3", "--body-min-rate", "1024"]);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let head = signed_head(&s, &[], "PUT", "/bkt/slow", 100);
+    let mut sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let (mut rd, mut wr) = sock.into_split();
+    let trickle = tokio::spawn(async move {
+        for _ in 0..100 {
+            if wr.write_all(b"z").await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("</Error>") {
+        match tokio::time::timeout(Duration::from_secs(15), rd.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => answer.extend_from_slice(&buf[..n]),
+            other => panic!(
+                "the trickle was not answered within 15 s ({other:?}): {}",
+                String::from_utf8_lossy(&answer)
+            ),
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    // The connection is closed too, not drained at the sender's pace.
+    let mut tail = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(3), rd.read_to_end(&mut tail)).await;
+    trickle.abort();
+    assert!(closed.is_ok(), "the connection stays open after the answer");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("<Code>RequestTimeout</Code>"), "{answer}");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(8), "cut after {took:?}");
+    let e = c.head_object().bucket("bkt").key("slow").send().await;
+    assert_eq!(status(&e.unwrap_err()), 404);
+}

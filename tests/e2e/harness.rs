@@ -489,7 +489,31 @@ pub fn partial_request(
 ) -> String {
     use std::io::{Read, Write};
     let body = vec![b'z'; body_len];
-    let mut raw = Raw::new(method, format!("{}{path}", s.endpoint)).body(body.clone());
+    let head = signed_head(s, extra, method, path, body_len);
+    let mut sock = std::net::TcpStream::connect(&s.addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    sock.write_all(head.as_bytes()).unwrap();
+    sock.write_all(&body[..send]).unwrap();
+    if close {
+        sock.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    let mut out = String::new();
+    let _ = sock.read_to_string(&mut out);
+    out
+}
+
+/// The head of a root-signed HTTP/1.1 request with an UNSIGNED-PAYLOAD
+/// body of `body_len` bytes (`extra` headers added unsigned), ending in
+/// `connection: close` and the blank line.
+pub fn signed_head(
+    s: &Server,
+    extra: &[(&str, &str)],
+    method: &str,
+    path: &str,
+    body_len: usize,
+) -> String {
+    let mut raw = Raw::new(method, format!("{}{path}", s.endpoint)).body(vec![b'z'; body_len]);
     raw.signed_payload = false;
     let req = raw.signed(USER, SECRET, "us-east-1", None);
     let mut head = format!("{method} {path} HTTP/1.1\r\n");
@@ -502,17 +526,7 @@ pub fn partial_request(
     head.push_str(&format!(
         "content-length: {body_len}\r\nconnection: close\r\n\r\n"
     ));
-    let mut sock = std::net::TcpStream::connect(&s.addr).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    sock.write_all(head.as_bytes()).unwrap();
-    sock.write_all(&body[..send]).unwrap();
-    if close {
-        sock.shutdown(std::net::Shutdown::Write).unwrap();
-    }
-    let mut out = String::new();
-    let _ = sock.read_to_string(&mut out);
-    out
+    head
 }
 
 /// Runs `granary admin ARGS...` against `s` as root; returns stdout.

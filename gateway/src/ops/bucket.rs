@@ -108,7 +108,7 @@ pub async fn create(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respo
             req.auth.payload.clone(),
             len,
             MAX_CONFIG_BYTES,
-            gw.config.body_idle_timeout,
+            gw.config.body_pace,
         )
         .await?;
         let cfg: CreateBucketConfiguration = from_xml(&doc)?;

@@ -71,7 +71,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         req.auth.payload.clone(),
         len,
         MAX_DELETE_BYTES,
-        gw.config.body_idle_timeout,
+        gw.config.body_pace,
     )
     .await?;
     integ.verify_small(&doc)?;

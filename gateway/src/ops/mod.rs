@@ -90,7 +90,7 @@ pub(crate) async fn read_document(
         req.auth.payload.clone(),
         len,
         max,
-        gw.config.body_idle_timeout,
+        gw.config.body_pace,
     )
     .await
 }

@@ -310,7 +310,7 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
         req.auth.payload.clone(),
         len,
         MAX_COMPLETE_BYTES,
-        gw.config.body_idle_timeout,
+        gw.config.body_pace,
     )
     .await?;
     let wanted: CompleteMultipartUpload = from_xml(&doc)?;

@@ -255,7 +255,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
         BodyOptions {
             payload: req.auth.payload.clone(),
             length,
-            idle_timeout: gw.config.body_idle_timeout,
+            pace: gw.config.body_pace,
             tap: None,
         },
     );

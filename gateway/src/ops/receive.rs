@@ -184,7 +184,7 @@ pub async fn receive(
         BodyOptions {
             payload: req.auth.payload.clone(),
             length,
-            idle_timeout: gw.config.body_idle_timeout,
+            pace: gw.config.body_pace,
             tap: Some(tap.clone()),
         },
     );
