@@ -40,6 +40,10 @@ pub struct FrontArgs {
     /// flight) before it is closed.
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     pub idle_timeout: u64,
+    /// Accept SigV2 presigned URLs (what botocore and the aws CLI still
+    /// produce by default in us-east-1); `--sigv2 false` refuses them.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub sigv2: bool,
     /// Most client connections open at once; past it new connections are
     /// closed at once, with a log line.
     #[arg(long, default_value_t = 4096)]
@@ -167,6 +171,7 @@ pub async fn serve(
             window: Duration::from_secs(args.body_timeout.max(1)),
             min_rate: args.body_min_rate,
         },
+        sigv2: args.sigv2,
         bulk: Some(bulk),
         metrics_token: args.metrics_token.clone(),
     };

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::credentials::Credentials;
-use crate::auth::{authenticate, requested_key};
+use crate::auth::{authenticate, requested_key, AuthContext};
 use crate::body::read_small;
 use crate::error::S3Error;
 use crate::iam::IamError;
@@ -283,9 +283,12 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
     let auth = match authenticate(
         &parts,
         &Credentials::single(&root, &secret),
-        &gw.config.region,
-        time::OffsetDateTime::now_utc(),
-        None,
+        AuthContext {
+            region: &gw.config.region,
+            now: time::OffsetDateTime::now_utc(),
+            vhost_bucket: None,
+            sigv2: gw.config.sigv2,
+        },
     ) {
         Ok(a) => a,
         Err(e) => return s3_error(e),

@@ -427,18 +427,7 @@ impl std::error::Error for S3Error {}
 
 /// Escapes text for XML element content and attribute values.
 pub fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            _ => out.push(c),
-        }
-    }
-    out
+    crate::xml::escape(s)
 }
 
 impl From<placement::Error> for S3Error {

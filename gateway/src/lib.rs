@@ -55,6 +55,8 @@ pub struct GatewayConfig {
     pub domain: Option<String>,
     /// How fast request bodies must arrive.
     pub body_pace: BodyPace,
+    /// Accept SigV2 presigned URLs (`--sigv2`).
+    pub sigv2: bool,
     /// Runtime that streams upload bodies into storage (decoding, chunk
     /// signatures, stripe assembly, shard writes), so that a burst of large
     /// uploads competes with request handling only for spare CPU. `None`:
@@ -74,6 +76,7 @@ impl Default for GatewayConfig {
                 window: Duration::from_secs(60),
                 min_rate: 1024,
             },
+            sigv2: true,
             bulk: None,
             metrics_token: None,
         }

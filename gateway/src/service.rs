@@ -14,7 +14,7 @@ use rand::Rng;
 use tracing::Instrument;
 
 use crate::auth::credentials::Credentials;
-use crate::auth::{anonymous, authenticate, requested_key};
+use crate::auth::{anonymous, authenticate, requested_key, AuthContext};
 use crate::body::DrainOnDrop;
 use crate::cors;
 use crate::error::S3Error;
@@ -152,9 +152,12 @@ async fn handle(
             let auth = authenticate(
                 &parts,
                 &creds,
-                &gw.config.region,
-                time::OffsetDateTime::now_utc(),
-                vhost.as_deref(),
+                AuthContext {
+                    region: &gw.config.region,
+                    now: time::OffsetDateTime::now_utc(),
+                    vhost_bucket: vhost.as_deref(),
+                    sigv2: gw.config.sigv2,
+                },
             )?;
             (auth, principal)
         }

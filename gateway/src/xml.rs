@@ -1,6 +1,6 @@
-//! S3's XML documents (wire types only), serialised with quick-xml.
-//! Request documents are parsed leniently (unknown elements ignored) and
-//! anything unparseable is MalformedXML.
+//! S3's XML documents (wire types), serialised with quick-xml, and the one
+//! escaper of XML text. Request documents are parsed leniently (unknown
+//! elements ignored) and anything unparseable is MalformedXML.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,72 @@ pub const NS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
 /// Serialises `value` as the document element `root`, with declaration.
 pub fn to_xml<T: Serialize>(root: &str, value: &T) -> String {
     let body = quick_xml::se::to_string_with_root(root, value).expect("XML serialises");
-    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{body}")
+    // quick-xml escapes the five markup characters; what it leaves raw of
+    // the control characters (there is no other whitespace in its output)
+    // becomes references here.
+    let mut out = String::with_capacity(body.len() + 40);
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    push_controls(&mut out, &body);
+    out
+}
+
+/// Appends `text` as XML character data: the five markup characters as
+/// entities, and every control character as a numeric reference, so that
+/// no key is changed by a parser. CR and LF come back exactly (`&#13;`,
+/// `&#10;`: XML's end-of-line handling would fold a raw CR into LF, as S3
+/// warns for keys). The other controls below 0x20 cannot be in an XML 1.0
+/// document at all, raw or as references; they are written as references
+/// (`&#0;`), which lenient parsers accept and strict ones refuse; clients
+/// that list such keys ask `encoding-type=url`, as the aws CLI and boto3
+/// always do.
+pub fn push_escaped(out: &mut String, text: &str) {
+    let special = |b: &u8| matches!(b, b'<' | b'>' | b'&' | b'"' | b'\'') || *b < 0x20;
+    let mut rest = text;
+    // A byte scan: every character handled is ASCII, so it never occurs
+    // inside a multi-byte character and every split is at a boundary.
+    while let Some(i) = rest.as_bytes().iter().position(special) {
+        out.push_str(&rest[..i]);
+        push_special(out, rest.as_bytes()[i]);
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+}
+
+/// [`push_escaped`] for text whose markup characters are escaped already.
+fn push_controls(out: &mut String, text: &str) {
+    let mut rest = text;
+    while let Some(i) = rest
+        .as_bytes()
+        .iter()
+        .position(|b| *b < 0x20 && *b != b'\t')
+    {
+        out.push_str(&rest[..i]);
+        push_special(out, rest.as_bytes()[i]);
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+}
+
+fn push_special(out: &mut String, b: u8) {
+    match b {
+        b'<' => out.push_str("&lt;"),
+        b'>' => out.push_str("&gt;"),
+        b'&' => out.push_str("&amp;"),
+        b'"' => out.push_str("&quot;"),
+        b'\'' => out.push_str("&apos;"),
+        b'\t' => out.push('\t'),
+        c => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "&#{c};");
+        }
+    }
+}
+
+/// [`push_escaped`] into a new string.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_escaped(&mut out, text);
+    out
 }
 
 /// Parses a request document.

@@ -158,7 +158,6 @@ async fn silent_and_idle_connections_are_closed_while_requests_are_served() {
     let head =
         signed_head(&s, &[], "GET", "/bkt?list-type=2", 0).replace("connection: close\r\n", "");
     idle.write_all(head.as_bytes()).await.unwrap();
-    assert!(s.log().len() > 0);
     // Normal requests are served meanwhile.
     for i in 0..20 {
         put_bytes(&c, "bkt", &format!("k{i}"), vec![i as u8; 100]).await;
@@ -277,4 +276,153 @@ async fn a_trickling_body_is_cut_at_the_body_deadline() {
     assert!(took < Duration::from_secs(8), "cut after {took:?}");
     let e = c.head_object().bucket("bkt").key("slow").send().await;
     assert_eq!(status(&e.unwrap_err()), 404);
+}
+
+/// A SigV2 presigned GET URL of `/bkt/key`, good until `expires`.
+fn sigv2_url(s: &Server, key: &str, expires: i64) -> String {
+    use base64::Engine as _;
+    use hmac::Mac as _;
+    let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(format!("GET\n\n\n{expires}\n/bkt/{key}").as_bytes());
+    let sig = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    let sig: String = url_escape(&sig);
+    format!(
+        "{}/bkt/{key}?AWSAccessKeyId={USER}&Expires={expires}&Signature={sig}",
+        s.endpoint
+    )
+}
+
+fn url_escape(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn sigv2_urls_live_at_most_a_week_and_can_be_turned_off() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    put_bytes(&c, "bkt", "k", b"v2".to_vec()).await;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let r = reqwest::get(sigv2_url(&s, "k", now + 3600)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let r = reqwest::get(sigv2_url(&s, "k", now + 6 * 86_400))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Until 2100: refused.
+    let r = reqwest::get(sigv2_url(&s, "k", 4_102_444_800))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("<Code>AccessDenied</Code>") && body.contains("7 days"),
+        "{body}"
+    );
+    let r = reqwest::get(sigv2_url(&s, "k", now + 8 * 86_400))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    let off = Server::start_with(1, &["--sigv2", "false"]);
+    let oc = off.client();
+    oc.create_bucket().bucket("bkt").send().await.unwrap();
+    put_bytes(&oc, "bkt", "k", b"v2".to_vec()).await;
+    let r = reqwest::get(sigv2_url(&off, "k", now + 3600))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("Signature Version 2 is turned off"));
+}
+
+#[tokio::test]
+async fn keys_with_control_characters_list_exactly() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let keys = [
+        "line\nbreak",
+        "carriage\rreturn",
+        "both\r\nends",
+        "nul\0byte",
+        "tab\there",
+    ];
+    for k in keys {
+        put_bytes(&c, "bkt", k, k.as_bytes().to_vec()).await;
+    }
+    // The raw document holds no control byte but the tab; CR and LF are
+    // references a strict parser turns back into exactly those bytes.
+    let r = Raw::new("GET", format!("{}/bkt?list-type=2", s.endpoint))
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(
+        !r.body
+            .iter()
+            .any(|b| *b < 0x20 && !matches!(*b, b'\t' | b'\n')),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text().contains("<Key>line&#10;break</Key>"),
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains("<Key>carriage&#13;return</Key>"));
+    assert!(r.text().contains("<Key>nul&#0;byte</Key>"));
+    // The SDK's parser (a strict tokenizer) without encoding-type: the
+    // keys XML 1.0 can carry come back exactly.
+    let page = c
+        .list_objects_v2()
+        .bucket("bkt")
+        .prefix("line")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.contents()[0].key(), Some("line\nbreak"));
+    for prefix in ["carriage", "both"] {
+        let page = c
+            .list_objects_v2()
+            .bucket("bkt")
+            .prefix(prefix)
+            .send()
+            .await
+            .unwrap();
+        let want = keys.iter().find(|k| k.starts_with(prefix)).unwrap();
+        assert_eq!(page.contents()[0].key(), Some(*want));
+    }
+    // With encoding-type=url, as the aws CLI and boto3 ask, every key.
+    let page = c
+        .list_objects_v2()
+        .bucket("bkt")
+        .encoding_type(aws_sdk_s3::types::EncodingType::Url)
+        .send()
+        .await
+        .unwrap();
+    let mut listed: Vec<String> = page
+        .contents()
+        .iter()
+        .map(|o| {
+            String::from_utf8(percent_encoding::percent_decode_str(o.key().unwrap()).collect())
+                .unwrap()
+        })
+        .collect();
+    listed.sort();
+    let mut want: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    for k in keys {
+        assert_eq!(get_bytes(&c, "bkt", k).await, k.as_bytes());
+    }
 }

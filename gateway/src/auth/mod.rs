@@ -40,6 +40,40 @@ pub enum Payload {
     UnsignedChunks,
 }
 
+/// How a request was signed, as policies see it (`s3:signatureversion`,
+/// `s3:authType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signing {
+    /// Not signed.
+    Anonymous,
+    /// SigV4 in the Authorization header.
+    V4Header,
+    /// A SigV4 presigned URL.
+    V4Query,
+    /// A SigV2 presigned URL.
+    V2Query,
+}
+
+impl Signing {
+    /// The `s3:signatureversion` value.
+    pub fn version(self) -> Option<&'static str> {
+        match self {
+            Signing::Anonymous => None,
+            Signing::V4Header | Signing::V4Query => Some("AWS4-HMAC-SHA256"),
+            Signing::V2Query => Some("AWS"),
+        }
+    }
+
+    /// The `s3:authType` value.
+    pub fn auth_type(self) -> Option<&'static str> {
+        match self {
+            Signing::Anonymous => None,
+            Signing::V4Header => Some("REST-HEADER"),
+            Signing::V4Query | Signing::V2Query => Some("REST-QUERY-STRING"),
+        }
+    }
+}
+
 /// Who sent the request and how its body is verified.
 #[derive(Clone, Debug)]
 pub struct Authenticated {
@@ -47,6 +81,21 @@ pub struct Authenticated {
     pub access_key: String,
     /// Body verification mode.
     pub payload: Payload,
+    /// How the request was signed.
+    pub signing: Signing,
+}
+
+/// What authentication needs besides the request and the keys.
+#[derive(Clone, Copy, Debug)]
+pub struct AuthContext<'a> {
+    /// The server's region.
+    pub region: &'a str,
+    /// The clock used for skew and expiry.
+    pub now: OffsetDateTime,
+    /// The bucket named by the Host header in virtual-hosted-style requests.
+    pub vhost_bucket: Option<&'a str>,
+    /// SigV2 presigned URLs are accepted (`--sigv2`).
+    pub sigv2: bool,
 }
 
 const AMZ_DATE: &[time::format_description::BorrowedFormatItem<'static>] =
@@ -289,26 +338,30 @@ pub fn anonymous(parts: &Parts) -> Authenticated {
     Authenticated {
         access_key: String::new(),
         payload,
+        signing: Signing::Anonymous,
     }
 }
 
-/// Authenticates a request. `region` is the server's region; `now` the
-/// clock used for skew and expiry; `vhost_bucket` the bucket named by the
-/// Host header in virtual-hosted-style requests.
+/// Authenticates a request.
 pub fn authenticate(
     parts: &Parts,
     creds: &Credentials,
-    region: &str,
-    now: OffsetDateTime,
-    vhost_bucket: Option<&str>,
+    cx: AuthContext<'_>,
 ) -> S3Result<Authenticated> {
+    let (region, now) = (cx.region, cx.now);
     let raw_query = parts.uri.query().unwrap_or("");
     if let Some(auth) = header(&parts.headers, "authorization") {
         return header_auth(parts, auth, raw_query, creds, region, now);
     }
     let params = query_params(raw_query);
     if params.iter().any(|(k, _)| k == "AWSAccessKeyId") {
-        return sigv2::presigned(parts, &params, creds, now.unix_timestamp(), vhost_bucket);
+        if !cx.sigv2 {
+            return Err(S3Error::AccessDenied(
+                "Signature Version 2 is turned off on this server; sign with AWS4-HMAC-SHA256"
+                    .into(),
+            ));
+        }
+        return sigv2::presigned(parts, &params, creds, now.unix_timestamp(), cx.vhost_bucket);
     }
     if params
         .iter()
@@ -390,6 +443,7 @@ fn header_auth(
     Ok(Authenticated {
         access_key,
         payload,
+        signing: Signing::V4Header,
     })
 }
 
@@ -507,6 +561,7 @@ fn presigned_auth(
     Ok(Authenticated {
         access_key,
         payload,
+        signing: Signing::V4Query,
     })
 }
 

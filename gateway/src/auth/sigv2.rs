@@ -130,6 +130,14 @@ pub fn presigned(
     if now_secs > at {
         return Err(S3Error::AccessDenied("Request has expired".into()));
     }
+    // S3 itself sets no limit here; a week, as SigV4 has, so that a leaked
+    // URL does not stay good for decades.
+    if at - now_secs > super::MAX_PRESIGN_EXPIRY_SECS {
+        return Err(S3Error::AccessDenied(format!(
+            "Expires must be at most {} seconds (7 days) from now",
+            super::MAX_PRESIGN_EXPIRY_SECS
+        )));
+    }
     let secret = creds.secret(key).ok_or(S3Error::InvalidAccessKeyId)?;
     let sts = string_to_sign(parts, params, expires, bucket_from_host);
     if !signatures_equal(&sign(secret, &sts), signature) {
@@ -141,6 +149,7 @@ pub fn presigned(
     Ok(Authenticated {
         access_key: key.to_string(),
         payload: Payload::Unsigned,
+        signing: super::Signing::V2Query,
     })
 }
 

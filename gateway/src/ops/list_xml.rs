@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use placement::Etag;
 
 use crate::headers::push_iso8601;
-use crate::xml::{Owner, NS};
+use crate::xml::{push_escaped, Owner, NS};
 
 /// One listed object as it appears in `<Contents>`.
 pub(crate) struct ContentsEntry<'a> {
@@ -146,30 +146,16 @@ impl ListingXml {
     }
 }
 
-/// Appends `text` with XML's five special characters as entities. Most
-/// keys have none and are copied whole.
-fn push_escaped(out: &mut String, text: &str) {
-    let special = |b: &u8| matches!(b, b'<' | b'>' | b'&' | b'"' | b'\'');
-    let mut rest = text;
-    // A byte scan: the five are ASCII, so they never occur inside a
-    // multi-byte character and every split is at a character boundary.
-    while let Some(i) = rest.as_bytes().iter().position(special) {
-        out.push_str(&rest[..i]);
-        out.push_str(match rest.as_bytes()[i] {
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'&' => "&amp;",
-            b'"' => "&quot;",
-            _ => "&apos;",
-        });
-        rest = &rest[i + 1..];
-    }
-    out.push_str(rest);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_become_references() {
+        let mut out = String::new();
+        push_escaped(&mut out, "a\rb\nc\0d\te<");
+        assert_eq!(out, "a&#13;b&#10;c&#0;d\te&lt;");
+    }
 
     proptest::proptest! {
         #[test]
