@@ -135,6 +135,26 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
         println!("scheduled lifecycle passes and scrubs run on another gateway");
     }
     println!("{}", gc_summary(&v["gc"]));
+    for p in v["policiesWithUnknownKeys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let whose = match p["bucket"].as_str() {
+            Some(b) => format!("bucket {b}"),
+            None => format!("user {}", p["user"].as_str().unwrap_or("?")),
+        };
+        let keys: Vec<&str> = p["keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|k| k.as_str())
+            .collect();
+        println!(
+            "policy of {whose}: condition keys not evaluated ({}); their Deny statements match every request, their Allow statements none",
+            keys.join(", ")
+        );
+    }
     let p = &v["heal"];
     println!(
         "heal backlog: {} writes acknowledged with disks missing since the last pass",

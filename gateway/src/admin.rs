@@ -201,6 +201,33 @@ async fn status(store: &placement::Store) -> Value {
     })
 }
 
+/// Stored policies holding condition keys Granary does not evaluate
+/// (their Deny statements match; their Allow statements never do).
+async fn policies_with_unknown_keys(gw: &Gateway) -> Vec<Value> {
+    let mut out = Vec::new();
+    for b in gw.store.list_buckets().await.unwrap_or_default() {
+        let Some(doc) = b.config.get(crate::ops::BUCKET_POLICY_DOC) else {
+            continue;
+        };
+        if let Ok(p) = crate::iam::policy::Policy::load(doc, Some(&b.name)) {
+            let keys = p.unknown_keys();
+            if !keys.is_empty() {
+                out.push(json!({"bucket": b.name, "keys": keys}));
+            }
+        }
+    }
+    for u in gw.identities.list_users().await.unwrap_or_default() {
+        let Some(doc) = &u.policy else { continue };
+        if let Ok(p) = crate::iam::policy::Policy::load(doc, None) {
+            let keys = p.unknown_keys();
+            if !keys.is_empty() {
+                out.push(json!({"user": u.name, "keys": keys}));
+            }
+        }
+    }
+    out
+}
+
 /// Fault points reached and client disconnects seen.
 fn faults(gw: &Gateway) -> Value {
     let points: serde_json::Map<String, Value> = placement::failpoint::counts()
@@ -458,7 +485,11 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
             )
         }
         (&Method::GET, ["heal"]) => reply(StatusCode::OK, json!(gw.store.heal_progress())),
-        (&Method::GET, ["status"]) => reply(StatusCode::OK, status(&gw.store).await),
+        (&Method::GET, ["status"]) => {
+            let mut v = status(&gw.store).await;
+            v["policiesWithUnknownKeys"] = json!(policies_with_unknown_keys(&gw).await);
+            reply(StatusCode::OK, v)
+        }
         (&Method::GET, ["faults"]) => reply(StatusCode::OK, faults(&gw)),
         (&Method::PUT, ["faults", name]) => {
             let bytes = match read(body).await {

@@ -27,6 +27,8 @@ pub struct S3Request {
     pub client: Option<SocketAddr>,
     /// Whether the connection is TLS.
     pub secure: bool,
+    /// The TLS protocol version, if TLS.
+    pub tls_version: Option<&'static str>,
     /// How far the request got (for counting clients that go away).
     pub progress: std::sync::Arc<crate::progress::Progress>,
 }

@@ -213,6 +213,7 @@ pub async fn serve(
                 Connection {
                     peer,
                     secure: false,
+                    tls_version: None,
                 },
                 permit,
             ),
@@ -226,15 +227,26 @@ pub async fn serve(
                 tokio::spawn(async move {
                     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
                     {
-                        Ok(Ok(tls)) => spawn_connection(
-                            &builder,
-                            watcher,
-                            tls,
-                            activity,
-                            app,
-                            Connection { peer, secure: true },
-                            permit,
-                        ),
+                        Ok(Ok(tls)) => {
+                            let tls_version = match tls.get_ref().1.protocol_version() {
+                                Some(rustls::ProtocolVersion::TLSv1_3) => Some("1.3"),
+                                Some(rustls::ProtocolVersion::TLSv1_2) => Some("1.2"),
+                                _ => None,
+                            };
+                            spawn_connection(
+                                &builder,
+                                watcher,
+                                tls,
+                                activity,
+                                app,
+                                Connection {
+                                    peer,
+                                    secure: true,
+                                    tls_version,
+                                },
+                                permit,
+                            )
+                        }
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }

@@ -126,6 +126,8 @@ pub struct Connection {
     pub peer: std::net::SocketAddr,
     /// TLS connection.
     pub secure: bool,
+    /// Its TLS protocol version ("1.2", "1.3").
+    pub tls_version: Option<&'static str>,
 }
 
 async fn handle(
@@ -172,6 +174,7 @@ async fn handle(
         principal,
         client: conn.map(|c| c.peer),
         secure: conn.is_some_and(|c| c.secure),
+        tls_version: conn.and_then(|c| c.tls_version),
         progress: progress.clone(),
     };
     let method = req.parts.method.clone();

@@ -405,3 +405,48 @@ async fn user_policies_source_ip_and_key_removal() {
         .unwrap_err()
         .contains("NoSuchUser"));
 }
+
+#[tokio::test]
+async fn a_deny_on_a_request_condition_key_is_enforced_and_unknown_keys_are_refused() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("pub").send().await.unwrap();
+    put_bytes(&c, "pub", "open/a", b"open".to_vec()).await;
+    put_bytes(&c, "pub", "private/a", b"private".to_vec()).await;
+    let policy = r#"{"Version":"2012-10-17","Statement":[
+        {"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pub/*"},
+        {"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pub/private/*",
+         "Condition":{"StringEquals":{"aws:PrincipalType":"Anonymous"}}},
+        {"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pub/*",
+         "Condition":{"StringLike":{"aws:UserAgent":"*BadBot*"}}}
+    ]}"#;
+    c.put_bucket_policy()
+        .bucket("pub")
+        .policy(policy)
+        .send()
+        .await
+        .unwrap();
+    let anon = reqwest::Client::new();
+    let get = |key: &str, agent: &str| {
+        anon.get(format!("{}/pub/{key}", s.endpoint))
+            .header("user-agent", agent.to_string())
+            .send()
+    };
+    assert_eq!(get("open/a", "curl/8").await.unwrap().status(), 200);
+    assert_eq!(get("private/a", "curl/8").await.unwrap().status(), 403);
+    assert_eq!(get("open/a", "a BadBot/1").await.unwrap().status(), 403);
+    // A key Granary does not evaluate is refused, not stored to never match.
+    let e = c
+        .put_bucket_policy()
+        .bucket("pub")
+        .policy(policy.replace("aws:PrincipalType", "aws:MadeUpKey"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "MalformedPolicy");
+    assert_eq!(
+        get("private/a", "curl/8").await.unwrap().status(),
+        403,
+        "the old policy stays"
+    );
+}

@@ -164,7 +164,7 @@ impl Identities {
             }
         }
         let p = Arc::new(
-            Policy::parse(doc, Some(bucket))
+            Policy::load(doc, Some(bucket))
                 .map_err(|e| S3Error::Internal(format!("stored bucket policy: {e}")))?,
         );
         let mut cache = self.bucket_policies.lock();
@@ -207,7 +207,7 @@ impl Identities {
                 let policy = d
                     .policy
                     .as_deref()
-                    .map(|p| Policy::parse(p, None))
+                    .map(|p| Policy::load(p, None))
                     .transpose()
                     .map_err(|e| S3Error::Internal(format!("stored user policy: {e}")))?;
                 Some((

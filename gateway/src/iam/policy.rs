@@ -1,8 +1,12 @@
 //! The IAM policy subset people use on S3: Allow/Deny statements over
 //! principals (`*`, users), `s3:` actions and bucket/object ARNs with
-//! wildcards, and conditions on `aws:SourceIp`, `aws:SecureTransport`,
-//! `aws:username`, `s3:prefix`, `s3:delimiter` and `s3:max-keys`.
-//! (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucket-policies.html>)
+//! wildcards, and conditions (String, Numeric, Date, Bool, IpAddress and
+//! Null operators, `...IfExists`, `ForAnyValue:` / `ForAllValues:`) on the
+//! keys of [`Key`]. A condition on any other key is refused when a policy
+//! is put (MalformedPolicy); in a policy stored before a key was known, it
+//! matches in Deny statements and never in Allow ones, so it fails closed.
+//! (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucket-policies.html>,
+//! <https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html>)
 
 use std::net::IpAddr;
 
@@ -29,10 +33,145 @@ enum Principals {
     Attached,
 }
 
+/// A condition key Granary knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Key {
+    SourceIp,
+    SecureTransport,
+    Username,
+    UserId,
+    PrincipalType,
+    CurrentTime,
+    EpochTime,
+    Referer,
+    UserAgent,
+    Prefix,
+    Delimiter,
+    MaxKeys,
+    TlsVersion,
+    SignatureVersion,
+    AuthType,
+    ContentSha256,
+    ExistingObjectTag(String),
+    RequestObjectTag(String),
+    RequestObjectTagKeys,
+    VersionId,
+    CopySource,
+    MetadataDirective,
+    StorageClass,
+    /// Stored before this key was known (only [`Policy::load`] keeps one).
+    Unknown(String),
+}
+
+impl Key {
+    /// Condition keys are case-insensitive; a tag key after the `/` is not.
+    fn parse(name: &str) -> Key {
+        let lower = name.to_ascii_lowercase();
+        let tag = |prefix: &str| name.get(prefix.len()..).unwrap_or("").to_string();
+        match lower.as_str() {
+            "aws:sourceip" => Key::SourceIp,
+            "aws:securetransport" => Key::SecureTransport,
+            "aws:username" => Key::Username,
+            "aws:userid" => Key::UserId,
+            "aws:principaltype" => Key::PrincipalType,
+            "aws:currenttime" => Key::CurrentTime,
+            "aws:epochtime" => Key::EpochTime,
+            "aws:referer" => Key::Referer,
+            "aws:useragent" => Key::UserAgent,
+            "s3:prefix" => Key::Prefix,
+            "s3:delimiter" => Key::Delimiter,
+            "s3:max-keys" => Key::MaxKeys,
+            "s3:tlsversion" => Key::TlsVersion,
+            "s3:signatureversion" => Key::SignatureVersion,
+            "s3:authtype" => Key::AuthType,
+            "s3:x-amz-content-sha256" => Key::ContentSha256,
+            "s3:requestobjecttagkeys" => Key::RequestObjectTagKeys,
+            "s3:versionid" => Key::VersionId,
+            "s3:x-amz-copy-source" => Key::CopySource,
+            "s3:x-amz-metadata-directive" => Key::MetadataDirective,
+            "s3:x-amz-storage-class" => Key::StorageClass,
+            l if l.starts_with("s3:existingobjecttag/") && l.len() > 21 => {
+                Key::ExistingObjectTag(tag("s3:ExistingObjectTag/"))
+            }
+            l if l.starts_with("s3:requestobjecttag/") && l.len() > 20 => {
+                Key::RequestObjectTag(tag("s3:RequestObjectTag/"))
+            }
+            _ => Key::Unknown(name.to_string()),
+        }
+    }
+
+    /// The request's values of this key; `None` when it has none.
+    fn values(&self, access: &Access<'_>) -> Option<Vec<String>> {
+        let v = access.values;
+        let one = |s: Option<&str>| s.map(|s| vec![s.to_string()]);
+        let tag = |tags: &Option<Vec<(String, String)>>, k: &str| {
+            one(tags
+                .as_ref()?
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str()))
+        };
+        match self {
+            Key::SourceIp => v.source_ip.map(|ip| vec![ip.to_string()]),
+            Key::SecureTransport => Some(vec![v.secure.to_string()]),
+            Key::Username => match access.who {
+                Who::User { name, .. } => one(Some(name)),
+                Who::Anonymous => None,
+            },
+            Key::UserId => match access.who {
+                Who::User { access_key, .. } => one(Some(access_key)),
+                Who::Anonymous => one(Some("anonymous")),
+            },
+            Key::PrincipalType => one(Some(match access.who {
+                Who::User { .. } => "User",
+                Who::Anonymous => "Anonymous",
+            })),
+            Key::CurrentTime => v.now.map(|t| {
+                vec![t
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default()]
+            }),
+            Key::EpochTime => v.now.map(|t| vec![t.unix_timestamp().to_string()]),
+            Key::Referer => one(v.referer.as_deref()),
+            Key::UserAgent => one(v.user_agent.as_deref()),
+            Key::Prefix => one(v.prefix.as_deref()),
+            Key::Delimiter => one(v.delimiter.as_deref()),
+            Key::MaxKeys => one(v.max_keys.as_deref()),
+            Key::TlsVersion => one(v.tls_version),
+            Key::SignatureVersion => one(v.signature_version),
+            Key::AuthType => one(v.auth_type),
+            Key::ContentSha256 => one(v.content_sha256.as_deref()),
+            Key::ExistingObjectTag(k) => tag(&v.existing_tags, k),
+            Key::RequestObjectTag(k) => tag(&v.request_tags, k),
+            Key::RequestObjectTagKeys => v
+                .request_tags
+                .as_ref()
+                .map(|t| t.iter().map(|(k, _)| k.clone()).collect()),
+            Key::VersionId => one(v.version_id.as_deref()),
+            Key::CopySource => one(v.copy_source.as_deref()),
+            Key::MetadataDirective => one(v.metadata_directive.as_deref()),
+            Key::StorageClass => one(v.storage_class.as_deref()),
+            Key::Unknown(_) => None,
+        }
+    }
+}
+
+/// How a condition treats several request values (`ForAnyValue:` and
+/// `ForAllValues:`), or a single one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SetOp {
+    Single,
+    Any,
+    All,
+}
+
 #[derive(Clone, Debug)]
 struct Condition {
+    set: SetOp,
+    /// The operator without its set prefix and `IfExists` suffix.
     operator: String,
-    key: String,
+    if_exists: bool,
+    key: Key,
     values: Vec<String>,
 }
 
@@ -78,6 +217,33 @@ pub struct ConditionValues {
     pub delimiter: Option<String>,
     /// ListBucket's max-keys parameter.
     pub max_keys: Option<String>,
+    /// The request's time (`aws:CurrentTime`, `aws:EpochTime`).
+    pub now: Option<time::OffsetDateTime>,
+    /// The Referer header.
+    pub referer: Option<String>,
+    /// The User-Agent header.
+    pub user_agent: Option<String>,
+    /// TLS protocol version, e.g. "1.3"; `None` on plain HTTP.
+    pub tls_version: Option<&'static str>,
+    /// "AWS4-HMAC-SHA256" or "AWS" (SigV2); `None` when unsigned.
+    pub signature_version: Option<&'static str>,
+    /// "REST-HEADER", "REST-QUERY-STRING" or "POST"; `None` when unsigned.
+    pub auth_type: Option<&'static str>,
+    /// The x-amz-content-sha256 header.
+    pub content_sha256: Option<String>,
+    /// Tags of the object the request names, if it exists and a policy
+    /// asks (`s3:ExistingObjectTag/<key>`).
+    pub existing_tags: Option<Vec<(String, String)>>,
+    /// Tags the request sets (`x-amz-tagging`).
+    pub request_tags: Option<Vec<(String, String)>>,
+    /// The versionId parameter.
+    pub version_id: Option<String>,
+    /// The x-amz-copy-source header.
+    pub copy_source: Option<String>,
+    /// The x-amz-metadata-directive header.
+    pub metadata_directive: Option<String>,
+    /// The x-amz-storage-class header.
+    pub storage_class: Option<String>,
 }
 
 /// One access to decide on.
@@ -104,17 +270,62 @@ pub enum Decision {
     NotApplicable,
 }
 
-const OPERATORS: [&str; 9] = [
+const OPERATORS: [&str; 22] = [
     "StringEquals",
     "StringNotEquals",
     "StringEqualsIgnoreCase",
     "StringNotEqualsIgnoreCase",
     "StringLike",
     "StringNotLike",
+    "NumericEquals",
+    "NumericNotEquals",
+    "NumericLessThan",
+    "NumericLessThanEquals",
+    "NumericGreaterThan",
+    "NumericGreaterThanEquals",
+    "DateEquals",
+    "DateNotEquals",
+    "DateLessThan",
+    "DateLessThanEquals",
+    "DateGreaterThan",
+    "DateGreaterThanEquals",
     "IpAddress",
     "NotIpAddress",
     "Bool",
+    "Null",
 ];
+
+/// Splits `ForAnyValue:StringLikeIfExists` into its parts; `None` for an
+/// operator Granary does not know.
+fn parse_operator(op: &str) -> Option<(SetOp, String, bool)> {
+    let (set, rest) = if let Some(r) = op.strip_prefix("ForAnyValue:") {
+        (SetOp::Any, r)
+    } else if let Some(r) = op.strip_prefix("ForAllValues:") {
+        (SetOp::All, r)
+    } else {
+        (SetOp::Single, op)
+    };
+    let (base, if_exists) = match rest.strip_suffix("IfExists") {
+        Some(b) if b != "Null" => (b, true),
+        _ => (rest, false),
+    };
+    OPERATORS
+        .contains(&base)
+        .then(|| (set, base.to_string(), if_exists))
+}
+
+/// A number or date of a Numeric or Date condition, as seconds.
+fn number(v: &str, date: bool) -> Option<f64> {
+    if let Ok(n) = v.trim().parse::<f64>() {
+        return Some(n);
+    }
+    if date {
+        use time::format_description::well_known::Rfc3339;
+        let t = time::OffsetDateTime::parse(v.trim(), &Rfc3339).ok()?;
+        return Some(t.unix_timestamp_nanos() as f64 / 1e9);
+    }
+    None
+}
 
 fn strings(v: &Value, what: &str) -> Result<Vec<String>, String> {
     match v {
@@ -205,41 +416,82 @@ fn in_cidr(ip: IpAddr, cidr: &str) -> bool {
 }
 
 impl Condition {
-    fn holds(&self, access: &Access<'_>) -> bool {
-        let values = access.values;
-        let actual: Option<String> = match self.key.to_ascii_lowercase().as_str() {
-            "aws:sourceip" => values.source_ip.map(|ip| ip.to_string()),
-            "aws:securetransport" => Some(values.secure.to_string()),
-            "aws:username" => match access.who {
-                Who::User { name, .. } => Some(name.to_string()),
-                Who::Anonymous => None,
-            },
-            "s3:prefix" => values.prefix.clone(),
-            "s3:delimiter" => values.delimiter.clone(),
-            "s3:max-keys" => values.max_keys.clone(),
-            _ => None,
-        };
-        let negated = matches!(
+    fn negated(&self) -> bool {
+        matches!(
             self.operator.as_str(),
-            "StringNotEquals" | "StringNotEqualsIgnoreCase" | "StringNotLike" | "NotIpAddress"
-        );
-        let Some(actual) = actual else { return negated };
+            "StringNotEquals"
+                | "StringNotEqualsIgnoreCase"
+                | "StringNotLike"
+                | "NumericNotEquals"
+                | "DateNotEquals"
+                | "NotIpAddress"
+        )
+    }
+
+    /// Whether one request value matches the policy's values.
+    fn matches(&self, actual: &str) -> bool {
         let any = |f: &dyn Fn(&str) -> bool| self.values.iter().any(|v| f(v));
+        let compare = |date: bool, f: &dyn Fn(f64, f64) -> bool| {
+            let Some(a) = number(actual, date) else {
+                return false;
+            };
+            any(&|v| number(v, date).is_some_and(|v| f(a, v)))
+        };
         match self.operator.as_str() {
             "StringEquals" => any(&|v| v == actual),
             "StringNotEquals" => !any(&|v| v == actual),
-            "StringEqualsIgnoreCase" => any(&|v| v.eq_ignore_ascii_case(&actual)),
-            "StringNotEqualsIgnoreCase" => !any(&|v| v.eq_ignore_ascii_case(&actual)),
-            "StringLike" => any(&|v| glob(v, &actual, false)),
-            "StringNotLike" => !any(&|v| glob(v, &actual, false)),
+            "StringEqualsIgnoreCase" => any(&|v| v.eq_ignore_ascii_case(actual)),
+            "StringNotEqualsIgnoreCase" => !any(&|v| v.eq_ignore_ascii_case(actual)),
+            "StringLike" => any(&|v| glob(v, actual, false)),
+            "StringNotLike" => !any(&|v| glob(v, actual, false)),
+            "NumericEquals" => compare(false, &|a, v| a == v),
+            "NumericNotEquals" => !compare(false, &|a, v| a == v),
+            "NumericLessThan" => compare(false, &|a, v| a < v),
+            "NumericLessThanEquals" => compare(false, &|a, v| a <= v),
+            "NumericGreaterThan" => compare(false, &|a, v| a > v),
+            "NumericGreaterThanEquals" => compare(false, &|a, v| a >= v),
+            "DateEquals" => compare(true, &|a, v| a == v),
+            "DateNotEquals" => !compare(true, &|a, v| a == v),
+            "DateLessThan" => compare(true, &|a, v| a < v),
+            "DateLessThanEquals" => compare(true, &|a, v| a <= v),
+            "DateGreaterThan" => compare(true, &|a, v| a > v),
+            "DateGreaterThanEquals" => compare(true, &|a, v| a >= v),
             "IpAddress" | "NotIpAddress" => {
                 let Ok(ip) = actual.parse::<IpAddr>() else {
-                    return negated;
+                    return self.negated();
                 };
-                any(&|v| in_cidr(ip, v)) != negated
+                any(&|v| in_cidr(ip, v)) != self.negated()
             }
-            "Bool" => any(&|v| v.eq_ignore_ascii_case(&actual)),
+            "Bool" => any(&|v| v.eq_ignore_ascii_case(actual)),
             _ => false,
+        }
+    }
+
+    fn holds(&self, access: &Access<'_>, effect: Effect) -> bool {
+        if let Key::Unknown(_) = self.key {
+            // A key Granary cannot evaluate: fail closed.
+            return effect == Effect::Deny;
+        }
+        let actual = self.key.values(access);
+        if self.operator == "Null" {
+            let absent = actual.as_ref().is_none_or(|a| a.is_empty());
+            return self
+                .values
+                .iter()
+                .any(|v| v.eq_ignore_ascii_case(&absent.to_string()));
+        }
+        let actual = match actual {
+            Some(a) if !a.is_empty() => a,
+            _ => {
+                return self.if_exists
+                    || self.set == SetOp::All
+                    || (self.set == SetOp::Single && self.negated())
+            }
+        };
+        match self.set {
+            SetOp::Single => self.matches(&actual[0]),
+            SetOp::Any => actual.iter().any(|a| self.matches(a)),
+            SetOp::All => actual.iter().all(|a| self.matches(a)),
         }
     }
 }
@@ -259,7 +511,7 @@ impl Statement {
                 .resources
                 .iter()
                 .any(|r| glob(r, access.resource, false))
-            && self.conditions.iter().all(|c| c.holds(access))
+            && self.conditions.iter().all(|c| c.holds(access, self.effect))
     }
 }
 
@@ -299,10 +551,44 @@ fn principals(v: Option<&Value>, attached: bool) -> Result<Principals, String> {
 }
 
 impl Policy {
-    /// Parses a policy document. A bucket policy (`bucket` given) needs a
-    /// Principal in every statement and may only name that bucket's
-    /// resources; an identity policy (`bucket` = None) has no Principal.
+    /// Parses a policy document being put. A bucket policy (`bucket`
+    /// given) needs a Principal in every statement and may only name that
+    /// bucket's resources; an identity policy (`bucket` = None) has no
+    /// Principal. A condition key Granary does not know is refused.
     pub fn parse(doc: &str, bucket: Option<&str>) -> Result<Policy, String> {
+        let p = Policy::load(doc, bucket)?;
+        match p.unknown_keys().first() {
+            Some(k) => Err(format!("Policy has an invalid condition key: {k}")),
+            None => Ok(p),
+        }
+    }
+
+    /// Condition keys of the policy Granary does not know (only a policy
+    /// stored before they were refused has any).
+    pub fn unknown_keys(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in self.statements.iter().flat_map(|s| &s.conditions) {
+            if let Key::Unknown(k) = &c.key {
+                if !out.contains(k) {
+                    out.push(k.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a condition needs the tags of the object the request names.
+    pub fn wants_existing_tags(&self) -> bool {
+        self.statements
+            .iter()
+            .flat_map(|s| &s.conditions)
+            .any(|c| matches!(c.key, Key::ExistingObjectTag(_)))
+    }
+
+    /// Parses a stored policy document as [`Policy::parse`] does, except
+    /// that a condition key Granary does not know is kept: it matches in
+    /// Deny statements and never in Allow ones.
+    pub fn load(doc: &str, bucket: Option<&str>) -> Result<Policy, String> {
         let v: Value =
             serde_json::from_str(doc).map_err(|e| format!("Policies must be valid JSON ({e})"))?;
         let obj = v.as_object().ok_or("Policies must be a JSON object")?;
@@ -363,16 +649,18 @@ impl Policy {
             if let Some(c) = s.get("Condition") {
                 let c = c.as_object().ok_or("Condition must be an object")?;
                 for (op, block) in c {
-                    if !OPERATORS.contains(&op.as_str()) {
+                    let Some((set, operator, if_exists)) = parse_operator(op) else {
                         return Err(format!("Invalid condition operator: {op}"));
-                    }
+                    };
                     let block = block
                         .as_object()
                         .ok_or("Condition block must be an object")?;
                     for (key, values) in block {
                         conditions.push(Condition {
-                            operator: op.clone(),
-                            key: key.clone(),
+                            set,
+                            operator: operator.clone(),
+                            if_exists,
+                            key: Key::parse(key),
                             values: strings(values, "Condition values")?,
                         });
                     }
@@ -565,6 +853,95 @@ mod tests {
         ] {
             assert!(Policy::parse(doc, bucket).is_err(), "{doc}");
         }
+    }
+
+    #[test]
+    fn request_keys_numeric_date_null_and_set_operators() {
+        let p = Policy::parse(
+            r#"{"Statement":[
+                {"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::b/*"},
+                {"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/private/*",
+                 "Condition":{"StringEquals":{"aws:PrincipalType":"Anonymous"}}},
+                {"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::b/*",
+                 "Condition":{"NumericLessThan":{"s3:TlsVersion":"1.2"}}},
+                {"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/old/*",
+                 "Condition":{"DateGreaterThan":{"aws:CurrentTime":"2020-01-01T00:00:00Z"}}},
+                {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*",
+                 "Condition":{"ForAnyValue:StringEquals":{"s3:RequestObjectTagKeys":["secret"]}}},
+                {"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*",
+                 "Condition":{"StringEquals":{"s3:ExistingObjectTag/Class":"restricted"}}},
+                {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/sha/*",
+                 "Condition":{"Null":{"s3:x-amz-content-sha256":"true"}}},
+                {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/std/*",
+                 "Condition":{"StringNotEqualsIfExists":{"s3:x-amz-storage-class":"STANDARD"}}}
+            ]}"#,
+            Some("b"),
+        )
+        .unwrap();
+        let mut v = ConditionValues {
+            now: Some(time::OffsetDateTime::now_utc()),
+            ..Default::default()
+        };
+        let at = |p: &Policy, action: &str, key: &str, who: Who<'_>, v: &ConditionValues| {
+            p.evaluate(&access(action, &format!("arn:aws:s3:::b/{key}"), who, v))
+        };
+        assert_eq!(
+            at(&p, "s3:GetObject", "private/x", Who::Anonymous, &v),
+            Decision::Deny
+        );
+        assert_eq!(
+            at(&p, "s3:GetObject", "private/x", ALICE, &v),
+            Decision::Allow
+        );
+        assert_eq!(at(&p, "s3:GetObject", "old/x", ALICE, &v), Decision::Deny);
+        assert_eq!(at(&p, "s3:GetObject", "new/x", ALICE, &v), Decision::Allow);
+        v.tls_version = Some("1.0");
+        assert_eq!(at(&p, "s3:GetObject", "new/x", ALICE, &v), Decision::Deny);
+        v.tls_version = Some("1.3");
+        assert_eq!(at(&p, "s3:GetObject", "new/x", ALICE, &v), Decision::Allow);
+        v.request_tags = Some(vec![
+            ("a".into(), "1".into()),
+            ("secret".into(), "x".into()),
+        ]);
+        v.content_sha256 = Some("UNSIGNED-PAYLOAD".into());
+        assert_eq!(at(&p, "s3:PutObject", "new/x", ALICE, &v), Decision::Deny);
+        v.request_tags = Some(vec![("a".into(), "1".into())]);
+        assert_eq!(at(&p, "s3:PutObject", "new/x", ALICE, &v), Decision::Allow);
+        v.existing_tags = Some(vec![("Class".into(), "restricted".into())]);
+        assert_eq!(at(&p, "s3:GetObject", "new/x", ALICE, &v), Decision::Deny);
+        assert!(p.wants_existing_tags());
+        v.existing_tags = None;
+        assert_eq!(at(&p, "s3:PutObject", "sha/x", ALICE, &v), Decision::Allow);
+        v.content_sha256 = None;
+        assert_eq!(at(&p, "s3:PutObject", "sha/x", ALICE, &v), Decision::Deny);
+        v.content_sha256 = Some("UNSIGNED-PAYLOAD".into());
+        // ...IfExists holds when the key is absent, as AWS evaluates it.
+        assert_eq!(at(&p, "s3:PutObject", "std/x", ALICE, &v), Decision::Deny);
+        v.storage_class = Some("STANDARD".into());
+        assert_eq!(at(&p, "s3:PutObject", "std/x", ALICE, &v), Decision::Allow);
+        v.storage_class = Some("GLACIER".into());
+        assert_eq!(at(&p, "s3:PutObject", "std/x", ALICE, &v), Decision::Deny);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_when_put_and_fail_closed_when_stored() {
+        let doc = r#"{"Statement":[
+            {"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"},
+            {"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/deny/*",
+             "Condition":{"StringEquals":{"aws:MadeUpKey":"x"}}},
+            {"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*",
+             "Condition":{"StringEquals":{"s3:AnotherMadeUp":"x"}}}
+        ]}"#;
+        let e = Policy::parse(doc, Some("b")).unwrap_err();
+        assert!(e.contains("invalid condition key: aws:MadeUpKey"), "{e}");
+        let p = Policy::load(doc, Some("b")).unwrap();
+        assert_eq!(p.unknown_keys(), ["aws:MadeUpKey", "s3:AnotherMadeUp"]);
+        let v = ConditionValues::default();
+        let get = |k: &'static str| p.evaluate(&access("s3:GetObject", k, Who::Anonymous, &v));
+        assert_eq!(get("arn:aws:s3:::b/deny/x"), Decision::Deny);
+        assert_eq!(get("arn:aws:s3:::b/open/x"), Decision::Allow);
+        let put = access("s3:PutObject", "arn:aws:s3:::b/x", Who::Anonymous, &v);
+        assert_eq!(p.evaluate(&put), Decision::NotApplicable);
     }
 
     #[test]

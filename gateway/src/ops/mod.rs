@@ -14,6 +14,7 @@ mod list_xml;
 mod multipart;
 mod multipart_checksum;
 mod policy;
+pub(crate) use policy::BUCKET_POLICY as BUCKET_POLICY_DOC;
 mod post_form;
 mod post_object;
 mod put;
@@ -329,12 +330,29 @@ impl Op {
 
 /// The policy context of a request (client address, TLS, list parameters).
 pub(crate) fn condition_values(req: &S3Request) -> ConditionValues {
+    let header = |n: &str| req.header(n).map(str::to_string);
     ConditionValues {
         source_ip: req.client.map(|a| a.ip()),
         secure: req.secure,
         prefix: req.q("prefix").map(str::to_string),
         delimiter: req.q("delimiter").map(str::to_string),
         max_keys: req.q("max-keys").map(str::to_string),
+        now: Some(time::OffsetDateTime::now_utc()),
+        referer: header("referer"),
+        user_agent: header("user-agent"),
+        tls_version: req.tls_version,
+        signature_version: req.auth.signing.version(),
+        auth_type: req.auth.signing.auth_type(),
+        content_sha256: header("x-amz-content-sha256"),
+        existing_tags: None,
+        // A malformed header is refused by the operation itself.
+        request_tags: req
+            .header("x-amz-tagging")
+            .and_then(|t| crate::tags::parse_header(t).ok()),
+        version_id: req.q("versionId").map(str::to_string),
+        copy_source: header("x-amz-copy-source"),
+        metadata_directive: header("x-amz-metadata-directive"),
+        storage_class: header("x-amz-storage-class"),
     }
 }
 
@@ -349,6 +367,7 @@ pub(crate) async fn check(
 ) -> S3Result<()> {
     check_as(
         gw,
+        req,
         &req.principal,
         &condition_values(req),
         action,
@@ -358,9 +377,11 @@ pub(crate) async fn check(
     .await
 }
 
-/// [`check`] for an explicit principal (a POST policy's signer).
+/// [`check`] for an explicit principal (a POST policy's signer) and
+/// condition values.
 pub(crate) async fn check_as(
     gw: &Gateway,
+    req: &S3Request,
     principal: &Principal,
     values: &ConditionValues,
     action: &str,
@@ -383,6 +404,22 @@ pub(crate) async fn check_as(
         Some(k) => format!("arn:aws:s3:::{bucket}/{k}"),
         None => format!("arn:aws:s3:::{bucket}"),
     };
+    let user_policy = match principal {
+        Principal::User(u) => u.policy.as_ref(),
+        _ => None,
+    };
+    let wants_tags = [bucket_policy.as_deref(), user_policy]
+        .into_iter()
+        .flatten()
+        .any(|p| p.wants_existing_tags());
+    let mut with_tags;
+    let mut values = values;
+    if let (true, Some(k)) = (wants_tags, key) {
+        // A missing object (or a delete marker) has no tags to match.
+        with_tags = values.clone();
+        with_tags.existing_tags = get::requested_object(gw, req, k).await.ok().map(|o| o.tags);
+        values = &with_tags;
+    }
     iam::authorize(
         principal,
         bucket_policy.as_deref(),

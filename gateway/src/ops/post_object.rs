@@ -285,10 +285,20 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
         }
         None => Principal::Anonymous,
     };
+    let mut values = condition_values(req);
+    values.auth_type = Some("POST");
+    values.signature_version = Some(if get("awsaccesskeyid").is_some() {
+        "AWS"
+    } else {
+        "AWS4-HMAC-SHA256"
+    });
+    values.request_tags =
+        get("tagging").and_then(|t| tags::parse_xml(t.as_bytes(), tags::MAX_OBJECT_TAGS).ok());
     check_as(
         gw,
+        req,
         &principal,
-        &condition_values(req),
+        &values,
         "s3:PutObject",
         req.bucket(),
         Some(&key),
