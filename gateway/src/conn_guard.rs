@@ -146,6 +146,25 @@ impl<I> Guarded<I> {
         }
     }
 
+    /// Accounts for a write's outcome.
+    fn wrote(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match r {
+            Poll::Ready(Ok(n)) => {
+                self.moved(n);
+                Poll::Ready(Ok(n))
+            }
+            Poll::Pending => match self.waiting(cx) {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            },
+            other => other,
+        }
+    }
+
     fn moved(&self, n: usize) {
         if n > 0 && self.activity.started.load(Ordering::Relaxed) {
             self.activity.touch();
@@ -185,17 +204,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Guarded<I> {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_write(cx, data) {
-            Poll::Ready(Ok(n)) => {
-                this.moved(n);
-                Poll::Ready(Ok(n))
-            }
-            Poll::Pending => match this.waiting(cx) {
-                Ok(()) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            },
-            other => other,
-        }
+        let r = Pin::new(&mut this.inner).poll_write(cx, data);
+        this.wrote(cx, r)
     }
 
     fn poll_write_vectored(
@@ -204,17 +214,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Guarded<I> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(Ok(n)) => {
-                this.moved(n);
-                Poll::Ready(Ok(n))
-            }
-            Poll::Pending => match this.waiting(cx) {
-                Ok(()) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            },
-            other => other,
-        }
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.wrote(cx, r)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -285,22 +285,11 @@ fn sigv2_url(s: &Server, key: &str, expires: i64) -> String {
     let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(SECRET.as_bytes()).unwrap();
     mac.update(format!("GET\n\n\n{expires}\n/bkt/{key}").as_bytes());
     let sig = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
-    let sig: String = url_escape(&sig);
+    let sig = percent_encoding::utf8_percent_encode(&sig, percent_encoding::NON_ALPHANUMERIC);
     format!(
         "{}/bkt/{key}?AWSAccessKeyId={USER}&Expires={expires}&Signature={sig}",
         s.endpoint
     )
-}
-
-fn url_escape(v: &str) -> String {
-    v.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[tokio::test]
