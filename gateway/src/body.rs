@@ -120,10 +120,12 @@ impl Drop for DrainOnDrop {
 /// Trailing headers of an `aws-chunked` body, available once it ended.
 pub type Trailers = Arc<Mutex<Option<Vec<(String, String)>>>>;
 
-/// How fast a request body must arrive: every `window` must bring at
-/// least `min_rate` bytes per second of it (and at least one byte), or the
-/// request fails with RequestTimeout. A pause of a whole window fails it
-/// too, so this is also the idle timeout.
+/// How fast a request body must arrive: every `window` of time spent
+/// waiting for it must bring at least `min_rate` bytes per second (and at
+/// least one byte), or the request fails with RequestTimeout. A pause of a
+/// whole window fails it too, so this is also the idle timeout. Only time
+/// the server spends waiting for the client counts: while the server is
+/// not reading (its disks are slow), the client cannot send either.
 #[derive(Clone, Copy, Debug)]
 pub struct BodyPace {
     /// Length of each measuring window (`--body-timeout`).
@@ -159,8 +161,8 @@ struct Reader {
     total: u64,
     length: u64,
     pace: BodyPace,
-    /// The current measuring window: when it began, bytes in it.
-    window: (tokio::time::Instant, u64),
+    /// The current measuring window: time waited in it, bytes in it.
+    window: (Duration, u64),
     tap: Option<Arc<HashTap>>,
     trailers: Trailers,
     ended: bool,
@@ -223,21 +225,25 @@ impl Reader {
     /// bytes fails the request, at its end rather than at the next byte.
     async fn paced_frame(&mut self) -> S3Result<Option<Result<Bytes, axum::Error>>> {
         loop {
-            let (start, got) = self.window;
-            let end = start + self.pace.window;
-            match tokio::time::timeout_at(end, self.frames.next()).await {
-                Err(_) => {
-                    if got < self.pace.needed() {
-                        return Err(S3Error::RequestTimeout);
-                    }
-                    self.window = (end, 0);
+            let (waited, got) = self.window;
+            let started = tokio::time::Instant::now();
+            let frame = tokio::time::timeout(self.pace.window - waited, self.frames.next()).await;
+            let waited = (waited + started.elapsed()).min(self.pace.window);
+            let got = got
+                + match &frame {
+                    Ok(Some(Ok(f))) => f.len() as u64,
+                    _ => 0,
+                };
+            self.window = (waited, got);
+            // The end of the body is never late.
+            if waited == self.pace.window && !matches!(frame, Ok(None)) {
+                if got < self.pace.needed() {
+                    return Err(S3Error::RequestTimeout);
                 }
-                Ok(frame) => {
-                    if let Some(Ok(f)) = &frame {
-                        self.window.1 += f.len() as u64;
-                    }
-                    return Ok(frame);
-                }
+                self.window = (Duration::ZERO, 0);
+            }
+            if let Ok(frame) = frame {
+                return Ok(frame);
             }
         }
     }
@@ -278,7 +284,7 @@ pub fn request_body(body: Body, opts: BodyOptions) -> (BodyStream, Trailers) {
         total: 0,
         length: opts.length,
         pace: opts.pace,
-        window: (tokio::time::Instant::now(), 0),
+        window: (Duration::ZERO, 0),
         tap: opts.tap,
         trailers: trailers.clone(),
         ended: false,
@@ -325,4 +331,89 @@ pub async fn read_small(
     // The whole body is here; what remains is acting on it.
     placement::failpoint::hit("request.received", "").await;
     Ok(Bytes::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body whose sender pauses only while the server is not reading is
+    /// not late: the pace counts time spent waiting for the client.
+    #[tokio::test]
+    async fn the_pace_counts_only_time_spent_waiting_for_the_client() {
+        let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+        let pace = BodyPace {
+            window: Duration::from_millis(500),
+            min_rate: 1000,
+        };
+        let (mut stream, _) = request_body(
+            Body::from_stream(rx),
+            BodyOptions {
+                payload: Payload::Unsigned,
+                length: 1000,
+                pace,
+                tap: None,
+            },
+        );
+        let sender = tokio::spawn(async move {
+            use futures::SinkExt;
+            tx.send(Ok(Bytes::from(vec![1; 100]))).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(1050)).await;
+            tx.send(Ok(Bytes::from(vec![2; 400]))).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tx.send(Ok(Bytes::from(vec![3; 500]))).await.unwrap();
+        });
+        assert_eq!(stream.next().await.unwrap().unwrap().len(), 100);
+        // The server is busy (its disks are slow) for two windows.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut rest = 0;
+        while let Some(chunk) = stream.next().await {
+            rest += chunk
+                .expect("not late: the client was never waited on for long")
+                .len();
+        }
+        assert_eq!(rest, 900);
+        sender.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_body_below_the_pace_fails_at_the_end_of_its_window() {
+        let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+        let (mut stream, _) = request_body(
+            Body::from_stream(rx),
+            BodyOptions {
+                payload: Payload::Unsigned,
+                length: 1000,
+                pace: BodyPace {
+                    window: Duration::from_millis(300),
+                    min_rate: 1000,
+                },
+                tap: None,
+            },
+        );
+        let sender = tokio::spawn(async move {
+            use futures::SinkExt;
+            for _ in 0..20 {
+                if tx.send(Ok(Bytes::from_static(b"z"))).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        let started = std::time::Instant::now();
+        let mut failed = None;
+        while let Some(chunk) = stream.next().await {
+            if let Err(e) = chunk {
+                failed = Some(e);
+                break;
+            }
+        }
+        let e = failed.expect("a trickle below the pace is cut");
+        assert!(matches!(
+            e.downcast_ref::<S3Error>(),
+            Some(S3Error::RequestTimeout)
+        ));
+        assert!(started.elapsed() < Duration::from_millis(600));
+        sender.abort();
+    }
 }
