@@ -204,25 +204,23 @@ async fn status(store: &placement::Store) -> Value {
 /// Stored policies holding condition keys Granary does not evaluate
 /// (their Deny statements match; their Allow statements never do).
 async fn policies_with_unknown_keys(gw: &Gateway) -> Vec<Value> {
+    use crate::iam::policy::Policy;
+    let unknown = |doc: &str, bucket: Option<&str>| {
+        Policy::load(doc, bucket)
+            .map(|p| p.unknown_keys())
+            .ok()
+            .filter(|k| !k.is_empty())
+    };
     let mut out = Vec::new();
     for b in gw.store.list_buckets().await.unwrap_or_default() {
-        let Some(doc) = b.config.get(crate::ops::BUCKET_POLICY_DOC) else {
-            continue;
-        };
-        if let Ok(p) = crate::iam::policy::Policy::load(doc, Some(&b.name)) {
-            let keys = p.unknown_keys();
-            if !keys.is_empty() {
-                out.push(json!({"bucket": b.name, "keys": keys}));
-            }
+        let doc = b.config.get(crate::ops::BUCKET_POLICY_DOC);
+        if let Some(keys) = doc.and_then(|d| unknown(d, Some(&b.name))) {
+            out.push(json!({"bucket": b.name, "keys": keys}));
         }
     }
     for u in gw.identities.list_users().await.unwrap_or_default() {
-        let Some(doc) = &u.policy else { continue };
-        if let Ok(p) = crate::iam::policy::Policy::load(doc, None) {
-            let keys = p.unknown_keys();
-            if !keys.is_empty() {
-                out.push(json!({"user": u.name, "keys": keys}));
-            }
+        if let Some(keys) = u.policy.as_deref().and_then(|d| unknown(d, None)) {
+            out.push(json!({"user": u.name, "keys": keys}));
         }
     }
     out
@@ -334,10 +332,10 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let idle = gw.config.body_pace;
+    let pace = gw.config.body_pace;
     let read = |body: Body| {
         let payload = auth.payload.clone();
-        async move { read_small(body, payload, len, MAX_ADMIN_BODY, idle).await }
+        async move { read_small(body, payload, len, MAX_ADMIN_BODY, pace).await }
     };
     match (&parts.method, segments.as_slice()) {
         (&Method::GET, ["users"]) => match gw.identities.list_users().await {

@@ -146,6 +146,15 @@ impl<I> Guarded<I> {
         }
     }
 
+    /// What a stream that is not ready answers: still pending, or the
+    /// deadline's error.
+    fn stalled<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match self.waiting(cx) {
+            Ok(()) => Poll::Pending,
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+
     /// Accounts for a write's outcome.
     fn wrote(
         &mut self,
@@ -157,10 +166,7 @@ impl<I> Guarded<I> {
                 self.moved(n);
                 Poll::Ready(Ok(n))
             }
-            Poll::Pending => match self.waiting(cx) {
-                Ok(()) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            },
+            Poll::Pending => self.stalled(cx),
             other => other,
         }
     }
@@ -188,10 +194,7 @@ impl<I: AsyncRead + Unpin> AsyncRead for Guarded<I> {
                 this.moved(buf.filled().len() - before);
                 Poll::Ready(Ok(()))
             }
-            Poll::Pending => match this.waiting(cx) {
-                Ok(()) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            },
+            Poll::Pending => this.stalled(cx),
             other => other,
         }
     }

@@ -32,26 +32,27 @@ pub fn to_xml<T: Serialize>(root: &str, value: &T) -> String {
 /// that list such keys ask `encoding-type=url`, as the aws CLI and boto3
 /// always do.
 pub fn push_escaped(out: &mut String, text: &str) {
-    let special = |b: &u8| matches!(b, b'<' | b'>' | b'&' | b'"' | b'\'') || *b < 0x20;
-    let mut rest = text;
-    // A byte scan: every character handled is ASCII, so it never occurs
-    // inside a multi-byte character and every split is at a boundary.
-    while let Some(i) = rest.as_bytes().iter().position(special) {
-        out.push_str(&rest[..i]);
-        push_special(out, rest.as_bytes()[i]);
-        rest = &rest[i + 1..];
-    }
-    out.push_str(rest);
+    push_where(out, text, |b| {
+        matches!(b, b'<' | b'>' | b'&' | b'"' | b'\'') || control(b)
+    });
 }
 
 /// [`push_escaped`] for text whose markup characters are escaped already.
 fn push_controls(out: &mut String, text: &str) {
+    push_where(out, text, control);
+}
+
+/// A control character written as a reference (tab stays as it is).
+fn control(b: u8) -> bool {
+    b < 0x20 && b != b'\t'
+}
+
+/// Appends `text` with the bytes `special` picks replaced by
+/// [`push_special`]. A byte scan: every byte picked is ASCII, so it never
+/// occurs inside a multi-byte character and every split is at a boundary.
+fn push_where(out: &mut String, text: &str, special: impl Fn(u8) -> bool) {
     let mut rest = text;
-    while let Some(i) = rest
-        .as_bytes()
-        .iter()
-        .position(|b| *b < 0x20 && *b != b'\t')
-    {
+    while let Some(i) = rest.bytes().position(&special) {
         out.push_str(&rest[..i]);
         push_special(out, rest.as_bytes()[i]);
         rest = &rest[i + 1..];
@@ -66,7 +67,6 @@ fn push_special(out: &mut String, b: u8) {
         b'&' => out.push_str("&amp;"),
         b'"' => out.push_str("&quot;"),
         b'\'' => out.push_str("&apos;"),
-        b'\t' => out.push('\t'),
         c => {
             use std::fmt::Write as _;
             let _ = write!(out, "&#{c};");

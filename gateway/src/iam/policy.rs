@@ -66,8 +66,12 @@ enum Key {
 impl Key {
     /// Condition keys are case-insensitive; a tag key after the `/` is not.
     fn parse(name: &str) -> Key {
+        const EXISTING_TAG: &str = "s3:existingobjecttag/";
+        const REQUEST_TAG: &str = "s3:requestobjecttag/";
         let lower = name.to_ascii_lowercase();
-        let tag = |prefix: &str| name.get(prefix.len()..).unwrap_or("").to_string();
+        // The tag key as written: the prefix is ASCII, so its length is the
+        // same in `name`.
+        let tag = |prefix: &str| name[prefix.len()..].to_string();
         match lower.as_str() {
             "aws:sourceip" => Key::SourceIp,
             "aws:securetransport" => Key::SecureTransport,
@@ -90,11 +94,11 @@ impl Key {
             "s3:x-amz-copy-source" => Key::CopySource,
             "s3:x-amz-metadata-directive" => Key::MetadataDirective,
             "s3:x-amz-storage-class" => Key::StorageClass,
-            l if l.starts_with("s3:existingobjecttag/") && l.len() > 21 => {
-                Key::ExistingObjectTag(tag("s3:ExistingObjectTag/"))
+            l if l.len() > EXISTING_TAG.len() && l.starts_with(EXISTING_TAG) => {
+                Key::ExistingObjectTag(tag(EXISTING_TAG))
             }
-            l if l.starts_with("s3:requestobjecttag/") && l.len() > 20 => {
-                Key::RequestObjectTag(tag("s3:RequestObjectTag/"))
+            l if l.len() > REQUEST_TAG.len() && l.starts_with(REQUEST_TAG) => {
+                Key::RequestObjectTag(tag(REQUEST_TAG))
             }
             _ => Key::Unknown(name.to_string()),
         }

@@ -369,7 +369,7 @@ pub(crate) async fn check(
         gw,
         req,
         &req.principal,
-        &condition_values(req),
+        || condition_values(req),
         action,
         bucket,
         key,
@@ -378,12 +378,12 @@ pub(crate) async fn check(
 }
 
 /// [`check`] for an explicit principal (a POST policy's signer) and
-/// condition values.
+/// condition values, built only for a principal policies apply to.
 pub(crate) async fn check_as(
     gw: &Gateway,
     req: &S3Request,
     principal: &Principal,
-    values: &ConditionValues,
+    values: impl FnOnce() -> ConditionValues,
     action: &str,
     bucket: &str,
     key: Option<&str>,
@@ -412,20 +412,17 @@ pub(crate) async fn check_as(
         .into_iter()
         .flatten()
         .any(|p| p.wants_existing_tags());
-    let mut with_tags;
-    let mut values = values;
+    let mut values = values();
     if let (true, Some(k)) = (wants_tags, key) {
         // A missing object (or a delete marker) has no tags to match.
-        with_tags = values.clone();
-        with_tags.existing_tags = get::requested_object(gw, req, k).await.ok().map(|o| o.tags);
-        values = &with_tags;
+        values.existing_tags = get::requested_object(gw, req, k).await.ok().map(|o| o.tags);
     }
     iam::authorize(
         principal,
         bucket_policy.as_deref(),
         action,
         &resource,
-        values,
+        &values,
     )
 }
 

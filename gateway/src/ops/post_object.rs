@@ -285,20 +285,25 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
         }
         None => Principal::Anonymous,
     };
-    let mut values = condition_values(req);
-    values.auth_type = Some("POST");
-    values.signature_version = Some(if get("awsaccesskeyid").is_some() {
+    // Parsed once: the policy sees it, the object stores it (a malformed
+    // one is refused after the access check, as before).
+    let tagging = get("tagging").map(|t| tags::parse_xml(t.as_bytes(), tags::MAX_OBJECT_TAGS));
+    let signature_version = if get("awsaccesskeyid").is_some() {
         "AWS"
     } else {
         "AWS4-HMAC-SHA256"
-    });
-    values.request_tags =
-        get("tagging").and_then(|t| tags::parse_xml(t.as_bytes(), tags::MAX_OBJECT_TAGS).ok());
+    };
     check_as(
         gw,
         req,
         &principal,
-        &values,
+        || {
+            let mut values = condition_values(req);
+            values.auth_type = Some("POST");
+            values.signature_version = Some(signature_version);
+            values.request_tags = tagging.as_ref().and_then(|t| t.as_ref().ok()).cloned();
+            values
+        },
         "s3:PutObject",
         req.bucket(),
         Some(&key),
@@ -320,10 +325,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
     }
     let mut meta = object_meta(&headers)?;
     meta.storage_class = Some(class);
-    let tags = get("tagging")
-        .map(|t| tags::parse_xml(t.as_bytes(), tags::MAX_OBJECT_TAGS))
-        .transpose()?
-        .unwrap_or_default();
+    let tags = tagging.transpose()?.unwrap_or_default();
 
     // Stream the file, within the policy's content-length-range.
     let tap = Arc::new(HashTap::start(true, Some(ChecksumAlgorithm::Crc64Nvme)));
