@@ -155,8 +155,7 @@ async fn silent_and_idle_connections_are_closed_while_requests_are_served() {
     half.write_all(b"PRI * HTT").await.unwrap();
     // A connection that served a request and then went idle.
     let mut idle = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
-    let head =
-        signed_head(&s, &[], "GET", "/bkt?list-type=2", 0).replace("connection: close\r\n", "");
+    let head = signed_head(&s, "GET", "/bkt?list-type=2", &[], 0, &[]);
     idle.write_all(head.as_bytes()).await.unwrap();
     // Normal requests are served meanwhile.
     for i in 0..20 {
@@ -240,7 +239,7 @@ async fn a_trickling_body_is_cut_at_the_body_deadline() {
     let s = Server::start_with(1, &["--body-timeout", "3", "--body-min-rate", "1024"]);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    let head = signed_head(&s, &[], "PUT", "/bkt/slow", 100);
+    let head = signed_head(&s, "PUT", "/bkt/slow", &[], 100, &[("connection", "close")]);
     let mut sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
     sock.write_all(head.as_bytes()).await.unwrap();
     let started = std::time::Instant::now();

@@ -488,13 +488,14 @@ pub fn partial_request(
     close: bool,
 ) -> String {
     use std::io::{Read, Write};
-    let body = vec![b'z'; body_len];
-    let head = signed_head(s, extra, method, path, body_len);
+    let mut unsigned = extra.to_vec();
+    unsigned.push(("connection", "close"));
+    let head = signed_head(s, method, path, &[], body_len, &unsigned);
     let mut sock = std::net::TcpStream::connect(&s.addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     sock.write_all(head.as_bytes()).unwrap();
-    sock.write_all(&body[..send]).unwrap();
+    sock.write_all(&vec![b'z'; send]).unwrap();
     if close {
         sock.shutdown(std::net::Shutdown::Write).unwrap();
     }
@@ -503,29 +504,32 @@ pub fn partial_request(
     out
 }
 
-/// The head of a root-signed HTTP/1.1 request with an UNSIGNED-PAYLOAD
-/// body of `body_len` bytes (`extra` headers added unsigned), ending in
-/// `connection: close` and the blank line.
+/// The head of a root-signed HTTP/1.1 request with `signed` headers and an
+/// UNSIGNED-PAYLOAD body of `body_len` bytes, then the `unsigned` headers
+/// and the blank line.
 pub fn signed_head(
     s: &Server,
-    extra: &[(&str, &str)],
     method: &str,
     path: &str,
+    signed: &[(&'static str, String)],
     body_len: usize,
+    unsigned: &[(&str, &str)],
 ) -> String {
-    let mut raw = Raw::new(method, format!("{}{path}", s.endpoint)).body(vec![b'z'; body_len]);
+    let mut raw = Raw::new(method, format!("{}{path}", s.endpoint));
     raw.signed_payload = false;
+    for (k, v) in signed {
+        raw = raw.header(k, v.clone());
+    }
     let req = raw.signed(USER, SECRET, "us-east-1", None);
     let mut head = format!("{method} {path} HTTP/1.1\r\n");
     for (k, v) in req.headers() {
         head.push_str(&format!("{}: {}\r\n", k, v.to_str().unwrap()));
     }
-    for (k, v) in extra {
+    head.push_str(&format!("content-length: {body_len}\r\n"));
+    for (k, v) in unsigned {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
-    head.push_str(&format!(
-        "content-length: {body_len}\r\nconnection: close\r\n\r\n"
-    ));
+    head.push_str("\r\n");
     head
 }
 

@@ -7,10 +7,11 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::harness::{Raw, Server, SECRET, USER};
+use super::control;
+use crate::harness::{signed_head, Server};
 
 /// When the client closes the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +24,9 @@ pub enum Window {
     AfterBody,
     /// This long after the last body byte (while the server commits).
     Commit(Duration),
+    /// As soon as the server has reached this fault point (one that holds
+    /// the commit open) after the last body byte.
+    AtPoint(&'static str),
 }
 
 impl Window {
@@ -32,14 +36,13 @@ impl Window {
             Window::BeforeBody => "before_body",
             Window::DuringBody => "during_body",
             Window::AfterBody => "after_body",
-            Window::Commit(_) => "commit",
+            Window::Commit(_) | Window::AtPoint(_) => "commit",
         }
     }
 }
 
 /// Sends `method path` (path with its query) with `headers` and `body`,
 /// signed with UNSIGNED-PAYLOAD, and closes the connection in `window`.
-/// Returns what the server answered before the close (usually nothing).
 pub async fn cut(
     s: &Server,
     method: &str,
@@ -47,18 +50,13 @@ pub async fn cut(
     headers: &[(&'static str, String)],
     body: &[u8],
     window: Window,
-) -> String {
-    let mut raw = Raw::new(method, format!("{}{path}", s.endpoint)).body(body.to_vec());
-    raw.signed_payload = false;
-    for (k, v) in headers {
-        raw = raw.header(k, v.clone());
-    }
-    let req = raw.signed(USER, SECRET, "us-east-1", None);
-    let mut head = format!("{method} {path} HTTP/1.1\r\n");
-    for (k, v) in req.headers() {
-        head.push_str(&format!("{}: {}\r\n", k, v.to_str().unwrap()));
-    }
-    head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+) {
+    let arrived = |c: &control::Counts, point: &str| c.points.get(point).map_or(0, |p| p.0);
+    let before = match window {
+        Window::AtPoint(point) => arrived(&control::counts(s).await, point),
+        _ => 0,
+    };
+    let head = signed_head(s, method, path, headers, body.len(), &[]);
     let mut sock = TcpStream::connect(&s.addr).await.unwrap();
     sock.set_nodelay(true).unwrap();
     let _ = sock.write_all(head.as_bytes()).await;
@@ -78,14 +76,17 @@ pub async fn cut(
             let _ = sock.write_all(body).await;
             tokio::time::sleep(wait).await;
         }
+        Window::AtPoint(point) => {
+            let _ = sock.write_all(body).await;
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while arrived(&control::counts(s).await, point) <= before {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{method} {path} never reached {point}"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
     }
-    // Whatever arrived already, without waiting for more.
-    let mut answer = vec![0u8; 4096];
-    let got = match tokio::time::timeout(Duration::from_millis(1), sock.read(&mut answer)).await {
-        Ok(Ok(n)) => n,
-        _ => 0,
-    };
     let _ = sock.shutdown().await;
-    drop(sock);
-    String::from_utf8_lossy(&answer[..got]).into_owned()
 }

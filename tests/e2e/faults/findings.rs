@@ -49,7 +49,7 @@ async fn a_client_that_goes_away_during_an_overwrite_loses_nothing() {
     let r = Recorder::new(&s, &h, "over");
     bucket(&r, false).await;
     // Disk 1 answers its record writes 300 ms late; the client closes
-    // its connection 100 ms after the body, while they are written.
+    // its connection once they are being written.
     control::set(&s, "set.record.stored", "return(sleep:300@disk1)").await;
     let trials = 6;
     let mut keys = Vec::new();
@@ -68,7 +68,7 @@ async fn a_client_that_goes_away_during_an_overwrite_loses_nothing() {
             &format!("/over/{key}"),
             &[],
             &body_of(v2, 1_500_000),
-            Window::Commit(Duration::from_millis(100)),
+            Window::AtPoint("set.record.stored"),
         )
         .await;
         h.complete(op, Outcome::Unknown("connection closed".into()), None, None);
@@ -300,15 +300,7 @@ async fn a_cancelled_or_failed_upload_part_never_lists_a_part_without_data() {
         let path = format!("/parts/{key}?partNumber=1&uploadId={id}");
         let body = body_of(value, 400_000);
         if i == 0 {
-            cut(
-                &s,
-                "PUT",
-                &path,
-                &[],
-                &body,
-                Window::Commit(Duration::from_millis(100)),
-            )
-            .await;
+            cut(&s, "PUT", &path, &[], &body, Window::AtPoint("part.stored")).await;
             tokio::time::sleep(Duration::from_millis(400)).await;
         } else {
             let e = r.upload_part(&key, &id, 1, body).await;
