@@ -519,7 +519,7 @@ impl MetaStore {
             let completed = match w.put.completes {
                 Some(u) if completed_here.insert(u) => {
                     match self.drop_upload_into(&mut batch, &w.ns, &w.key, u) {
-                        Ok(parts) => parts,
+                        Ok(parts) => parts.unwrap_or_default(),
                         Err(e) => {
                             out.push(Err(e));
                             continue;
@@ -581,26 +581,26 @@ impl MetaStore {
     }
 
     /// Adds the removal of upload `upload_id` of `ns/key` and of all its
-    /// parts to `batch` (nothing when this disk does not hold it); returns
-    /// the parts. The caller holds the upload's lock stripe.
+    /// parts to `batch`; returns the parts, or `None` when this disk does
+    /// not hold the upload. The caller holds the upload's lock stripe.
     fn drop_upload_into(
         &self,
         batch: &mut WriteBatch,
         ns: &[u8],
         key: &[u8],
         upload_id: Uuid,
-    ) -> Result<Vec<PartEntry>, DiskError> {
+    ) -> Result<Option<Vec<PartEntry>>, DiskError> {
         let mut uk = ns_key(ns, key);
         uk.extend_from_slice(upload_id.as_bytes());
         if self.db.get_cf(self.cf(CF_UPLOADS), &uk)?.is_none() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let (parts, _) = self.list_parts(upload_id, 0, usize::MAX)?;
         batch.delete_cf(self.cf(CF_UPLOADS), &uk);
         for p in &parts {
             batch.delete_cf(self.cf(CF_PARTS), part_key(upload_id, p.number));
         }
-        Ok(parts)
+        Ok(Some(parts))
     }
 
     /// `record` with a listing projection made from its body when it has
@@ -894,18 +894,11 @@ impl MetaStore {
         key: &[u8],
         upload_id: Uuid,
     ) -> Result<Vec<PartEntry>, DiskError> {
-        let mut k = ns_key(ns, key);
-        k.extend_from_slice(upload_id.as_bytes());
         let _g = self.lock_for(upload_id.as_bytes());
-        if self.db.get_cf(self.cf(CF_UPLOADS), &k)?.is_none() {
-            return Err(DiskError::NotFound);
-        }
-        let (parts, _) = self.list_parts(upload_id, 0, usize::MAX)?;
         let mut batch = WriteBatch::default();
-        batch.delete_cf(self.cf(CF_UPLOADS), &k);
-        for p in &parts {
-            batch.delete_cf(self.cf(CF_PARTS), part_key(upload_id, p.number));
-        }
+        let parts = self
+            .drop_upload_into(&mut batch, ns, key, upload_id)?
+            .ok_or(DiskError::NotFound)?;
         self.db.write_opt(batch, &sync_writes())?;
         Ok(parts)
     }

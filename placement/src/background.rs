@@ -13,7 +13,7 @@ use disk_engine::Disk;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::locks::{ask, release, writer_lease_name};
+use crate::locks::{ask, release, renew, take, writer_lease_name};
 
 /// The name leased for background work.
 const BACKGROUND_NAME: &[u8] = b"\0granary-background";
@@ -72,11 +72,6 @@ impl BackgroundLease {
     }
 }
 
-/// How long a writer lease lasts unless renewed.
-const WRITER_LEASE: Duration = Duration::from_secs(30);
-/// How often a process renews its writer lease.
-const WRITER_RENEW: Duration = Duration::from_secs(10);
-
 /// Holds this process's writer lease on `disks` (renewed until
 /// `shutdown`): while it is held, garbage collection elsewhere treats the
 /// data this process staged as being written (see `gc.rs`).
@@ -86,19 +81,13 @@ pub(crate) fn keep_writer_lease(
 ) -> tokio::task::JoinHandle<()> {
     let owner = crate::store::instance();
     let names = vec![writer_lease_name(owner)];
+    let what = "the writer lease";
     tokio::spawn(async move {
-        loop {
-            let (granted, _) = ask(&disks, &names, owner, WRITER_LEASE).await;
-            if granted < disks.len() / 2 + 1 {
-                tracing::warn!(granted, "the writer lease is held on too few disks");
-            }
-            tokio::select! {
-                _ = shutdown.cancelled() => {
-                    release(Arc::new(disks), names, owner).await;
-                    return;
-                }
-                _ = tokio::time::sleep(WRITER_RENEW) => {}
-            }
+        let disks = Arc::new(disks);
+        take(&disks, &names, owner, what).await;
+        tokio::select! {
+            _ = shutdown.cancelled() => release(disks, names, owner).await,
+            _ = renew(disks.clone(), names.clone(), owner, what) => {}
         }
     })
 }

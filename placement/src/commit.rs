@@ -30,7 +30,7 @@
 use std::sync::atomic::Ordering;
 
 use disk_engine::{
-    failpoint, DiskError, PartEntry, PutRecordOutcome, Record, RecordPut, Stamp, VersionId,
+    failpoint, DiskError, PartEntry, PutRecordOutcome, Record, RecordPut, ShardId, Stamp, VersionId,
 };
 use futures::future::join_all;
 use uuid::Uuid;
@@ -44,16 +44,6 @@ use crate::set::{now_ns, version_key, ErasureSet, KeyState};
 /// write of the same version (only another writer racing without the
 /// key's lock could cause it).
 const RESTAMPS: usize = 2;
-
-/// The data ids the versions of `state` other than `version` refer to.
-fn others_data(state: &KeyState, version: VersionId) -> Vec<Uuid> {
-    state
-        .versions
-        .iter()
-        .filter(|v| v.record.version != version)
-        .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
-        .collect()
-}
 
 /// What travels in a version's record write besides the record.
 #[derive(Clone, Copy, Default)]
@@ -71,8 +61,8 @@ pub(crate) struct Carried<'a> {
 pub(crate) struct Committed {
     /// The version as stored.
     pub object: ObjectRecord,
-    /// Per disk slot, the parts of the completed upload it removed.
-    pub completed: Vec<(usize, Vec<PartEntry>)>,
+    /// The parts of the completed upload each disk removed, by slot.
+    pub completed: Vec<(usize, PartEntry)>,
 }
 
 impl ErasureSet {
@@ -138,7 +128,7 @@ impl ErasureSet {
         let stamp = self.stamp_past(state);
         object.mtime_ns = stamp.mtime_ns;
         object.version_id = versioned.then_some(stamp.write_id);
-        let keep = others_data(state, version_key(object.version_id));
+        let keep = state.data_ids(Some(version_key(object.version_id)));
         self.write_record(ns, key, object, targets, stamp, carried, true, Some(keep))
             .await
     }
@@ -156,7 +146,7 @@ impl ErasureSet {
         seen: &KeyState,
     ) -> Result<ObjectRecord, Error> {
         let stamp = self.stamp_past(seen);
-        let keep = others_data(seen, version_key(object.version_id));
+        let keep = seen.data_ids(Some(version_key(object.version_id)));
         self.write_record(
             ns,
             key,
@@ -244,7 +234,9 @@ impl ErasureSet {
             writing.reached_every_disk(stored == self.width());
             drop(writing);
             if stored >= self.quorum.write {
-                return Ok(self.committed(ns, key, object, rec, results, &keep).await);
+                return Ok(self
+                    .committed(ns, key, object, rec, results, stored, keep)
+                    .await);
             }
             let newer = results
                 .iter()
@@ -286,6 +278,7 @@ impl ErasureSet {
     /// data of the write the new one replaced there, except what any
     /// version the disk now holds for the key refers to (the new one
     /// included), and releases tier objects no longer referred to.
+    #[allow(clippy::too_many_arguments)]
     async fn committed(
         &self,
         ns: &str,
@@ -293,12 +286,9 @@ impl ErasureSet {
         object: ObjectRecord,
         record: Record,
         results: Vec<Option<Result<PutRecordOutcome, DiskError>>>,
-        others: &Option<Vec<Uuid>>,
+        stored: usize,
+        others: Option<Vec<Uuid>>,
     ) -> Committed {
-        let stored = results
-            .iter()
-            .filter(|r| matches!(r, Some(Ok(PutRecordOutcome::Stored { .. }))))
-            .count();
         if stored < self.width() {
             self.repair
                 .stats
@@ -307,6 +297,13 @@ impl ErasureSet {
         }
         failpoint::hit("set.record.quorum", "").await;
         let item = [(key.as_bytes().to_vec(), record.version)];
+        // What the key's versions refer to, the new one included: known
+        // from the commit's view, or asked of each disk.
+        let with_new = |mut keep: Vec<Uuid>| {
+            keep.extend(object.data_ids());
+            keep
+        };
+        let known = others.map(with_new);
         let mut released = Vec::new();
         let mut completed = Vec::new();
         for (slot, r) in results.into_iter().enumerate() {
@@ -316,16 +313,18 @@ impl ErasureSet {
             })) = r
             {
                 if let Some(old) = replaced {
-                    let keep = match others {
-                        Some(k) => Some(k.clone()),
-                        None => self.referenced_on(slot, ns, &item).await,
+                    let keep = match &known {
+                        Some(k) => Some(std::borrow::Cow::Borrowed(k)),
+                        None => self
+                            .referenced_on(slot, ns, &item)
+                            .await
+                            .map(|k| std::borrow::Cow::Owned(with_new(k))),
                     };
-                    if let Some(mut keep) = keep {
-                        keep.extend(object.data_ids());
+                    if let Some(keep) = keep {
                         released.extend(self.free_record_data(slot, &old, &keep).await);
                     }
                 }
-                completed.push((slot, parts));
+                completed.extend(parts.into_iter().map(|p| (slot, p)));
             }
         }
         released.retain(|t| object.tiered.as_ref() != Some(t));
@@ -390,6 +389,19 @@ impl ErasureSet {
         self.cache.forget(id);
         if let Err(e) = packed::delete_data(&self.disks[slot], id, packed).await {
             tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free object data");
+        }
+    }
+
+    /// Frees the shard files of data `id` on every disk at once.
+    pub(crate) async fn free_everywhere(&self, id: Uuid) {
+        self.cache.forget(id);
+        let results = self
+            .each_disk(|_, d| async move { d.delete_shard(ShardId(id)).await })
+            .await;
+        for (slot, r) in results.into_iter().enumerate() {
+            if let Err(e) = r {
+                tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free object data");
+            }
         }
     }
 

@@ -26,7 +26,7 @@ use crate::objects::WriteOptions;
 use crate::record::{
     self, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord, Versioning,
 };
-use crate::set::KeyState;
+use crate::set::{DiskRecords, KeyState};
 use crate::store::Store;
 
 impl Store {
@@ -83,14 +83,17 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let _guard = self.set.locks.lock(bucket, key).await?;
         failpoint::hit("complete.before", "").await;
-        if let Some(done) = self.completion_of(bucket, key, upload_id).await? {
+        // Read once under the lock: for an earlier completion, and for the
+        // new version's place among the key's versions.
+        let records = self.set.read_records(bucket, key).await;
+        if let Some(done) = self.completion_in(&records, upload_id)? {
             return self.finish_completion(bucket, key, upload_id, done).await;
         }
         // Read under the lock: completed or aborted while we waited?
         let upload = self.get_upload(bucket, key, upload_id).await?;
         if upload.part_pool().is_some() {
             return self
-                .complete_tiered_upload(bucket, key, upload_id, upload, parts, meta, opts)
+                .complete_tiered_upload(bucket, key, upload_id, upload, parts, meta, opts, records)
                 .await;
         }
         let record = ObjectRecord::new_version(
@@ -101,12 +104,12 @@ impl Store {
             upload.tags.clone(),
             None,
         );
-        let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
+        let (versioning, state) = self.prepare_version_from(bucket, opts, records).await?;
         let committed = self
             .commit_completion(bucket, key, upload_id, record, versioning, &state)
             .await?;
         let keep: Vec<Uuid> = committed.object.data_ids().collect();
-        let dropped = flatten(committed.completed);
+        let dropped = committed.completed;
         self.free_parts(None, dropped, &keep).await;
         failpoint::hit("complete.dropped", "").await;
         Ok(committed.object)
@@ -126,10 +129,11 @@ impl Store {
         parts: Vec<PartRecord>,
         meta: ObjectMeta,
         opts: &WriteOptions,
+        records: DiskRecords,
     ) -> Result<ObjectRecord, Error> {
         let pool = upload.part_pool().unwrap_or(crate::tier::COLD_TIER);
         let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
-        let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
+        let (versioning, state) = self.prepare_version_from(bucket, opts, records).await?;
         let tier = self
             .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
             .await?;
@@ -148,7 +152,7 @@ impl Store {
             .commit_completion(bucket, key, upload_id, record, versioning, &state)
             .await?;
         let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
-        self.free_parts(Some(pool), flatten(committed.completed), &keep)
+        self.free_parts(Some(pool), committed.completed, &keep)
             .await;
         failpoint::hit("complete.dropped", "").await;
         Ok(committed.object)
@@ -193,20 +197,27 @@ impl Store {
         key: &str,
         upload_id: Uuid,
     ) -> Result<Option<Record>, Error> {
-        let results = self
-            .set
-            .each_disk(|_, d| async move { d.get_records(bucket.as_bytes(), key.as_bytes()).await })
-            .await;
-        self.set.require_read_quorum(&results)?;
-        Ok(results
-            .into_iter()
+        let records = self.set.read_records(bucket, key).await;
+        self.completion_in(&records, upload_id)
+    }
+
+    /// [`Self::completion_of`] among records already read.
+    pub(crate) fn completion_in(
+        &self,
+        records: &DiskRecords,
+        upload_id: Uuid,
+    ) -> Result<Option<Record>, Error> {
+        self.set.require_read_quorum(records)?;
+        Ok(records
+            .iter()
             .flatten()
             .flatten()
             .filter(|r| {
                 record::decode::<ObjectRecord>(&r.body)
                     .is_ok_and(|o| o.upload_id == Some(upload_id))
             })
-            .max_by_key(|r| r.stamp))
+            .max_by_key(|r| r.stamp)
+            .cloned())
     }
 
     /// Finishes a completion that reached some disks: writes its very
@@ -226,7 +237,7 @@ impl Store {
         };
         let committed = self.set.repeat_record(bucket, key, done, carried).await?;
         let object = committed.object;
-        let dropped = flatten(committed.completed);
+        let dropped = committed.completed;
         if !dropped.is_empty() {
             let mut keep: Vec<Uuid> = object.data_ids().collect();
             let pool = object.tiered.as_ref().map(|t| t.tier.clone());
@@ -241,11 +252,7 @@ impl Store {
     /// The data ids every visible version of a key refers to, with the
     /// data of the tier objects they refer to.
     pub(crate) async fn data_of_versions(&self, state: &KeyState) -> Vec<Uuid> {
-        let mut keep: Vec<Uuid> = state
-            .versions
-            .iter()
-            .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
-            .collect();
+        let mut keep = state.data_ids(None);
         for t in state
             .versions
             .iter()
@@ -255,14 +262,4 @@ impl Store {
         }
         keep
     }
-}
-
-/// Per-disk lists of parts as one list of (slot, part).
-fn flatten(
-    completed: Vec<(usize, Vec<disk_engine::PartEntry>)>,
-) -> Vec<(usize, disk_engine::PartEntry)> {
-    completed
-        .into_iter()
-        .flat_map(|(slot, parts)| parts.into_iter().map(move |p| (slot, p)))
-        .collect()
 }

@@ -151,12 +151,13 @@ impl Store {
     }
 
     async fn gc_pass(&self) -> Result<(), Error> {
-        let mut sets = vec![self.set.clone()];
-        sets.extend(self.tier_pools().into_iter().map(|(_, p)| p.set.clone()));
+        let all_sets: Vec<Arc<ErasureSet>> = std::iter::once(self.set.clone())
+            .chain(self.tier_pools().into_iter().map(|(_, p)| p.set.clone()))
+            .collect();
         let mut skipped = Vec::new();
         // 1. Every file and piece.
         let mut scans = Vec::new();
-        for set in sets {
+        for set in all_sets.iter().cloned() {
             match list_files(&set).await {
                 Ok((shards, pieces)) => scans.push(SetScan {
                     set,
@@ -171,9 +172,10 @@ impl Store {
         failpoint::hit("gc.listed", "").await;
         // 2. Staged entries.
         let mut protected: HashSet<Uuid> = HashSet::new();
+        let mut owners = HashMap::new();
         let mut kept = Vec::new();
         for mut scan in scans {
-            match self.staged_in(&scan.set, &mut protected).await {
+            match self.staged_in(&scan.set, &mut protected, &mut owners).await {
                 Ok((dead, staged)) => {
                     scan.dead = dead;
                     scan.staged = staged;
@@ -184,9 +186,6 @@ impl Store {
         }
         // 3 and 4. Part records, then version records, of every set.
         let mut referenced: HashSet<Uuid> = HashSet::new();
-        let all_sets: Vec<Arc<ErasureSet>> = std::iter::once(self.set.clone())
-            .chain(self.tier_pools().into_iter().map(|(_, p)| p.set.clone()))
-            .collect();
         for set in &all_sets {
             part_references(set, &mut referenced).await?;
         }
@@ -207,10 +206,12 @@ impl Store {
     /// Reads the staged entries of every disk of `set`: ids of live owners
     /// go into `protected`; returns, per slot, those of dead owners and all
     /// of them. Fails (the set is skipped) unless every disk answers.
+    /// `owners` keeps, for the pass, whether each owner seen is alive.
     async fn staged_in(
         &self,
         set: &ErasureSet,
         protected: &mut HashSet<Uuid>,
+        owners: &mut HashMap<Uuid, bool>,
     ) -> Result<(Vec<Vec<Uuid>>, Vec<Vec<Uuid>>), String> {
         let results = set
             .each_disk(|_, d| async move { d.list_staged().await })
@@ -226,7 +227,15 @@ impl Store {
             })?;
             let mut dead_here = Vec::new();
             for s in &entries {
-                if self.owner_alive(s.owner).await {
+                let alive = match owners.get(&s.owner) {
+                    Some(a) => *a,
+                    None => {
+                        let a = self.owner_alive(s.owner).await;
+                        owners.insert(s.owner, a);
+                        a
+                    }
+                };
+                if alive {
                     protected.insert(s.id);
                 } else {
                     dead_here.push(s.id);

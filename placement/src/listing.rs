@@ -232,13 +232,7 @@ impl ErasureSet {
                 })
             })
             .collect();
-        let answered = pages.iter().filter(|p| p.is_ok()).count();
-        if answered < self.quorum.read {
-            return Err(Error::ReadQuorum {
-                needed: self.quorum.read,
-                got: answered,
-            });
-        }
+        self.require_read_quorum(&pages)?;
         let (mut merged, horizon) = merge_pages(pages, Vec::new);
         let last = merged.last().map(|(k, _)| k.clone());
         let keys = if merged.len() >= PARALLEL_RESOLVE_KEYS {

@@ -143,7 +143,7 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
     loop {
         let (granted, answered) = ask(&disks, &names, owner, LEASE).await;
         if granted >= quorum {
-            let renew = tokio::spawn(renew(disks.clone(), names.clone(), owner));
+            let renew = tokio::spawn(renew(disks.clone(), names.clone(), owner, "a held lock"));
             return Ok(Lease {
                 names,
                 owner,
@@ -190,18 +190,30 @@ pub(crate) async fn ask(
     )
 }
 
-async fn renew(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
+/// Takes the leases `names` for `owner` on `disks` (`LEASE` long); warns,
+/// naming `what`, when fewer than a majority granted them.
+pub(crate) async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid, what: &str) {
     let quorum = disks.len() / 2 + 1;
+    let (granted, _) = ask(disks, names, owner, LEASE).await;
+    if granted < quorum {
+        tracing::warn!(
+            granted,
+            quorum,
+            "{what} could not be leased on a majority of disks"
+        );
+    }
+}
+
+/// Renews held leases every `RENEW` until dropped.
+pub(crate) async fn renew(
+    disks: Arc<Vec<Arc<dyn Disk>>>,
+    names: Vec<Vec<u8>>,
+    owner: Uuid,
+    what: &'static str,
+) {
     loop {
         tokio::time::sleep(RENEW).await;
-        let (granted, _) = ask(&disks, &names, owner, LEASE).await;
-        if granted < quorum {
-            tracing::warn!(
-                granted,
-                quorum,
-                "a held lock could not be renewed on a majority"
-            );
-        }
+        take(&disks, &names, owner, what).await;
     }
 }
 

@@ -91,25 +91,8 @@ impl Store {
                 async move { d.put_upload(bucket.as_bytes(), entry).await }
             })
             .await;
-        self.require_write_quorum(&results)?;
+        self.set.require_write_quorum(&results)?;
         Ok(upload_id)
-    }
-
-    pub(crate) fn require_write_quorum<T>(
-        &self,
-        results: &[Result<T, DiskError>],
-    ) -> Result<(), Error> {
-        let ok = results.iter().filter(|r| r.is_ok()).count();
-        if ok < self.set.quorum.write {
-            if results.iter().any(|r| matches!(r, Err(DiskError::Full))) {
-                return Err(Error::DiskFull);
-            }
-            return Err(Error::WriteQuorum {
-                needed: self.set.quorum.write,
-                got: ok,
-            });
-        }
-        Ok(())
     }
 
     /// An upload's state (`NoSuchUpload` if it does not exist).
@@ -219,8 +202,8 @@ impl Store {
         };
         failpoint::hit("part.staged", "").await;
         let _guard = self.set.locks.lock(bucket, key).await?;
+        // The set `write_part_data` staged the data in.
         let part_set = self.part_set(upload)?;
-        let data_set = staged.owner().cloned();
         // Staged entries in the upload's own set go with the part records;
         // in another pool's, they are removed once the records are written.
         let staged_ids = staged.hand_over();
@@ -250,15 +233,16 @@ impl Store {
         let outcome = if gone >= self.set.quorum.read {
             Err(Error::NoSuchUpload)
         } else {
-            self.require_write_quorum(&results)
+            self.set.require_write_quorum(&results)
         };
         if let Err(e) = outcome {
             // Nothing is freed. Data no part record refers to goes now; the
             // rest is judged by the part records that landed.
             for id in staged_ids {
-                match (stored, &data_set) {
-                    (0, Some(set)) => set.discard_later(id),
-                    _ => part_set.unstage(id).await,
+                if stored == 0 {
+                    part_set.discard_later(id);
+                } else {
+                    part_set.unstage(id).await;
                 }
             }
             return Err(e);
@@ -306,9 +290,7 @@ impl Store {
         elsewhere.dedup();
         if let (Some(pool), false) = (pool.and_then(|p| self.tier_pool(p)), elsewhere.is_empty()) {
             for id in elsewhere {
-                for slot in 0..pool.set.width() {
-                    pool.set.free_data(slot, id, false).await;
-                }
+                pool.set.free_everywhere(id).await;
             }
         }
     }
@@ -430,11 +412,12 @@ impl Store {
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
         let _guard = self.set.locks.lock(bucket, key).await?;
-        if let Some(done) = self.completion_of(bucket, key, upload_id).await? {
+        let records = self.set.read_records(bucket, key).await;
+        if let Some(done) = self.completion_in(&records, upload_id)? {
             self.finish_completion(bucket, key, upload_id, done).await?;
             return Err(Error::NoSuchUpload);
         }
-        let state = self.set.resolve_key(bucket, key).await?;
+        let state = self.set.resolve_records(records)?;
         let keep = self.data_of_versions(&state).await;
         self.drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
             .await

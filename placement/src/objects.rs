@@ -13,7 +13,7 @@ use crate::current::{ObjectPage, Objects};
 use crate::error::Error;
 use crate::read::ObjectStream;
 use crate::record::{ObjectMeta, ObjectRecord, ObjectSummary, PartRef, Versioning};
-use crate::set::{version_key, KeyState, Resolved};
+use crate::set::{version_key, DiskRecords, KeyState, Resolved};
 use crate::store::Store;
 use crate::write::{BodyStream, StagedData};
 
@@ -261,8 +261,20 @@ impl Store {
         key: &str,
         opts: &WriteOptions,
     ) -> Result<(Versioning, KeyState), Error> {
+        let records = self.set.read_records(bucket, key).await;
+        self.prepare_version_from(bucket, opts, records).await
+    }
+
+    /// [`Self::prepare_version`] from the key's records already read under
+    /// the lock.
+    pub(crate) async fn prepare_version_from(
+        &self,
+        bucket: &str,
+        opts: &WriteOptions,
+        records: DiskRecords,
+    ) -> Result<(Versioning, KeyState), Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        let state = self.set.resolve_key(bucket, key).await?;
+        let state = self.set.resolve_records(records)?;
         check_condition(&state, opts)?;
         Ok((versioning, state))
     }

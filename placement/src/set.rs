@@ -22,6 +22,9 @@ use crate::locks::KeyLocks;
 use crate::record::{self, ObjectRecord, ObjectSummary, TierRef};
 use crate::repair::RepairQueue;
 
+/// Each disk's records of one key, or why it did not answer.
+pub(crate) type DiskRecords = Vec<Result<Vec<Record>, DiskError>>;
+
 /// Default bytes per shard block. Reed–Solomon runs fastest on 64–256 KiB
 /// blocks (they stay in cache) and one CRC64 per block costs nothing.
 pub const DEFAULT_BLOCK_SIZE: u32 = 256 << 10;
@@ -126,6 +129,15 @@ impl KeyState {
     /// The newest visible version.
     pub fn latest(&self) -> Option<&Resolved> {
         self.versions.first()
+    }
+
+    /// The data ids the visible versions refer to, but `except`'s.
+    pub(crate) fn data_ids(&self, except: Option<VersionId>) -> Vec<Uuid> {
+        self.versions
+            .iter()
+            .filter(|v| Some(v.record.version) != except)
+            .flat_map(|v| v.object.data_ids())
+            .collect()
     }
 }
 
@@ -325,6 +337,25 @@ impl ErasureSet {
         Ok(())
     }
 
+    /// `WriteQuorum` (`DiskFull` when a disk was full) unless a write
+    /// quorum of `results` succeeded.
+    pub(crate) fn require_write_quorum<T>(
+        &self,
+        results: &[Result<T, DiskError>],
+    ) -> Result<(), Error> {
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        if ok < self.quorum.write {
+            if results.iter().any(|r| matches!(r, Err(DiskError::Full))) {
+                return Err(Error::DiskFull);
+            }
+            return Err(Error::WriteQuorum {
+                needed: self.quorum.write,
+                got: ok,
+            });
+        }
+        Ok(())
+    }
+
     /// `ReadQuorum` unless a read quorum of `results` are answers.
     pub(crate) fn require_read_quorum<T>(
         &self,
@@ -345,10 +376,13 @@ impl ErasureSet {
     /// is ambiguous (an error) when no write of it reaches R but one might
     /// have been acknowledged on disks that did not answer.
     pub(crate) async fn resolve_key(&self, ns: &str, key: &str) -> Result<KeyState, Error> {
-        let results = self
-            .each_disk(|_, d| async move { d.get_records(ns.as_bytes(), key.as_bytes()).await })
-            .await;
-        self.resolve_records(results)
+        self.resolve_records(self.read_records(ns, key).await)
+    }
+
+    /// Every disk's records of `key`, as read (see [`Self::resolve_records`]).
+    pub(crate) async fn read_records(&self, ns: &str, key: &str) -> DiskRecords {
+        self.each_disk(|_, d| async move { d.get_records(ns.as_bytes(), key.as_bytes()).await })
+            .await
     }
 
     /// Resolution over per-disk record lists (see [`Self::resolve_key`]).
@@ -357,14 +391,9 @@ impl ErasureSet {
         results: Vec<Result<Vec<Record>, DiskError>>,
     ) -> Result<KeyState<T>, Error> {
         let n = self.width();
+        self.require_read_quorum(&results)?;
         let responded: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
         let answered = responded.iter().filter(|r| **r).count();
-        if answered < self.quorum.read {
-            return Err(Error::ReadQuorum {
-                needed: self.quorum.read,
-                got: answered,
-            });
-        }
         let newest = results
             .iter()
             .flatten()

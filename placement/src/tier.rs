@@ -285,11 +285,7 @@ impl Store {
             return Vec::new();
         };
         match pool.set.resolve_key(TIER_NS, &tier.id.to_string()).await {
-            Ok(state) => state
-                .versions
-                .iter()
-                .flat_map(|v| v.object.data_ids().collect::<Vec<_>>())
-                .collect(),
+            Ok(state) => state.data_ids(None),
             Err(_) => Vec::new(),
         }
     }

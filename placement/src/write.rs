@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use disk_engine::{DiskError, ShardId, ShardWriter};
+use disk_engine::{DiskError, ShardWriter};
 use futures::future::join_all;
 use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
@@ -63,11 +63,6 @@ impl StagedData {
             _ => Vec::new(),
         }
     }
-
-    /// The set the data is staged in, while it has not been handed over.
-    pub(crate) fn owner(&self) -> Option<&Arc<ErasureSet>> {
-        self.owner.as_ref()
-    }
 }
 
 impl Drop for StagedData {
@@ -104,12 +99,7 @@ impl ErasureSet {
         let results = self
             .each_disk(|_, d| async move { d.stage(vec![id], owner).await })
             .await;
-        let ok = results.iter().filter(|r| r.is_ok()).count();
-        if ok < self.quorum.write {
-            let errors: Vec<DiskError> = results.into_iter().filter_map(Result::err).collect();
-            return Err(quorum_error(self, ok, &errors));
-        }
-        Ok(())
+        self.require_write_quorum(&results)
     }
 
     /// Removes staged data `id` that no record refers to: its shard files
@@ -122,9 +112,7 @@ impl ErasureSet {
             return;
         };
         h.spawn(async move {
-            set.cache.forget(id);
-            set.each_disk(|_, d| async move { d.delete_shard(ShardId(id)).await })
-                .await;
+            set.free_everywhere(id).await;
             set.unstage(id).await;
         });
     }
