@@ -8,7 +8,7 @@
 //! collector over it, and checks that nothing a live version or an open
 //! upload references was freed (the open uploads still complete).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -17,7 +17,10 @@ use aws_sdk_s3::Client;
 use md5::{Digest, Md5};
 use serde_json::{json, Value};
 
-use crate::harness::{enable_versioning, set_lifecycle, transition_rule, until, Server};
+use crate::harness::{
+    all_in_class, enable_versioning, set_lifecycle, start_tiered_in, tiered_dirs, transition_rule,
+    until,
+};
 
 /// Compressible, reproducible content: numbered lines naming the object.
 pub fn content(name: &str, len: usize) -> Vec<u8> {
@@ -52,20 +55,9 @@ fn md5_hex(data: &[u8]) -> String {
     hex::encode(Md5::digest(data))
 }
 
-/// The server flags the fixture was written with (and is opened with):
-/// four hot and four cold directories, transitions due at once.
-fn fixture_args(cold: &[PathBuf]) -> Vec<String> {
-    let mut args = vec!["--cold".to_string()];
-    args.extend(cold.iter().map(|d| d.display().to_string()));
-    args.extend(["--lifecycle-day-secs".into(), "1".into()]);
-    args
-}
-
-fn dirs_in(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let hot = (1..=4).map(|i| root.join(format!("hot{i}"))).collect();
-    let cold = (1..=4).map(|i| root.join(format!("cold{i}"))).collect();
-    (hot, cold)
-}
+/// The flags the fixture was written with (and is opened with) besides
+/// its four hot and four cold directories: transitions due at once.
+const FIXTURE_ARGS: [&str; 2] = ["--lifecycle-day-secs", "1"];
 
 async fn put(c: &Client, bucket: &str, key: &str, len: usize, class: Option<&str>) -> Value {
     let name = format!("{bucket}/{key}@{}", uuid::Uuid::new_v4().simple());
@@ -95,11 +87,7 @@ async fn put(c: &Client, bucket: &str, key: &str, len: usize, class: Option<&str
 async fn write_fixture() {
     let out = PathBuf::from(std::env::var("GRANARY_FIXTURE_OUT").expect("GRANARY_FIXTURE_OUT"));
     std::fs::create_dir_all(&out).unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let (hot, cold) = dirs_in(root.path());
-    let args = fixture_args(&cold);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut s = Server::start_in(root, hot.clone(), &args);
+    let (mut s, _) = start_tiered_in(tempfile::tempdir().unwrap(), &FIXTURE_ARGS);
     let c = s.client();
     let mut objects = Vec::new();
 
@@ -226,20 +214,9 @@ async fn write_fixture() {
         vec![transition_rule("cold", "old/", 0, "COLD")],
     )
     .await;
+    let old: Vec<String> = (0..3).map(|i| format!("old/{i}")).collect();
     until(60, "old/ transitioned", async || {
-        for i in 0..3 {
-            let h = c
-                .head_object()
-                .bucket("plain")
-                .key(format!("old/{i}"))
-                .send()
-                .await
-                .unwrap();
-            if h.storage_class().map(|s| s.as_str()) != Some("COLD") {
-                return false;
-            }
-        }
-        true
+        all_in_class(&c, "plain", &old, "COLD").await
     })
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -316,11 +293,10 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
         .status()
         .unwrap();
     assert!(untar.success());
-    let (hot, cold) = dirs_in(root.path());
-    let mut args = fixture_args(&cold);
-    args.extend(["--read-cache-mib".into(), "0".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = Server::start_in(root, hot.clone(), &args);
+    let (hot, _) = tiered_dirs(root.path());
+    let mut args = FIXTURE_ARGS.to_vec();
+    args.extend(["--read-cache-mib", "0"]);
+    let (s, cold) = start_tiered_in(root, &args);
     let c = s.client();
     let checked = check_objects(&c, &manifest).await;
     // The delete marker is still the current version of its key.

@@ -227,13 +227,19 @@ impl Drop for Server {
 
 /// A server with four hot and four cold directories.
 pub fn start_tiered(extra: &[&str]) -> (Server, Vec<PathBuf>) {
-    let root = tempfile::tempdir().unwrap();
-    let hot: Vec<PathBuf> = (1..=4)
-        .map(|i| root.path().join(format!("hot{i}")))
-        .collect();
-    let cold: Vec<PathBuf> = (1..=4)
-        .map(|i| root.path().join(format!("cold{i}")))
-        .collect();
+    start_tiered_in(tempfile::tempdir().unwrap(), extra)
+}
+
+/// The four hot and four cold directories of a tiered server in `root`.
+pub fn tiered_dirs(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let hot = (1..=4).map(|i| root.join(format!("hot{i}"))).collect();
+    let cold = (1..=4).map(|i| root.join(format!("cold{i}"))).collect();
+    (hot, cold)
+}
+
+/// [`start_tiered`] over the directories of `root` (which may hold data).
+pub fn start_tiered_in(root: tempfile::TempDir, extra: &[&str]) -> (Server, Vec<PathBuf>) {
+    let (hot, cold) = tiered_dirs(root.path());
     let mut args: Vec<String> = vec!["--cold".into()];
     args.extend(cold.iter().map(|d| d.display().to_string()));
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -660,6 +666,21 @@ pub fn transition_rule(
                 .storage_class(TransitionStorageClass::from(class))
                 .build(),
         )
+        .build()
+        .unwrap()
+}
+
+/// A lifecycle rule expiring what is under `prefix` `days` days after it
+/// was written.
+pub fn expiration_rule(id: &str, prefix: &str, days: i32) -> aws_sdk_s3::types::LifecycleRule {
+    use aws_sdk_s3::types::{
+        ExpirationStatus, LifecycleExpiration, LifecycleRule, LifecycleRuleFilter,
+    };
+    LifecycleRule::builder()
+        .id(id)
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix(prefix).build())
+        .expiration(LifecycleExpiration::builder().days(days).build())
         .build()
         .unwrap()
 }

@@ -8,15 +8,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
-    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, BucketVersioningStatus,
-    ExpirationStatus, LifecycleExpiration, LifecycleRule, LifecycleRuleAndOperator,
-    LifecycleRuleFilter, NoncurrentVersionExpiration, Tag, Transition, TransitionStorageClass,
-    VersioningConfiguration,
+    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, ExpirationStatus,
+    LifecycleExpiration, LifecycleRule, LifecycleRuleAndOperator, LifecycleRuleFilter,
+    NoncurrentVersionExpiration, Tag, Transition, TransitionStorageClass,
 };
 use aws_sdk_s3::Client;
 
 use crate::harness::{
-    admin, all_in_class, class_of, code, get_bytes, scrape_metrics, start_tiered, until, Pattern,
+    admin, all_in_class, class_of, code, enable_versioning, get_bytes, scrape_metrics,
+    set_lifecycle, start_tiered, until, Pattern,
 };
 
 /// Seconds in a lifecycle day in these tests.
@@ -37,10 +37,6 @@ fn transition(days: i32, class: &str) -> Transition {
         .days(days)
         .storage_class(TransitionStorageClass::from(class))
         .build()
-}
-
-async fn set_rules(c: &Client, bucket: &str, rules: Vec<LifecycleRule>) {
-    crate::harness::set_lifecycle(c, bucket, rules).await;
 }
 
 async fn put(c: &Client, bucket: &str, key: &str, body: Vec<u8>) {
@@ -116,7 +112,7 @@ async fn configurations_round_trip_and_invalid_ones_get_s3_errors() {
             .build()
             .unwrap(),
     ];
-    set_rules(&c, "rules", rules.clone()).await;
+    set_lifecycle(&c, "rules", rules.clone()).await;
     let got = c
         .get_bucket_lifecycle_configuration()
         .bucket("rules")
@@ -288,7 +284,7 @@ async fn rules_expire_and_transition_when_due_and_not_before() {
         }
         p.send().await.unwrap();
     }
-    set_rules(
+    set_lifecycle(
         &c,
         "life",
         vec![
@@ -436,16 +432,7 @@ async fn versioned_buckets_get_delete_markers_and_lose_noncurrent_versions() {
     let (s, _cold) = start_tiered(&["--lifecycle-day-secs", &DAY.to_string()]);
     let c = s.client();
     c.create_bucket().bucket("vers").send().await.unwrap();
-    c.put_bucket_versioning()
-        .bucket("vers")
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    enable_versioning(&c, "vers").await;
     put(&c, "vers", "k", b"one".to_vec()).await;
     let upload = c
         .create_multipart_upload()
@@ -454,7 +441,7 @@ async fn versioned_buckets_get_delete_markers_and_lose_noncurrent_versions() {
         .send()
         .await
         .unwrap();
-    set_rules(
+    set_lifecycle(
         &c,
         "vers",
         vec![
@@ -545,7 +532,7 @@ async fn kill_9_during_transitions_loses_nothing() {
     for i in 0..count {
         put(&c, "move", &format!("ckpt/{i:03}"), body(i)).await;
     }
-    set_rules(
+    set_lifecycle(
         &c,
         "move",
         vec![rule("cold")
@@ -627,7 +614,7 @@ async fn checkpoint_retention_keeps_exactly_the_newest_complete_directories() {
     }
     put(&c, "train", "ckpt/README", b"loose".to_vec()).await;
     // An S3 lifecycle configuration of the bucket is independent of it.
-    set_rules(
+    set_lifecycle(
         &c,
         "train",
         vec![rule("logs")

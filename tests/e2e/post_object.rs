@@ -20,6 +20,7 @@ fn hmac(key: &[u8], data: &str) -> Vec<u8> {
 const BOUNDARY: &str = "----granary-form-boundary-7MA4YWxkTrZu0gW";
 
 /// A signed form: fields in order (the file goes last).
+#[derive(Clone)]
 struct Form {
     fields: Vec<(String, String)>,
 }
@@ -135,6 +136,17 @@ impl Form {
     }
 }
 
+/// A root-signed form for `key` into bucket `uploads` under `user/`,
+/// whose policy pins `field` to `value` (and which sends it so).
+fn user_form(key: &str, field: &str, value: &str) -> Form {
+    let conds = [
+        serde_json::json!({"bucket": "uploads"}),
+        serde_json::json!(["starts-with", "$key", "user/"]),
+        serde_json::json!({ field: value }),
+    ];
+    Form::new(key, &conds, later(), USER, SECRET, &[(field, value)])
+}
+
 fn later() -> OffsetDateTime {
     OffsetDateTime::now_utc() + Duration::hours(1)
 }
@@ -179,18 +191,10 @@ async fn browser_form_uploads() {
     );
 
     // success_action_redirect: 303 to the page with bucket, key and ETag.
-    let redirect_conds = [
-        json!({"bucket": "uploads"}),
-        json!(["starts-with", "$key", "user/"]),
-        json!({"success_action_redirect": "https://app.example.com/done"}),
-    ];
-    let form = Form::new(
+    let form = user_form(
         "user/r.txt",
-        &redirect_conds,
-        later(),
-        USER,
-        SECRET,
-        &[("success_action_redirect", "https://app.example.com/done")],
+        "success_action_redirect",
+        "https://app.example.com/done",
     );
     let r = form.post(&s, "uploads", b"redirected").await;
     assert_eq!(r.status, 303);
@@ -292,28 +296,13 @@ async fn browser_form_uploads() {
 
 #[tokio::test]
 async fn a_field_given_twice_is_refused_so_the_policy_sees_what_is_stored() {
-    use serde_json::json;
     let s = Server::start(1);
     let c = s.client();
     c.create_bucket().bucket("uploads").send().await.unwrap();
-    let conds = [
-        json!({"bucket": "uploads"}),
-        json!(["starts-with", "$key", "user/"]),
-        json!({"content-type": "text/plain"}),
-    ];
-    let form = Form::new(
-        "user/page",
-        &conds,
-        later(),
-        USER,
-        SECRET,
-        &[("content-type", "text/plain")],
-    );
+    let form = user_form("user/page", "content-type", "text/plain");
     // The policy checks the first content-type; a second one must not
     // become the stored one (stored XSS through a "validated" upload).
-    let mut twice = Form {
-        fields: form.fields.clone(),
-    };
+    let mut twice = form.clone();
     twice
         .fields
         .push(("Content-Type".into(), "text/html".into()));

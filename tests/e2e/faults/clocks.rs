@@ -7,9 +7,6 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_sdk_s3::types::{
-    ExpirationStatus, LifecycleExpiration, LifecycleRule, LifecycleRuleFilter,
-};
 use rand::{Rng, SeedableRng};
 
 use super::control;
@@ -18,7 +15,7 @@ use super::recorder::Recorder;
 use super::workload::Workload;
 use super::{assert_linearizable, seed, trials};
 use crate::cluster_harness::Cluster;
-use crate::harness::{admin, set_lifecycle, transition_rule};
+use crate::harness::{admin, expiration_rule, set_lifecycle, transition_rule};
 
 /// Seconds in a lifecycle day in these tests.
 const DAY: u64 = 2;
@@ -133,9 +130,7 @@ async fn clock_steps_on_one_server_lose_no_write_and_expire_nothing_early() {
     let seed = seed("clock steps");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let day = DAY.to_string();
-    let (s, _cold) = crate::harness::start_tiered(&[
-        "--read-cache-mib",
-        "0",
+    let (s, _cold) = control::server_tiered(&[
         "--lifecycle-day-secs",
         &day,
         "--gc-hours",
@@ -143,10 +138,6 @@ async fn clock_steps_on_one_server_lose_no_write_and_expire_nothing_early() {
         "--scrub-hours",
         "0",
     ]);
-    assert!(
-        control::enabled(&s),
-        "this granary binary has no fault points"
-    );
     let h = History::default();
     let Workload {
         plain, versioned, ..
@@ -161,13 +152,7 @@ async fn clock_steps_on_one_server_lose_no_write_and_expire_nothing_early() {
         .send()
         .await
         .unwrap();
-    let rule = LifecycleRule::builder()
-        .id("expire")
-        .status(ExpirationStatus::Enabled)
-        .filter(LifecycleRuleFilter::builder().prefix("exp/").build())
-        .expiration(LifecycleExpiration::builder().days(EXPIRE_DAYS).build())
-        .build()
-        .unwrap();
+    let rule = expiration_rule("expire", "exp/", EXPIRE_DAYS);
     let cold = transition_rule("cold", "tr/", EXPIRE_DAYS, "COLD");
     set_lifecycle(&expiring.c, "expiring", vec![rule, cold]).await;
     let mut writes = Writes {

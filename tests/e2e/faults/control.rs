@@ -9,9 +9,24 @@ use crate::harness::{Raw, Server};
 /// Starts a server over `n` directories with the hot-object cache off,
 /// so that it cannot hide a loss, and `extra` arguments.
 pub fn server(n: usize, extra: &[&str]) -> Server {
+    with_fault_points(Server::start_with(n, &cache_off(extra)))
+}
+
+/// [`server`] with a cold pool: four hot and four cold directories
+/// (`harness::start_tiered`); returns the cold ones too.
+pub fn server_tiered(extra: &[&str]) -> (Server, Vec<std::path::PathBuf>) {
+    let (s, cold) = crate::harness::start_tiered(&cache_off(extra));
+    (with_fault_points(s), cold)
+}
+
+/// `extra` with the hot-object cache off, so it cannot mask a loss.
+fn cache_off<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--read-cache-mib", "0"];
     args.extend_from_slice(extra);
-    let s = Server::start_with(n, &args);
+    args
+}
+
+fn with_fault_points(s: Server) -> Server {
     assert!(
         enabled(&s),
         "this granary binary has no fault points: build it with `--features granary/failpoints` (scripts/test.sh does)"

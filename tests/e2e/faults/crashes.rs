@@ -195,12 +195,7 @@ impl Run {
                     return Some(retry);
                 }
                 let op = self.h.invoke(&r.name(&key), Kind::Delete, "");
-                let out = r.c.delete_object().bucket(&r.bucket).key(&key).send().await;
-                let outcome = match out {
-                    Ok(_) => Outcome::Done,
-                    Err(e) => super::recorder::outcome_of(&e).0,
-                };
-                self.h.complete(op, outcome, None, None);
+                r.delete_as(op, &key).await;
                 self.crashed().then(|| Retry::Delete(r.clone(), op, key))
             }
             Work::DeleteObjects => {
@@ -276,13 +271,7 @@ impl Run {
                 if let Some(retry) = self.put(&r, &key, v, len).await {
                     return Some(retry);
                 }
-                let bucket = r.bucket.clone();
-                self.admin_owned(vec![
-                    "lifecycle".into(),
-                    "run".into(),
-                    "--bucket".into(),
-                    bucket,
-                ]);
+                let _ = admin(&self.s, &["lifecycle", "run", "--bucket", &r.bucket]);
                 // The pass runs in the background: give it time to move.
                 for _ in 0..20 {
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -298,11 +287,6 @@ impl Run {
     fn admin(&mut self, args: &'static [&'static str]) -> Option<Retry> {
         let _ = admin(&self.s, args);
         self.crashed().then_some(Retry::Admin(args))
-    }
-
-    fn admin_owned(&mut self, args: Vec<String>) {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let _ = admin(&self.s, &args);
     }
 
     /// Sends again what was in flight, as an SDK would (its outcome
@@ -341,13 +325,7 @@ impl Run {
                 self.note_version(&r, &key, w.version, v);
             }
             Retry::Delete(r, op, key) => {
-                let r = r.at(&endpoint);
-                let out = r.c.delete_object().bucket(&r.bucket).key(&key).send().await;
-                let outcome = match out {
-                    Ok(_) => Outcome::Done,
-                    Err(e) => super::recorder::outcome_of(&e).0,
-                };
-                self.h.complete(op, outcome, None, None);
+                r.at(&endpoint).delete_as(op, &key).await;
             }
             Retry::DeleteObjects(r, ops, keys) => {
                 let r = r.at(&endpoint);
@@ -365,34 +343,19 @@ impl Run {
 /// Starts the server every crash run uses: four hot directories and, for
 /// the works that need one, a cold pool; lifecycle days of a second.
 fn start(work: Work) -> Server {
-    let mut args: Vec<String> = [
-        "--read-cache-mib",
-        "0",
+    let args = [
         "--lifecycle-day-secs",
         "1",
         "--gc-hours",
         "0",
         "--scrub-hours",
         "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let root = tempfile::tempdir().unwrap();
-    let hot = (1..=4)
-        .map(|i| root.path().join(format!("disk{i}")))
-        .collect();
+    ];
     if matches!(work, Work::Transition | Work::TierPut) {
-        args.push("--cold".into());
-        args.extend((1..=4).map(|i| root.path().join(format!("cold{i}")).display().to_string()));
+        control::server_tiered(&args).0
+    } else {
+        control::server(4, &args)
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = Server::start_in(root, hot, &args);
-    assert!(
-        control::enabled(&s),
-        "this granary binary has no fault points"
-    );
-    s
 }
 
 /// The run's buckets; for transitions, with a rule moving `t/` to the
@@ -474,19 +437,12 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
         run.w.versioned.list("").await.unwrap();
     }
     // Recovery: heal, restart, read everything.
-    admin(&run.s, &["heal"]).unwrap();
-    run.s.restart();
-    h.quiesce();
-    let endpoint = run.s.endpoint.clone();
-    let mut lost = Vec::new();
     let mut keys = run.keys.clone();
     keys.sort_by(|a, b| (&a.0.bucket, &a.1).cmp(&(&b.0.bucket, &b.1)));
     keys.dedup_by(|a, b| a.0.bucket == b.0.bucket && a.1 == b.1);
-    for (r, key) in &keys {
-        if let Err(e) = r.at(&endpoint).must_read(key, "after recovery").await {
-            lost.push(e);
-        }
-    }
+    let mut lost =
+        super::recover_and_read(&mut run.s, &h, keys.iter().map(|(r, k)| (r, k.as_str()))).await;
+    let endpoint = run.s.endpoint.clone();
     // Every acknowledged version still reads back exactly (nothing here
     // deletes versions by id).
     run.w.moved_to(&endpoint);

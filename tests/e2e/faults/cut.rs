@@ -88,5 +88,9 @@ pub async fn cut(
             }
         }
     }
+    // A moment for the server to take in what was sent before the close
+    // lands (without it, a close right after the body is often seen while
+    // the body is still being read).
+    tokio::time::sleep(Duration::from_millis(1)).await;
     let _ = sock.shutdown().await;
 }

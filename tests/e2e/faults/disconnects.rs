@@ -16,7 +16,7 @@ use super::history::{body_of, History, Kind, Outcome};
 use super::recorder::Recorder;
 use super::workload::Workload;
 use super::{assert_linearizable, seed, trials};
-use crate::harness::{admin, Server};
+use crate::harness::Server;
 
 /// An operation whose client goes away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -296,16 +296,9 @@ async fn clients_that_go_away_lose_nothing_and_leave_nothing_half_visible() {
         started.elapsed()
     );
     // Recovery: heal, restart, read every key, list both buckets.
-    admin(&run.s, &["heal"]).unwrap();
-    run.s.restart();
-    h.quiesce();
+    let keys = run.keys.iter().map(|(r, k)| (r, k.as_str()));
+    let lost = super::recover_and_read(&mut run.s, &h, keys).await;
     let endpoint = run.s.endpoint.clone();
-    let mut lost = Vec::new();
-    for (r, key) in &run.keys {
-        if let Err(e) = r.at(&endpoint).must_read(key, "after recovery").await {
-            lost.push(e);
-        }
-    }
     run.w.moved_to(&endpoint);
     run.w.plain.list("").await.unwrap();
     run.w.versioned.list("").await.unwrap();

@@ -21,17 +21,10 @@ async fn bucket(r: &Recorder, versioned: bool) {
     }
 }
 
-/// Heals, restarts the server, marks the history quiesced and reads every
-/// key in `keys` once more (they must answer).
-async fn recover_and_read(s: &mut Server, r: &Recorder, keys: &[String]) -> Recorder {
-    admin(s, &["heal"]).unwrap();
-    s.restart();
-    r.h.quiesce();
-    let r = r.at(&s.endpoint);
-    for key in keys {
-        let _ = r.must_read(key, "after recovery").await;
-    }
-    r
+/// [`super::recover_and_read`] of `keys` of one bucket; the checker
+/// judges the reads.
+async fn recover_and_read(s: &mut Server, r: &Recorder, keys: &[String]) {
+    super::recover_and_read(s, &r.h, keys.iter().map(|k| (r, k.as_str()))).await;
 }
 
 /// The checker's verdict, without panicking.
@@ -358,13 +351,13 @@ fn the_checker_reports_a_lost_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tier_sweep_never_takes_a_tier_object_a_put_is_committing() {
     // Lifecycle days of 4 s: the sweep's grace is 1 s.
-    let (mut s, _cold) =
-        crate::harness::start_tiered(&["--lifecycle-day-secs", "4", "--read-cache-mib", "0"]);
+    let (mut s, _cold) = control::server_tiered(&["--lifecycle-day-secs", "4"]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "cold");
     bucket(&r, false).await;
     // The version is committed 3 s after its tier object.
     control::set(&s, "tier.put.committed", "return(sleep:3000)").await;
+    let op = h.invoke(&r.name("k"), Kind::Put(9), "cold PUT during a sweep");
     let put = {
         let (c, body) = (r.c.clone(), body_of(9, 700_000));
         tokio::spawn(async move {
@@ -379,33 +372,12 @@ async fn the_tier_sweep_never_takes_a_tier_object_a_put_is_committing() {
     };
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // A lifecycle configuration wakes the scanner, which sweeps first.
-    let rule = aws_sdk_s3::types::LifecycleRule::builder()
-        .id("x")
-        .status(aws_sdk_s3::types::ExpirationStatus::Enabled)
-        .filter(
-            aws_sdk_s3::types::LifecycleRuleFilter::builder()
-                .prefix("none/")
-                .build(),
-        )
-        .expiration(
-            aws_sdk_s3::types::LifecycleExpiration::builder()
-                .days(100)
-                .build(),
-        )
-        .build()
-        .unwrap();
-    r.c.put_bucket_lifecycle_configuration()
-        .bucket("cold")
-        .lifecycle_configuration(
-            aws_sdk_s3::types::BucketLifecycleConfiguration::builder()
-                .rules(rule)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let op = h.invoke(&r.name("k"), Kind::Put(9), "cold PUT during a sweep");
+    crate::harness::set_lifecycle(
+        &r.c,
+        "cold",
+        vec![crate::harness::expiration_rule("x", "none/", 100)],
+    )
+    .await;
     let answer = put.await.unwrap();
     h.complete(
         op,

@@ -25,6 +25,30 @@ mod findings;
 mod reads;
 
 use history::History;
+use recorder::Recorder;
+
+use crate::harness::{admin, Server};
+
+/// Recovery after a fault run: heals `s`, restarts it, marks `h`
+/// quiesced and reads each (recorder, key) once more at the new address
+/// (each read must answer; the checker judges it). Returns the reads that
+/// failed.
+pub async fn recover_and_read<'a>(
+    s: &mut Server,
+    h: &History,
+    keys: impl IntoIterator<Item = (&'a Recorder, &'a str)>,
+) -> Vec<String> {
+    admin(s, &["heal"]).unwrap();
+    s.restart();
+    h.quiesce();
+    let mut lost = Vec::new();
+    for (r, key) in keys {
+        if let Err(e) = r.at(&s.endpoint).must_read(key, "after recovery").await {
+            lost.push(e);
+        }
+    }
+    lost
+}
 
 /// Trials per fault point and per disconnect window: 20 in CI,
 /// `GRANARY_E2E_FAULT_TRIALS` otherwise (500 at full scale).

@@ -249,6 +249,12 @@ impl Recorder {
     /// DeleteObject without a version id.
     pub async fn delete(&self, key: &str, note: &str) -> Outcome {
         let op = self.h.invoke(&self.name(key), Kind::Delete, note);
+        self.delete_as(op, key).await
+    }
+
+    /// Sends DeleteObject of `key` as operation `op` (invoked already, e.g.
+    /// before a crash, when this is its retry) and completes it.
+    pub async fn delete_as(&self, op: OpId, key: &str) -> Outcome {
         let r = self
             .c
             .delete_object()
