@@ -11,9 +11,10 @@ use clap::Args;
 use gateway::AccessKey;
 use placement::{open_cluster_pool, ClusterMap, Store};
 
-use crate::credentials::{cluster_secret, master_key, root_key, KEYS_FROM_ENV};
+use crate::credentials::{cluster_secret, master_key, root_key, tls_files, KEYS_FROM_ENV};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
 use crate::server::store_options;
+use disk_engine::rpc::NodeAccess;
 
 /// Options of `granary gateway`.
 #[derive(Args, Debug)]
@@ -25,6 +26,16 @@ pub struct GatewayArgs {
     /// GRANARY_CLUSTER_SECRET).
     #[arg(long, value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
+    /// PEM certificate this gateway presents to its nodes (mutual TLS;
+    /// with --node-tls-key and --node-tls-ca).
+    #[arg(long, value_name = "FILE")]
+    pub node_tls_cert: Option<PathBuf>,
+    /// PEM private key of --node-tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub node_tls_key: Option<PathBuf>,
+    /// PEM certificate of the CA that signs the nodes' certificates.
+    #[arg(long, value_name = "FILE")]
+    pub node_tls_ca: Option<PathBuf>,
     /// How long to keep trying to open the pools at start (nodes may start
     /// after the gateway).
     #[arg(long, default_value_t = 120, value_name = "SECS")]
@@ -42,17 +53,29 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     let text = std::fs::read_to_string(&args.cluster)
         .with_context(|| format!("reading {}", args.cluster.display()))?;
     let map = ClusterMap::parse(&text)?;
-    let secret = cluster_secret(args.cluster_secret_file.as_deref())?;
+    let tls = tls_files(
+        "--node-tls-cert, --node-tls-key and --node-tls-ca",
+        &args.node_tls_cert,
+        &args.node_tls_key,
+        &args.node_tls_ca,
+    )?
+    .map(|f| disk_engine::rpc::tls::gateway_config(&f))
+    .transpose()
+    .map_err(anyhow::Error::msg)?;
+    let access = NodeAccess {
+        secret: cluster_secret(args.cluster_secret_file.as_deref())?,
+        tls,
+    };
     let (user, password, _) = root_key(None)?;
     let master = master_key(None)?;
     let deadline = Instant::now() + Duration::from_secs(args.wait);
     let mut sets = Vec::new();
     for index in 0..map.pools.len() {
         let set = loop {
-            let (map, secret) = (map.clone(), secret.clone());
+            let (map, access) = (map.clone(), access.clone());
             let handle = tokio::runtime::Handle::current();
             let tried = tokio::task::spawn_blocking(move || {
-                open_cluster_pool(&map, index, &secret, handle)
+                open_cluster_pool(&map, index, &access, handle)
             })
             .await?;
             match tried {
@@ -100,7 +123,7 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
             }
         }
     }
-    tokio::spawn(watch_replacements(map.clone(), secret.clone(), stores));
+    tokio::spawn(watch_replacements(map.clone(), access, stores));
     let opened = Opened {
         store,
         cold,
@@ -124,16 +147,16 @@ const REPLACEMENT_CHECK: Duration = Duration::from_secs(10);
 /// while the gateway runs, and starts a healing pass to refill it.
 async fn watch_replacements(
     map: ClusterMap,
-    secret: disk_engine::rpc::ClusterSecret,
+    access: NodeAccess,
     stores: Vec<std::sync::Arc<Store>>,
 ) {
     loop {
         tokio::time::sleep(REPLACEMENT_CHECK).await;
         for index in 0..stores.len() {
-            let (map, secret) = (map.clone(), secret.clone());
+            let (map, access) = (map.clone(), access.clone());
             let handle = tokio::runtime::Handle::current();
             let opened = tokio::task::spawn_blocking(move || {
-                open_cluster_pool(&map, index, &secret, handle)
+                open_cluster_pool(&map, index, &access, handle)
             })
             .await;
             match opened {

@@ -3,7 +3,7 @@
 //! data directory and printed once. A gateway has no data directory: it
 //! takes both keys from the environment, the same on every gateway.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use gateway::{AccessKey, MasterKey};
@@ -128,4 +128,21 @@ pub fn cluster_secret(file: Option<&Path>) -> anyhow::Result<disk_engine::rpc::C
     };
     disk_engine::rpc::ClusterSecret::new(text.lines().next().unwrap_or(""))
         .map_err(anyhow::Error::msg)
+}
+
+/// The certificate, key and CA files of internal RPC's mutual TLS: all
+/// three or none (`flags` names the options, for the message).
+pub fn tls_files<'a>(
+    flags: &str,
+    cert: &'a Option<PathBuf>,
+    key: &'a Option<PathBuf>,
+    ca: &'a Option<PathBuf>,
+) -> anyhow::Result<Option<disk_engine::rpc::tls::TlsFiles<'a>>> {
+    match (cert, key, ca) {
+        (None, None, None) => Ok(None),
+        (Some(cert), Some(key), Some(ca)) => {
+            Ok(Some(disk_engine::rpc::tls::TlsFiles { cert, key, ca }))
+        }
+        _ => anyhow::bail!("mutual TLS needs all of {flags}, or none of them"),
+    }
 }

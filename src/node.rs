@@ -12,7 +12,7 @@ use clap::Args;
 use disk_engine::rpc::{serve_node, NodeService, HEALTH_PATH};
 use disk_engine::LocalDiskOptions;
 
-use crate::credentials::cluster_secret;
+use crate::credentials::{cluster_secret, tls_files};
 use crate::front::shutdown_signal;
 use crate::server::ShardIo;
 
@@ -29,6 +29,17 @@ pub struct NodeArgs {
     /// GRANARY_CLUSTER_SECRET).
     #[arg(long, value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
+    /// PEM certificate this node presents (mutual TLS; with --tls-key and
+    /// --tls-client-ca, and the gateways' --node-tls-* options).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM certificate of the CA that signs the gateways' certificates;
+    /// only gateways presenting one are let in.
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
     /// How shard files are read and written (as for `granary server`).
     #[arg(long, value_enum, default_value_t = ShardIo::Auto)]
     pub shard_io: ShardIo,
@@ -48,6 +59,20 @@ pub fn run(args: NodeArgs) -> anyhow::Result<()> {
 
 async fn serve(args: NodeArgs) -> anyhow::Result<()> {
     let secret = cluster_secret(args.cluster_secret_file.as_deref())?;
+    let tls = tls_files(
+        "--tls-cert, --tls-key and --tls-client-ca",
+        &args.tls_cert,
+        &args.tls_key,
+        &args.tls_client_ca,
+    )?
+    .map(|f| disk_engine::rpc::tls::node_config(&f))
+    .transpose()
+    .map_err(anyhow::Error::msg)?;
+    let scheme = if tls.is_some() {
+        "mutual TLS"
+    } else {
+        "plain HTTP/2"
+    };
     let opts = LocalDiskOptions {
         fsync: !args.unsafe_no_fsync,
         io: args.shard_io.into(),
@@ -65,10 +90,10 @@ async fn serve(args: NodeArgs) -> anyhow::Result<()> {
     let shutdown = shutdown_signal()?;
     let open = service.open_disks().await.len();
     println!(
-        "Granary node listening on {addr} ({} disks, {open} formatted; liveness at {HEALTH_PATH})",
+        "Granary node listening on {addr} ({scheme}; {} disks, {open} formatted; liveness at {HEALTH_PATH})",
         args.disks.len()
     );
-    serve_node(listener, service.clone(), shutdown).await;
+    serve_node(listener, service.clone(), tls, shutdown).await;
     for d in service.open_disks().await {
         if let Err(e) = d.flush().await {
             tracing::warn!(disk = %d.root().display(), error = %e, "flush at shutdown failed");

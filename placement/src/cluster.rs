@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use disk_engine::rpc::{ClusterSecret, NodeClient, RemoteDisk};
+use disk_engine::rpc::{NodeAccess, NodeClient, RemoteDisk};
 use disk_engine::{DirState, DiskId, FormatRecord, Tier};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -279,10 +279,10 @@ impl Slots for RemoteSlots {
             .map_err(|e| bad(format!("cannot format {d}: {e}")))
     }
 
-    fn open(&self, slot: usize) -> Result<OpenedSlot, Error> {
+    fn open(&self, slot: usize, record: &FormatRecord) -> Result<OpenedSlot, Error> {
         let (node, d) = &self.disks[slot];
         Ok(OpenedSlot {
-            disk: Arc::new(RemoteDisk::new(node.clone(), &d.path)),
+            disk: Arc::new(RemoteDisk::new(node.clone(), &d.path, record)),
             local: None,
         })
     }
@@ -294,7 +294,7 @@ impl Slots for RemoteSlots {
 pub fn open_cluster_pool(
     map: &ClusterMap,
     index: usize,
-    secret: &ClusterSecret,
+    access: &NodeAccess,
     runtime: tokio::runtime::Handle,
 ) -> Result<LocalSet, Error> {
     let pool = &map.pools[index];
@@ -305,7 +305,7 @@ pub fn open_cluster_pool(
         .map(|d| {
             let node = nodes
                 .entry(&d.node)
-                .or_insert_with(|| NodeClient::new(&d.node, secret.clone()))
+                .or_insert_with(|| NodeClient::with_access(&d.node, access))
                 .clone();
             (node, d.clone())
         })

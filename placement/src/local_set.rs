@@ -126,7 +126,7 @@ impl Slots for LocalSlots<'_> {
         Ok(record.write_to(&self.0.dirs[slot])?)
     }
 
-    fn open(&self, slot: usize) -> Result<OpenedSlot, Error> {
+    fn open(&self, slot: usize, _record: &FormatRecord) -> Result<OpenedSlot, Error> {
         let dir = &self.0.dirs[slot];
         Ok(match probe_dir(dir) {
             DirState::Missing => {

@@ -28,9 +28,10 @@ pub(crate) trait Slots {
         record: &FormatRecord,
         expect: Option<DiskId>,
     ) -> Result<(), Error>;
-    /// The disk of a slot after formatting; `None` for a local slot that
-    /// cannot be opened now (it is then offline).
-    fn open(&self, slot: usize) -> Result<OpenedSlot, Error>;
+    /// The disk of a slot after formatting, `record` being the format the
+    /// set expects there; `None` for a local slot that cannot be opened now
+    /// (it is then offline).
+    fn open(&self, slot: usize, record: &FormatRecord) -> Result<OpenedSlot, Error>;
 }
 
 /// A slot's disk once the set is open.
@@ -184,10 +185,19 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
             slots.write_format(slot, &updated, Some(f.disk_id))?;
         }
     }
+    let expected: Vec<FormatRecord> = (0..n)
+        .map(|slot| FormatRecord {
+            disk_id: set_disks[slot],
+            position: slot as u32,
+            set_disks: set_disks.clone(),
+            ..reference.clone()
+        })
+        .collect();
     let mut set = open_all(
         slots,
         reference.parity_shards as usize,
         reference.deployment_id,
+        &expected,
     )?;
     set.replaced = replaced;
     Ok(set)
@@ -206,14 +216,19 @@ fn format_new(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Error> {
         slots.write_format(slot, f, None)?;
     }
     tracing::info!(disks = n, data = n - parity, parity, tier = %want.tier, %deployment_id, "formatted a new pool");
-    open_all(slots, parity, deployment_id)
+    open_all(slots, parity, deployment_id, &formats)
 }
 
-fn open_all(slots: &dyn Slots, parity: usize, deployment_id: Uuid) -> Result<LocalSet, Error> {
+fn open_all(
+    slots: &dyn Slots,
+    parity: usize,
+    deployment_id: Uuid,
+    expected: &[FormatRecord],
+) -> Result<LocalSet, Error> {
     let mut disks = Vec::new();
     let mut local = Vec::new();
-    for slot in 0..slots.count() {
-        let opened = slots.open(slot)?;
+    for (slot, record) in expected.iter().enumerate() {
+        let opened = slots.open(slot, record)?;
         disks.push(opened.disk);
         local.push(opened.local);
     }

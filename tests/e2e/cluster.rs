@@ -275,6 +275,40 @@ async fn a_gateway_without_the_cluster_secret_gets_nothing() {
     assert!(cluster.nodes[0].log().contains("internal RPC refused"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cluster_over_mutual_tls_serves_through_a_node_restart_and_refuses_plain_gateways() {
+    let mut cluster = Cluster::start_with_tls(2, 2, 2, 1);
+    let c = cluster.gateways[0].client();
+    c.create_bucket().bucket("data").send().await.unwrap();
+    let body = Pattern::bytes(7, 3 << 20);
+    put(&c, "before", &body).await.unwrap();
+    // A restarted node has a new session; the gateway learns it over a
+    // new TLS connection, and a write needs that node (2 + 2 disks,
+    // parity 2: the write quorum is 3).
+    cluster.nodes[0].kill();
+    cluster.nodes[0].start();
+    until(20, "a write after the node restarted", async || {
+        put(&c, "after", &body).await.is_ok()
+    })
+    .await;
+    assert_eq!(get(&c, "before").await.unwrap(), body);
+    assert_eq!(get(&c, "after").await.unwrap(), body);
+    // A gateway without a certificate cannot open the pool.
+    let log = cluster.root.path().join("plain.log");
+    let cmd = gateway_command(
+        &cluster.cluster_file,
+        crate::cluster_harness::CLUSTER_SECRET,
+        &["--wait", "2"],
+    );
+    assert!(spawn_until(cmd, &log, "Granary listening on ").is_err());
+    assert!(
+        cluster.nodes[0].log().contains("TLS handshake refused")
+            || cluster.nodes[1].log().contains("TLS handshake refused"),
+        "{}",
+        cluster.nodes[0].log()
+    );
+}
+
 /// Writes objects `prefix/i` for `i` in `seeds`, each the pattern of its
 /// seed in the size `size_of` gives, and adds them to `objects`.
 async fn write_batch(

@@ -20,6 +20,8 @@ pub struct Cluster {
     pub cluster_file: PathBuf,
     pub nodes: Vec<Node>,
     pub gateways: Vec<Gateway>,
+    /// Extra options of every gateway (mutual TLS).
+    gateway_args: Vec<String>,
 }
 
 /// One `granary node`.
@@ -30,6 +32,8 @@ pub struct Node {
     child: Option<Child>,
     /// The network namespace the node runs in, if any.
     pub netns: Option<NetNs>,
+    /// Extra options (mutual TLS).
+    args: Vec<String>,
 }
 
 /// A network namespace joined to the host by a veth pair: a node inside it
@@ -153,6 +157,7 @@ impl Node {
         };
         c.arg("node").arg("--disks").args(&self.disks);
         c.args(["--address", &self.address]);
+        c.args(&self.args);
         c.env("GRANARY_CLUSTER_SECRET", CLUSTER_SECRET)
             .env("RUST_LOG", "info");
         c
@@ -232,6 +237,69 @@ impl Cluster {
         gateways: usize,
         isolated: usize,
     ) -> Cluster {
+        let mut c = Cluster::laid_out(nodes, disks, parity, isolated);
+        c.launch(gateways);
+        c
+    }
+
+    /// [`Cluster::start`] with mutual TLS between the gateways and the
+    /// nodes: a CA in the cluster's directory signs a certificate for each
+    /// node's address and one for the gateways.
+    pub fn start_with_tls(nodes: usize, disks: usize, parity: usize, gateways: usize) -> Cluster {
+        use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+        let mut c = Cluster::laid_out(nodes, disks, parity, 0);
+        let dir = c.root.path().join("tls");
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+        let issue = |name: &str, san: &str, usage| {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::new(vec![san.to_string()]).unwrap();
+            params.extended_key_usages = vec![usage];
+            let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+            let (pem, key_pem) = (
+                dir.join(format!("{name}.pem")),
+                dir.join(format!("{name}.key")),
+            );
+            std::fs::write(&pem, cert.pem()).unwrap();
+            std::fs::write(&key_pem, key.serialize_pem()).unwrap();
+            (pem.display().to_string(), key_pem.display().to_string())
+        };
+        let ca_file = dir.join("ca.pem").display().to_string();
+        for (i, n) in c.nodes.iter_mut().enumerate() {
+            let host = n.address.rsplit_once(':').unwrap().0.to_string();
+            let (pem, key) = issue(
+                &format!("node{i}"),
+                &host,
+                ExtendedKeyUsagePurpose::ServerAuth,
+            );
+            n.args = vec![
+                "--tls-cert".into(),
+                pem,
+                "--tls-key".into(),
+                key,
+                "--tls-client-ca".into(),
+                ca_file.clone(),
+            ];
+        }
+        let (pem, key) = issue("gateway", "gateway", ExtendedKeyUsagePurpose::ClientAuth);
+        c.gateway_args = vec![
+            "--node-tls-cert".into(),
+            pem,
+            "--node-tls-key".into(),
+            key,
+            "--node-tls-ca".into(),
+            ca_file,
+        ];
+        c.launch(gateways);
+        c
+    }
+
+    /// The cluster's nodes, directories and cluster file; nothing started.
+    fn laid_out(nodes: usize, disks: usize, parity: usize, isolated: usize) -> Cluster {
         let root = tempfile::tempdir().unwrap();
         let port = free_port();
         let nodes: Vec<Node> = (0..nodes)
@@ -256,6 +324,7 @@ impl Cluster {
                     .collect(),
                 log: root.path().join(format!("node{}.log", i + 1)),
                 child: None,
+                args: Vec::new(),
             })
             .collect();
         let specs: Vec<String> = nodes
@@ -275,19 +344,30 @@ impl Cluster {
             ),
         )
         .unwrap();
-        let mut c = Cluster {
+        Cluster {
             root,
             cluster_file,
             nodes,
             gateways: Vec::new(),
-        };
-        for n in &mut c.nodes {
+            gateway_args: Vec::new(),
+        }
+    }
+
+    /// Starts the nodes, then `gateways` gateways.
+    fn launch(&mut self, gateways: usize) {
+        for n in &mut self.nodes {
             n.start();
         }
         for _ in 0..gateways {
-            c.add_gateway();
+            self.add_gateway();
         }
-        c
+    }
+
+    /// The options every gateway of this cluster starts with.
+    pub fn gateway_args(&self) -> Vec<&str> {
+        let mut args = vec!["--wait", "20"];
+        args.extend(self.gateway_args.iter().map(String::as_str));
+        args
     }
 
     /// Starts `nodes` more nodes of `disks` disks each (on 127.0.0.20 and
@@ -319,6 +399,7 @@ impl Cluster {
                 log: self.root.path().join(format!("{tier}{}.log", first + i)),
                 child: None,
                 netns: None,
+                args: self.nodes[0].args.clone(),
             };
             specs.push(format!(
                 "\"{}:{}/d{{1...{disks}}}\"",
@@ -363,7 +444,7 @@ impl Cluster {
             .root
             .path()
             .join(format!("gateway{}.log", self.gateways.len() + 1));
-        let mut cmd = gateway_command(&self.cluster_file, CLUSTER_SECRET, &["--wait", "20"]);
+        let mut cmd = gateway_command(&self.cluster_file, CLUSTER_SECRET, &self.gateway_args());
         cmd.envs(env.iter().copied());
         let (child, url) = spawn_until(cmd, &log, "Granary listening on ")
             .unwrap_or_else(|log| panic!("gateway did not start:\n{log}"));

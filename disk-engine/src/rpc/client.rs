@@ -2,7 +2,10 @@
 //! node, reached over one pooled HTTP/2 connection per node. A node that
 //! fails to answer is skipped for a short while (every call fails
 //! `Offline` at once) so that quorum operations do not wait on it; after
-//! that one call probes it again.
+//! that one call probes it again. The client learns the node's session
+//! with a signed `hello` and learns it again when the node says the
+//! session changed (it restarted); a call refused for that reason was not
+//! carried out, so it is sent once more.
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
@@ -14,6 +17,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::BodyExt;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -21,7 +25,7 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::auth::{self, ClusterSecret};
+use super::auth::{self, ClusterSecret, Refusal};
 use super::server::{stream_digest, FormatCall, ARGS};
 use super::wire::{self, Frame, WireError};
 use crate::disk::{
@@ -29,7 +33,7 @@ use crate::disk::{
     RecordPut, ShardOptions, ShardSummary, ShardWriter, UploadListStart,
 };
 use crate::error::DiskError;
-use crate::format::DirState;
+use crate::format::{DirState, FormatRecord};
 use crate::types::{
     DiskId, PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId,
     Stamp, UploadEntry, VersionId,
@@ -66,22 +70,55 @@ const RETRY_WITHIN: Duration = Duration::from_secs(1);
 /// Blocks of a shard stream queued ahead of the connection.
 const STREAM_QUEUE: usize = 4;
 
+/// What a gateway needs to call its nodes: the cluster secret and, with
+/// mutual TLS, its TLS configuration.
+#[derive(Clone, Debug)]
+pub struct NodeAccess {
+    /// The cluster secret.
+    pub secret: ClusterSecret,
+    /// TLS towards the nodes (`None`: plain HTTP/2).
+    pub tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+}
+
 /// One node: its address, the connection pool and whether it is skipped.
 pub struct NodeClient {
     base: String,
     secret: ClusterSecret,
-    client: Client<HttpConnector, RpcBody>,
+    client: Client<HttpsConnector<HttpConnector>, RpcBody>,
     /// Set while the node is skipped (a probe clears it).
     skipped: std::sync::atomic::AtomicBool,
+    /// The node's session, once learned.
+    session: parking_lot::Mutex<Option<String>>,
     me: std::sync::Weak<NodeClient>,
 }
 
 impl NodeClient {
-    /// A client of the node at `addr` (`host:port`).
+    /// A client of the node at `addr` (`host:port`), without TLS.
     pub fn new(addr: &str, secret: ClusterSecret) -> Arc<NodeClient> {
+        NodeClient::with_access(addr, &NodeAccess { secret, tls: None })
+    }
+
+    /// A client of the node at `addr` (`host:port`), over TLS when
+    /// `access` says so.
+    pub fn with_access(addr: &str, access: &NodeAccess) -> Arc<NodeClient> {
         let mut http = HttpConnector::new();
         http.set_connect_timeout(Some(CONNECT_TIMEOUT));
         http.set_nodelay(true);
+        http.enforce_http(false);
+        let tls = match &access.tls {
+            Some(cfg) => (**cfg).clone(),
+            None => super::tls::plain_config(),
+        };
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http2()
+            .wrap_connector(http);
+        let scheme = if access.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let client = Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .http2_only(true)
@@ -91,19 +128,22 @@ impl NodeClient {
             .http2_keep_alive_interval(PING_EVERY)
             .http2_keep_alive_timeout(PING_TIMEOUT)
             .http2_keep_alive_while_idle(true)
-            .build(http);
+            .build(connector);
         Arc::new_cyclic(|me| NodeClient {
-            base: format!("http://{addr}"),
-            secret,
+            base: format!("{scheme}://{addr}"),
+            secret: access.secret.clone(),
             client,
             skipped: Default::default(),
+            session: Default::default(),
             me: me.clone(),
         })
     }
 
     /// The node's address as given.
     pub fn address(&self) -> &str {
-        self.base.trim_start_matches("http://")
+        self.base
+            .trim_start_matches("https://")
+            .trim_start_matches("http://")
     }
 
     fn check_skipped(&self) -> Result<(), DiskError> {
@@ -131,6 +171,8 @@ impl NodeClient {
                 tokio::time::sleep(PROBE_EVERY).await;
                 if me.alive().await {
                     tracing::info!(node = me.address(), "node answers again");
+                    // It may have restarted: learn its session again.
+                    *me.session.lock() = None;
                     me.skipped.store(false, Relaxed);
                     return;
                 }
@@ -152,18 +194,27 @@ impl NodeClient {
     fn request(
         &self,
         op: &str,
-        disk: &str,
+        to: &Target<'_>,
         digest: String,
         body: RpcBody,
     ) -> (String, Request<RpcBody>) {
         let path = format!("{}{op}", wire::PATH_PREFIX);
         let date = auth::now_millis().to_string();
         let nonce = auth::new_nonce();
-        let sig = self
-            .secret
-            .sign_request("POST", &path, disk, &date, &nonce, &digest);
+        let sig = self.secret.sign_request(&auth::Call {
+            method: "POST",
+            path: &path,
+            session: to.session,
+            disk: to.disk,
+            disk_id: to.disk_id,
+            date: &date,
+            nonce: &nonce,
+            body: &digest,
+        });
         let req = Request::post(format!("{}{path}", self.base))
-            .header(wire::DISK, disk)
+            .header(wire::DISK, to.disk)
+            .header(auth::SESSION, to.session)
+            .header(auth::DISK_ID, to.disk_id)
             .header(auth::DATE, date)
             .header(auth::NONCE, &nonce)
             .header(auth::BODY, digest)
@@ -173,14 +224,77 @@ impl NodeClient {
         (nonce, req)
     }
 
-    /// Sends one request and checks its answer.
+    /// The node's session, asked with `hello` when not known.
+    async fn session(&self) -> Result<String, DiskError> {
+        if let Some(s) = self.session.lock().clone() {
+            return Ok(s);
+        }
+        let body = wire::encode(&());
+        let to = Target {
+            session: "",
+            disk: "",
+            disk_id: "",
+        };
+        // Like a read, tried once more on a fresh connection when it fails
+        // fast (the pooled one may be to the node's previous run).
+        let started = std::time::Instant::now();
+        for last in [false, true] {
+            let (nonce, req) = self.request(
+                "hello",
+                &to,
+                auth::body_digest(&body),
+                RpcBody::Full(Some(body.clone())),
+            );
+            match self.send_once(nonce, req, Some(CALL_TIMEOUT), last).await {
+                Sent::Done(Ok(answer)) => {
+                    let session: String = wire::decode(&answer)?;
+                    *self.session.lock() = Some(session.clone());
+                    return Ok(session);
+                }
+                Sent::Done(Err(e))
+                    if !last && e.is_disk_failure() && started.elapsed() < RETRY_WITHIN =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Sent::Done(Err(e)) => {
+                    if e.is_disk_failure() {
+                        self.skip();
+                    }
+                    return Err(e);
+                }
+                Sent::OtherSession | Sent::OtherDisk => break,
+            }
+        }
+        Err(DiskError::Offline(format!(
+            "node {} refused hello",
+            self.address()
+        )))
+    }
+
+    /// Sends one request and checks its answer; a refusal for the session
+    /// is an `Offline` error (the node restarted), and the session is
+    /// learned again by the next call.
     async fn send(
         &self,
         nonce: String,
         req: Request<RpcBody>,
         timeout: Option<Duration>,
     ) -> Result<Bytes, DiskError> {
-        self.send_once(nonce, req, timeout, true).await
+        match self.send_once(nonce, req, timeout, true).await {
+            Sent::Done(answer) => answer,
+            Sent::OtherSession => Err(self.restarted()),
+            Sent::OtherDisk => Err(DiskError::Offline(format!(
+                "node {}: the directory holds another disk now",
+                self.address()
+            ))),
+        }
+    }
+
+    fn restarted(&self) -> DiskError {
+        DiskError::Offline(format!(
+            "node {} restarted during the call; it was not carried out",
+            self.address()
+        ))
     }
 
     /// [`Self::send`]; a failure to reach the node marks it skipped only
@@ -191,7 +305,7 @@ impl NodeClient {
         req: Request<RpcBody>,
         timeout: Option<Duration>,
         final_try: bool,
-    ) -> Result<Bytes, DiskError> {
+    ) -> Sent {
         let exchange = async {
             let resp = self
                 .client
@@ -205,9 +319,9 @@ impl NodeClient {
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string)
             };
-            let (result, crc, sig) = (
+            let (result, refusal, sig) = (
                 header(wire::RESULT),
-                header(wire::ANSWER_CRC),
+                header(auth::REFUSAL),
                 header(auth::SIGNATURE),
             );
             let body = resp
@@ -216,7 +330,7 @@ impl NodeClient {
                 .await
                 .map_err(|e| DiskError::Offline(format!("node {}: {e}", self.address())))?
                 .to_bytes();
-            Ok::<_, DiskError>((status, result, crc, sig, body))
+            Ok::<_, DiskError>((status, result, refusal, sig, body))
         };
         let answered = match timeout {
             Some(t) => tokio::time::timeout(t, exchange).await.unwrap_or_else(|_| {
@@ -227,79 +341,133 @@ impl NodeClient {
             }),
             None => exchange.await,
         };
-        let (status, result, crc, sig, body) = answered.inspect_err(|e| {
-            if final_try && e.is_disk_failure() {
-                self.skip()
+        let (status, result, refusal, sig, body) = match answered {
+            Ok(a) => a,
+            Err(e) => {
+                if final_try && e.is_disk_failure() {
+                    self.skip()
+                }
+                return Sent::Done(Err(e));
             }
-        })?;
+        };
         if status == 401 {
-            return Err(DiskError::Offline(format!(
+            // A refusal is unsigned: believing a forged one costs at most
+            // a repeated call, which the node checks again.
+            if refusal.as_deref() == Some(Refusal::OtherSession.code()) {
+                *self.session.lock() = None;
+                return Sent::OtherSession;
+            }
+            if refusal.as_deref() == Some(Refusal::OtherDisk.code()) {
+                return Sent::OtherDisk;
+            }
+            return Sent::Done(Err(DiskError::Offline(format!(
                 "node {} refused the call: {} (is the cluster secret the same?)",
                 self.address(),
                 String::from_utf8_lossy(&body).trim()
-            )));
+            ))));
         }
-        let (result, crc) = (result.unwrap_or_default(), crc.unwrap_or_default());
-        if !auth::answer_is_genuine(
+        let result = result.unwrap_or_default();
+        let genuine = auth::answer_is_genuine(
             &self.secret,
-            &nonce,
-            status,
-            &format!("{result}:{crc}"),
+            &auth::Answer {
+                nonce: &nonce,
+                status,
+                result: &result,
+                body: &auth::body_digest(&body),
+            },
             sig.as_deref(),
-        ) {
-            return Err(DiskError::Offline(format!(
-                "node {} answered without a valid signature",
+        );
+        if !genuine {
+            return Sent::Done(Err(DiskError::Offline(format!(
+                "node {} answered without a valid signature (or the answer was altered)",
                 self.address()
-            )));
+            ))));
         }
-        if format!("{:08x}", crc_fast::crc32_iscsi(&body)) != crc {
-            return Err(DiskError::corrupt("rpc answer", "checksum mismatch"));
-        }
-        match result.as_str() {
+        Sent::Done(match result.as_str() {
             "ok" => Ok(body),
-            "err" => Err(wire::decode::<WireError>(&body)?.into()),
+            "err" => wire::decode::<WireError>(&body).and_then(|e| Err(e.into())),
             other => Err(DiskError::corrupt(
                 "rpc answer",
                 format!("result {other:?}"),
             )),
-        }
+        })
     }
 
-    /// One unary call: `args` encoded, the raw answer body returned.
+    /// One unary call on directory `disk` holding `disk_id` (`None` for a
+    /// call on the directory as such): `args` encoded, the raw answer body
+    /// returned.
     pub async fn call<A: Serialize>(
         &self,
         op: &str,
         disk: &str,
+        disk_id: Option<DiskId>,
         args: &A,
     ) -> Result<Bytes, DiskError> {
+        self.call_on(op, disk, disk_id, args)
+            .await
+            .map_err(|f| match f {
+                Failed::Disk(e) => e,
+                Failed::OtherDisk => DiskError::Offline(format!(
+                    "node {}: {disk} holds another disk than {}",
+                    self.address(),
+                    disk_id.map(|d| d.to_string()).unwrap_or_default()
+                )),
+            })
+    }
+
+    async fn call_on<A: Serialize>(
+        &self,
+        op: &str,
+        disk: &str,
+        disk_id: Option<DiskId>,
+        args: &A,
+    ) -> Result<Bytes, Failed> {
         self.check_skipped()?;
         let body = wire::encode(args);
         let digest = auth::body_digest(&body);
+        let disk_id = disk_id.map(|d| d.to_string()).unwrap_or_default();
         // A read that failed fast (a pooled connection the node had
         // closed, a reset) is tried once more on a fresh connection before
-        // the node counts as gone; writes are not repeated.
+        // the node counts as gone; writes are not repeated. A call refused
+        // for the node's session was not carried out, and is sent once
+        // more under the new one.
         let retry = READ_ONLY.contains(&op);
         let started = std::time::Instant::now();
-        let (nonce, req) =
-            self.request(op, disk, digest.clone(), RpcBody::Full(Some(body.clone())));
-        match self.send_once(nonce, req, Some(CALL_TIMEOUT), !retry).await {
-            Err(e) if retry && e.is_disk_failure() && started.elapsed() < RETRY_WITHIN => {
-                tracing::debug!(node = self.address(), op, error = %e, "retrying a read");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                let (nonce, req) = self.request(op, disk, digest, RpcBody::Full(Some(body)));
-                self.send_once(nonce, req, Some(CALL_TIMEOUT), true).await
+        let mut renewed = false;
+        let mut retried = false;
+        loop {
+            let session = self.session().await?;
+            let to = Target {
+                session: &session,
+                disk,
+                disk_id: &disk_id,
+            };
+            let (nonce, req) =
+                self.request(op, &to, digest.clone(), RpcBody::Full(Some(body.clone())));
+            let last = !retry || retried;
+            match self.send_once(nonce, req, Some(CALL_TIMEOUT), last).await {
+                Sent::OtherSession if !renewed => renewed = true,
+                Sent::OtherSession => return Err(self.restarted().into()),
+                Sent::OtherDisk => return Err(Failed::OtherDisk),
+                Sent::Done(Err(e))
+                    if !last && e.is_disk_failure() && started.elapsed() < RETRY_WITHIN =>
+                {
+                    tracing::debug!(node = self.address(), op, error = %e, "retrying a read");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    retried = true;
+                }
+                Sent::Done(Err(e)) if !last && e.is_disk_failure() => {
+                    self.skip();
+                    return Err(e.into());
+                }
+                Sent::Done(answer) => return Ok(answer?),
             }
-            Err(e) if retry && e.is_disk_failure() => {
-                self.skip();
-                Err(e)
-            }
-            other => other,
         }
     }
 
     /// What the node's directory `disk` holds.
     pub async fn probe(&self, disk: &str) -> Result<DirState, DiskError> {
-        wire::decode(&self.call("probe", disk, &()).await?)
+        wire::decode(&self.call("probe", disk, None, &()).await?)
     }
 
     /// Writes a format record onto the node's directory `disk` if it still
@@ -314,7 +482,38 @@ impl NodeClient {
             record: record.clone(),
             expect,
         };
-        self.call("format", disk, &call).await.map(drop)
+        self.call("format", disk, None, &call).await.map(drop)
+    }
+}
+
+/// Who a call is for: the node's session and the disk.
+struct Target<'a> {
+    session: &'a str,
+    disk: &'a str,
+    disk_id: &'a str,
+}
+
+/// How one exchange ended.
+enum Sent {
+    /// The node answered (or could not be reached).
+    Done(Result<Bytes, DiskError>),
+    /// The node refused the call as signed for another session.
+    OtherSession,
+    /// The node refused the call: the directory holds another disk.
+    OtherDisk,
+}
+
+/// Why a call on a disk failed.
+enum Failed {
+    /// As the disk or the node said.
+    Disk(DiskError),
+    /// The directory holds another disk than the call was signed for.
+    OtherDisk,
+}
+
+impl From<DiskError> for Failed {
+    fn from(e: DiskError) -> Self {
+        Failed::Disk(e)
     }
 }
 
@@ -351,16 +550,54 @@ impl http_body::Body for RpcBody {
 pub struct RemoteDisk {
     node: Arc<NodeClient>,
     dir: String,
+    /// The disk calls are signed for; the node refuses them if the
+    /// directory holds another.
+    id: parking_lot::Mutex<DiskId>,
+    /// The slot of its set the disk must fill: deployment, pool, set and
+    /// position. A disk formatted into the slot as a replacement (by this
+    /// gateway or another) is taken on; any other is refused.
+    slot: (Uuid, u32, u32, u32),
     label: String,
 }
 
 impl RemoteDisk {
-    /// The disk in directory `dir` of `node`.
-    pub fn new(node: Arc<NodeClient>, dir: &str) -> RemoteDisk {
+    /// The disk in directory `dir` of `node` whose format should be
+    /// `record`.
+    pub fn new(node: Arc<NodeClient>, dir: &str, record: &FormatRecord) -> RemoteDisk {
         RemoteDisk {
             label: format!("{}:{dir}", node.address()),
             node,
             dir: dir.to_string(),
+            id: parking_lot::Mutex::new(record.disk_id),
+            slot: (
+                record.deployment_id,
+                record.pool,
+                record.set,
+                record.position,
+            ),
+        }
+    }
+
+    fn id(&self) -> DiskId {
+        *self.id.lock()
+    }
+
+    /// After the node said the directory holds another disk: takes it on
+    /// if it was formatted into this disk's slot.
+    async fn follow_replacement(&self) -> Result<(), DiskError> {
+        let state = self.node.probe(&self.dir).await?;
+        match state {
+            DirState::Formatted(f) if (f.deployment_id, f.pool, f.set, f.position) == self.slot => {
+                let old = std::mem::replace(&mut *self.id.lock(), f.disk_id);
+                if old != f.disk_id {
+                    tracing::warn!(disk = %self.label, old = %old, new = %f.disk_id, "the slot holds a replacement disk now");
+                }
+                Ok(())
+            }
+            other => Err(DiskError::Offline(format!(
+                "{} holds another set's disk or none ({other:?})",
+                self.label
+            ))),
         }
     }
 
@@ -375,7 +612,21 @@ impl RemoteDisk {
     }
 
     async fn call<A: Serialize>(&self, op: &str, args: &A) -> Result<Bytes, DiskError> {
-        self.node.call(op, &self.dir, args).await
+        for _ in 0..2 {
+            match self
+                .node
+                .call_on(op, &self.dir, Some(self.id()), args)
+                .await
+            {
+                Ok(b) => return Ok(b),
+                Err(Failed::Disk(e)) => return Err(e),
+                Err(Failed::OtherDisk) => self.follow_replacement().await?,
+            }
+        }
+        Err(DiskError::Offline(format!(
+            "{} keeps holding another disk",
+            self.label
+        )))
     }
 
     async fn typed<A: Serialize, T: for<'de> serde::Deserialize<'de>>(
@@ -395,6 +646,7 @@ fn b(s: &[u8]) -> Bytes {
 /// the stream ends.
 struct RemoteShardWriter {
     tx: mpsc::Sender<Bytes>,
+    key: auth::FrameKey,
     answer: Option<oneshot::Receiver<Result<Bytes, DiskError>>>,
 }
 
@@ -421,19 +673,16 @@ impl RemoteShardWriter {
 #[async_trait]
 impl ShardWriter for RemoteShardWriter {
     async fn append(&mut self, block: Bytes) -> Result<(), DiskError> {
-        match self.tx.send(wire::encode_frame(&Frame::Data(block))).await {
+        let frame = wire::encode_frame(&mut self.key, &Frame::Data(block));
+        match self.tx.send(frame).await {
             Ok(()) => Ok(()),
             Err(_) => Err(self.refused().await),
         }
     }
 
     async fn finish(mut self: Box<Self>) -> Result<ShardSummary, DiskError> {
-        if self
-            .tx
-            .send(wire::encode_frame(&Frame::Finish))
-            .await
-            .is_err()
-        {
+        let frame = wire::encode_frame(&mut self.key, &Frame::Finish);
+        if self.tx.send(frame).await.is_err() {
             return Err(self.refused().await);
         }
         wire::decode(&self.answer().await?)
@@ -510,12 +759,19 @@ impl Disk for RemoteDisk {
         self.node.check_skipped()?;
         let args = wire::encode(&(id, opts));
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let session = self.node.session().await?;
+        let to = Target {
+            session: &session,
+            disk: &self.dir,
+            disk_id: &self.id().to_string(),
+        };
         let (nonce, mut req) = self.node.request(
             "create_shard",
-            &self.dir,
+            &to,
             stream_digest(&args),
             RpcBody::Stream(rx),
         );
+        let key = self.node.secret.frame_key(&nonce);
         req.headers_mut().insert(
             ARGS,
             http::HeaderValue::from_str(&hex::encode(&args)).expect("hex is a valid header"),
@@ -529,6 +785,7 @@ impl Disk for RemoteDisk {
         });
         Ok(Box::new(RemoteShardWriter {
             tx,
+            key,
             answer: Some(answer),
         }))
     }

@@ -6,15 +6,17 @@
 //!   protection;
 //! - [`wire`]: call and answer encoding, errors, framing of shard streams;
 //! - [`server`]: `granary node`'s side;
-//! - [`client`]: [`RemoteDisk`], the gateway's side.
+//! - [`client`]: [`RemoteDisk`], the gateway's side;
+//! - [`tls`]: optional mutual TLS between them.
 
 pub mod auth;
 pub mod client;
 pub mod server;
+pub mod tls;
 pub mod wire;
 
 pub use auth::ClusterSecret;
-pub use client::{NodeClient, RemoteDisk};
+pub use client::{NodeAccess, NodeClient, RemoteDisk};
 pub use server::{accept, serve_node, NodeService, HEALTH_PATH};
 
 /// HTTP/2 flow-control window of one call: a shard stream keeps several

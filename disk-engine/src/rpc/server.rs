@@ -1,8 +1,9 @@
 //! The node side of internal RPC: `granary node` serves its local disks to
-//! gateways over HTTP/2. Every call is authenticated (see
-//! [`super::auth`]); a disk is addressed by the directory the node was
-//! given, and opens once it is formatted (by a gateway's `format` call or
-//! at start if it already was).
+//! gateways over HTTP/2 (plain, or TLS with client certificates). Every
+//! call is authenticated (see [`super::auth`]); a disk is addressed by the
+//! directory the node was given and, once formatted, by its id; it opens
+//! once it is formatted (by a gateway's `format` call or at start if it
+//! already was).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,7 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::RwLock;
 use uuid::Uuid;
 
-use super::auth::{self, ClusterSecret, NonceGuard};
+use super::auth::{self, Call, CallGuard, ClusterSecret, Refusal};
 use super::wire::{self, Frame, FrameReader, WireError};
 use crate::disk::{Disk, Inventory, RecordListOptions, RecordPut, ShardOptions, UploadListStart};
 use crate::error::DiskError;
@@ -32,7 +33,7 @@ pub const HEALTH_PATH: &str = "/healthz";
 /// A node's disks and the secret its callers must know.
 pub struct NodeService {
     secret: ClusterSecret,
-    nonces: NonceGuard,
+    guard: CallGuard,
     disks: HashMap<String, Slot>,
     opts: LocalDiskOptions,
 }
@@ -88,7 +89,7 @@ impl NodeService {
         }
         Ok(NodeService {
             secret,
-            nonces: NonceGuard::default(),
+            guard: CallGuard::new(),
             disks,
             opts,
         })
@@ -105,6 +106,11 @@ impl NodeService {
         out
     }
 
+    /// This run's session id (what `hello` answers).
+    pub fn session(&self) -> &str {
+        self.guard.session()
+    }
+
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Full<Bytes>> {
         if req.uri().path() == HEALTH_PATH {
             return Response::new(Full::new(Bytes::from_static(b"ok\n")));
@@ -113,39 +119,50 @@ impl NodeService {
             req.headers()
                 .get(name)
                 .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
+                .unwrap_or_default()
+                .to_string()
         };
-        let (disk, date, nonce, digest, signature) = (
-            header(wire::DISK).unwrap_or_default(),
+        let (session, disk, disk_id, date, nonce, digest, signature) = (
+            header(auth::SESSION),
+            header(wire::DISK),
+            header(auth::DISK_ID),
             header(auth::DATE),
             header(auth::NONCE),
             header(auth::BODY),
             header(auth::SIGNATURE),
         );
         let path = req.uri().path().to_string();
-        if let Err(why) = self.nonces.check(
-            &self.secret,
-            req.method().as_str(),
-            &path,
-            &disk,
-            date.as_deref(),
-            nonce.as_deref(),
-            digest.as_deref(),
-            signature.as_deref(),
-        ) {
-            tracing::warn!(?why, %path, "internal RPC refused");
-            let mut r = Response::new(Full::new(Bytes::from(format!("refused: {why:?}\n"))));
-            *r.status_mut() = StatusCode::UNAUTHORIZED;
-            return r;
-        }
-        let nonce = nonce.unwrap_or_default();
-        let digest = digest.unwrap_or_default();
         let op = path
             .strip_prefix(wire::PATH_PREFIX)
             .unwrap_or("")
             .to_string();
+        let call = Call {
+            method: req.method().as_str(),
+            path: &path,
+            session: &session,
+            disk: &disk,
+            disk_id: &disk_id,
+            date: &date,
+            nonce: &nonce,
+            body: &digest,
+        };
+        let checked = self
+            .guard
+            .check(&self.secret, &call, &signature, op == "hello");
+        let checked = match checked {
+            Ok(()) => self.check_disk(&op, &disk, &disk_id).await,
+            Err(why) => Err(why),
+        };
+        if let Err(why) = checked {
+            tracing::warn!(?why, %path, %disk, "internal RPC refused");
+            let mut r = Response::new(Full::new(Bytes::from(format!("refused: {why:?}\n"))));
+            *r.status_mut() = StatusCode::UNAUTHORIZED;
+            r.headers_mut()
+                .insert(auth::REFUSAL, http::HeaderValue::from_static(why.code()));
+            return r;
+        }
         let answer = if op == "create_shard" {
-            self.create_shard(&disk, &digest, req).await
+            self.create_shard(&disk, &nonce, &digest, req).await
         } else {
             match read_unary(req.into_body(), &digest).await {
                 Ok(body) => self.dispatch(&op, &disk, body).await,
@@ -155,18 +172,34 @@ impl NodeService {
         self.answer(&nonce, answer)
     }
 
+    /// A call on a formatted disk must name the disk its directory holds;
+    /// only `hello`, `probe` and `format` address a directory as such.
+    async fn check_disk(&self, op: &str, disk: &str, disk_id: &str) -> Result<(), Refusal> {
+        if matches!(op, "hello" | "probe" | "format") {
+            return Ok(());
+        }
+        let Some(slot) = self.disks.get(disk) else {
+            return Ok(());
+        };
+        match slot.disk.read().await.as_ref() {
+            Some(d) if d.format().disk_id.to_string() != disk_id => Err(Refusal::OtherDisk),
+            _ => Ok(()),
+        }
+    }
+
     fn answer(&self, nonce: &str, answer: Answer) -> Response<Full<Bytes>> {
         let (result, body) = match answer {
             Ok(b) => ("ok", b),
             Err(e) => ("err", wire::encode(&WireError::from(&e))),
         };
-        let crc = format!("{:08x}", crc_fast::crc32_iscsi(&body));
-        let sig = self
-            .secret
-            .sign_answer(nonce, 200, &format!("{result}:{crc}"));
+        let sig = self.secret.sign_answer(&auth::Answer {
+            nonce,
+            status: 200,
+            result,
+            body: &auth::body_digest(&body),
+        });
         Response::builder()
             .header(wire::RESULT, result)
-            .header(wire::ANSWER_CRC, crc)
             .header(auth::SIGNATURE, sig)
             .body(Full::new(body))
             .expect("valid answer")
@@ -222,7 +255,13 @@ impl NodeService {
         Ok(Bytes::new())
     }
 
-    async fn create_shard(&self, disk: &str, digest: &str, req: Request<Incoming>) -> Answer {
+    async fn create_shard(
+        &self,
+        disk: &str,
+        nonce: &str,
+        digest: &str,
+        req: Request<Incoming>,
+    ) -> Answer {
         let args = req
             .headers()
             .get(ARGS)
@@ -236,7 +275,7 @@ impl NodeService {
         let (id, opts): (ShardId, ShardOptions) = wire::decode(&args)?;
         let d = self.slot_disk(disk).await?;
         let mut writer = d.create_shard(id, opts).await?;
-        let mut frames = FrameReader::default();
+        let mut frames = FrameReader::new(self.secret.frame_key(nonce));
         let mut body = req.into_body();
         loop {
             let chunk = match body.frame().await {
@@ -265,6 +304,9 @@ impl NodeService {
     }
 
     async fn dispatch(&self, op: &str, disk: &str, body: Bytes) -> Answer {
+        if op == "hello" {
+            return Ok(wire::encode(&self.session()));
+        }
         if op == "probe" {
             let dir = self.slot(disk)?.dir.clone();
             let state = tokio::task::spawn_blocking(move || probe_dir(&dir))
@@ -441,11 +483,13 @@ pub async fn accept(listener: &TcpListener) -> (tokio::net::TcpStream, std::net:
     }
 }
 
-/// Serves `service` on `listener` (HTTP/2 without TLS, prior knowledge)
-/// until `shutdown` resolves; calls in flight then get a few seconds.
+/// Serves `service` on `listener` (HTTP/2: over TLS with client
+/// certificates when `tls` is given, else plain with prior knowledge) until
+/// `shutdown` resolves; calls in flight then get a few seconds.
 pub async fn serve_node(
     listener: TcpListener,
     service: Arc<NodeService>,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -458,28 +502,54 @@ pub async fn serve_node(
         .max_concurrent_streams(4096)
         .keep_alive_interval(Some(Duration::from_secs(10)))
         .keep_alive_timeout(Duration::from_secs(20));
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             c = accept(&listener) => c,
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let svc = service.clone();
-        let conn = builder.serve_connection(
-            TokioIo::new(stream),
-            hyper::service::service_fn(move |req| {
-                let svc = svc.clone();
-                async move { Ok::<_, std::convert::Infallible>(svc.handle(req).await) }
-            }),
-        );
-        let conn = graceful.watch(conn);
+        let (svc, builder, watcher) = (service.clone(), builder.clone(), graceful.watcher());
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "node connection ended");
+            match acceptor {
+                None => serve_connection(&builder, watcher, stream, svc).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => serve_connection(&builder, watcher, tls, svc).await,
+                        Ok(Err(e)) => {
+                            tracing::warn!(%peer, error = %e, "internal RPC TLS handshake refused")
+                        }
+                        Err(_) => tracing::warn!(%peer, "internal RPC TLS handshake timed out"),
+                    }
+                }
             }
         });
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+}
+
+/// Longest a TLS handshake may take.
+const TLS_HANDSHAKE: Duration = Duration::from_secs(10);
+
+async fn serve_connection<I>(
+    builder: &hyper::server::conn::http2::Builder<TokioExecutor>,
+    watcher: hyper_util::server::graceful::Watcher,
+    io: I,
+    service: Arc<NodeService>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = builder.serve_connection(
+        TokioIo::new(io),
+        hyper::service::service_fn(move |req| {
+            let svc = service.clone();
+            async move { Ok::<_, std::convert::Infallible>(svc.handle(req).await) }
+        }),
+    );
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(error = %e, "node connection ended");
+    }
 }

@@ -16,6 +16,13 @@ use crate::types::{Record, ShardId, Stamp, VersionId};
 const SECRET: &str = "rpc-test-cluster-secret";
 
 async fn node(dirs: &[std::path::PathBuf]) -> (String, tokio::sync::oneshot::Sender<()>) {
+    node_with(dirs, None).await
+}
+
+async fn node_with(
+    dirs: &[std::path::PathBuf],
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
     let service = Arc::new(
         NodeService::open(
             dirs,
@@ -30,7 +37,7 @@ async fn node(dirs: &[std::path::PathBuf]) -> (String, tokio::sync::oneshot::Sen
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve_node(listener, service, async {
+    tokio::spawn(serve_node(listener, service, tls, async {
         let _ = stopped.await;
     }));
     (addr, stop)
@@ -47,14 +54,32 @@ async fn a_remote_disk_behaves_like_the_local_one() {
         client.probe(&label).await.unwrap(),
         DirState::Missing
     ));
-    let disk = RemoteDisk::new(client.clone(), &label);
+    let f = FormatRecord::new_set(Tier::Hot, 1, 0).remove(0);
+    let disk = RemoteDisk::new(client.clone(), &label, &f);
     // Not formatted yet: offline, not an error of the data.
     assert!(matches!(
         disk.get_records(b"b", b"k").await,
         Err(DiskError::Offline(_))
     ));
-    let f = FormatRecord::new_set(Tier::Hot, 1, 0).remove(0);
     client.format(&label, &f, None).await.unwrap();
+    // Calls signed for another disk than the directory holds are refused;
+    // a disk of the same slot (a replacement) is taken on, any other not.
+    let other_set = FormatRecord {
+        disk_id: crate::types::DiskId(Uuid::new_v4()),
+        deployment_id: Uuid::new_v4(),
+        ..f.clone()
+    };
+    let other = RemoteDisk::new(client.clone(), &label, &other_set);
+    match other.get_records(b"b", b"k").await {
+        Err(DiskError::Offline(why)) => assert!(why.contains("another set"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let replaced = FormatRecord {
+        disk_id: crate::types::DiskId(Uuid::new_v4()),
+        ..f.clone()
+    };
+    let follower = RemoteDisk::new(client.clone(), &label, &replaced);
+    assert_eq!(follower.get_records(b"b", b"k").await.unwrap(), vec![]);
     // A second formatting that expects an empty directory loses.
     assert!(matches!(
         client.format(&label, &f, None).await,
@@ -190,7 +215,7 @@ async fn strangers_replays_and_dead_nodes_are_refused() {
     client.probe(&label).await.unwrap();
     stop.send(()).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let disk = RemoteDisk::new(client, &label);
+    let disk = RemoteDisk::new(client, &label, &FormatRecord::new_set(Tier::Hot, 1, 0)[0]);
     let t = std::time::Instant::now();
     for _ in 0..3 {
         assert!(matches!(
@@ -201,7 +226,7 @@ async fn strangers_replays_and_dead_nodes_are_refused() {
     assert!(t.elapsed() < std::time::Duration::from_secs(5));
 }
 
-/// Sends one signed probe twice over a plain HTTP/2 connection; returns
+/// Sends one signed `hello` twice over a plain HTTP/2 connection; returns
 /// both statuses.
 async fn reqwest_like(addr: &str, disk: &str) -> (u16, u16) {
     use http_body_util::{BodyExt, Full};
@@ -216,10 +241,19 @@ async fn reqwest_like(addr: &str, disk: &str) -> (u16, u16) {
     let secret = ClusterSecret::new(SECRET).unwrap();
     let body = wire::encode(&());
     let digest = auth::body_digest(&body);
-    let path = format!("{}probe", wire::PATH_PREFIX);
+    let path = format!("{}hello", wire::PATH_PREFIX);
     let date = auth::now_millis().to_string();
     let nonce = auth::new_nonce();
-    let sig = secret.sign_request("POST", &path, disk, &date, &nonce, &digest);
+    let sig = secret.sign_request(&auth::Call {
+        method: "POST",
+        path: &path,
+        session: "",
+        disk,
+        disk_id: "",
+        date: &date,
+        nonce: &nonce,
+        body: &digest,
+    });
     let mut statuses = Vec::new();
     for _ in 0..2 {
         let req = http::Request::post(format!("http://{addr}{path}"))
@@ -239,4 +273,258 @@ async fn reqwest_like(addr: &str, disk: &str) -> (u16, u16) {
         .unwrap();
     assert_eq!(send.send_request(health).await.unwrap().status(), 200);
     (statuses[0], statuses[1])
+}
+
+/// A TCP relay in front of `upstream` that records every byte its clients
+/// send: what an on-path observer captures.
+async fn recording_relay(upstream: &str) -> (String, Arc<parking_lot::Mutex<Vec<u8>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let (upstream, record) = (upstream.to_string(), seen.clone());
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+            let (mut cr, mut cw) = client.into_split();
+            let (mut sr, mut sw) = server.into_split();
+            let record = record.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 << 10];
+                while let Ok(n) = cr.read(&mut buf).await {
+                    if n == 0 || sw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    record.lock().extend_from_slice(&buf[..n]);
+                }
+            });
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut sr, &mut cw).await;
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// Sends `bytes` as they were captured on a new connection to `addr` and
+/// lets the node act on them.
+async fn replay(addr: &str, bytes: &[u8]) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(bytes).await.unwrap();
+    let mut sink = vec![0u8; 64 << 10];
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+        while let Ok(n) = s.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// A node on `dirs` once their previous node has let go of them.
+async fn node_again(dirs: &[std::path::PathBuf]) -> (String, tokio::sync::oneshot::Sender<()>) {
+    for _ in 0..100 {
+        let opts = LocalDiskOptions {
+            fsync: false,
+            ..Default::default()
+        };
+        if NodeService::open(dirs, ClusterSecret::new(SECRET).unwrap(), opts).is_ok() {
+            return node(dirs).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the disks stayed locked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_captured_call_is_refused_by_another_node_and_after_a_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("d1");
+    let label = dir.display().to_string();
+    let secret = || ClusterSecret::new(SECRET).unwrap();
+    let format = |client: Arc<NodeClient>| {
+        let label = label.clone();
+        async move {
+            let f = FormatRecord::new_set(Tier::Hot, 1, 0).remove(0);
+            client.format(&label, &f, None).await.unwrap();
+        }
+    };
+    let rec = Record {
+        version: VersionId([3; 16]),
+        stamp: Stamp {
+            mtime_ns: 1,
+            write_id: Uuid::now_v7(),
+        },
+        body: Bytes::from_static(b"captured"),
+        listing: Bytes::new(),
+    };
+    let disk_at = |addr: String| {
+        let label = label.clone();
+        async move {
+            let client = NodeClient::new(&addr, secret());
+            let DirState::Formatted(f) = client.probe(&label).await.unwrap() else {
+                panic!("not formatted");
+            };
+            RemoteDisk::new(client, &label, &f)
+        }
+    };
+    let records = |addr: String| {
+        let disk_at = disk_at.clone();
+        async move { disk_at(addr).await.get_records(b"b", b"k").await.unwrap() }
+    };
+
+    // Node A; a call to it captured on the way.
+    let (a, stop_a) = node(std::slice::from_ref(&dir)).await;
+    format(NodeClient::new(&a, secret())).await;
+    let (relay, captured) = recording_relay(&a).await;
+    {
+        let disk = disk_at(relay.clone()).await;
+        disk.put_record(b"b", b"k", RecordPut::of(rec.clone()))
+            .await
+            .unwrap();
+        let disk = disk_at(a.clone()).await;
+        disk.delete_record(b"b", b"k", rec.version, None)
+            .await
+            .unwrap();
+    }
+    let captured = captured.lock().clone();
+    assert!(!captured.is_empty());
+    // Replayed to the running node: refused.
+    replay(&a, &captured).await;
+    assert_eq!(records(a.clone()).await, vec![]);
+
+    // Replayed to node A after a restart: refused.
+    stop_a.send(()).unwrap();
+    let (a2, stop_a2) = node_again(std::slice::from_ref(&dir)).await;
+    replay(&a2, &captured).await;
+    assert_eq!(
+        records(a2.clone()).await,
+        vec![],
+        "replayed after a restart"
+    );
+    stop_a2.send(()).unwrap();
+
+    // Replayed to node B, which serves a disk under the same path.
+    for _ in 0..100 {
+        if std::fs::rename(&dir, root.path().join("d1-of-a")).is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (b, _stop_b) = node_again(std::slice::from_ref(&dir)).await;
+    format(NodeClient::new(&b, secret())).await;
+    replay(&b, &captured).await;
+    assert_eq!(records(b.clone()).await, vec![], "replayed to another node");
+}
+
+/// A CA (`dir/<its name>.pem`) and the certificates it signs
+/// (`dir/<name>.pem` and `.key`).
+struct Pki {
+    ca: rcgen::Certificate,
+    ca_key: rcgen::KeyPair,
+    dir: std::path::PathBuf,
+}
+
+impl Pki {
+    fn new(dir: &std::path::Path, ca_name: &str) -> Pki {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, ca_name);
+        let ca = params.self_signed(&ca_key).unwrap();
+        std::fs::write(dir.join(format!("{ca_name}.pem")), ca.pem()).unwrap();
+        Pki {
+            ca,
+            ca_key,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn issue(&self, name: &str, sans: &[&str], usage: rcgen::ExtendedKeyUsagePurpose) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params =
+            rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &self.ca, &self.ca_key).unwrap();
+        std::fs::write(self.dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+        std::fs::write(self.dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+    }
+}
+
+/// [`tls::TlsFiles`] over the paths [`paths`] gives.
+fn tls_files<'a>(paths: &'a [std::path::PathBuf; 3]) -> tls::TlsFiles<'a> {
+    tls::TlsFiles {
+        cert: &paths[0],
+        key: &paths[1],
+        ca: &paths[2],
+    }
+}
+
+/// The certificate and key of `name` in `dir` and the CA `ca`.
+fn paths(dir: &std::path::Path, name: &str, ca: &str) -> [std::path::PathBuf; 3] {
+    [
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{ca}.pem")),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_lets_only_the_clusters_gateways_in() {
+    use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+    let root = tempfile::tempdir().unwrap();
+    let pki = Pki::new(root.path(), "ca");
+    pki.issue("node", &["127.0.0.1", "localhost"], ServerAuth);
+    pki.issue("gateway", &["gateway"], ClientAuth);
+    let stranger = Pki::new(root.path(), "other-ca");
+    stranger.issue("intruder", &["gateway"], ClientAuth);
+    let gateway_tls = |name: &str, ca: &str| NodeAccess {
+        secret: ClusterSecret::new(SECRET).unwrap(),
+        tls: Some(tls::gateway_config(&tls_files(&paths(root.path(), name, ca))).unwrap()),
+    };
+    let dir = root.path().join("d1");
+    let label = dir.display().to_string();
+    let node_tls = tls::node_config(&tls_files(&paths(root.path(), "node", "ca"))).unwrap();
+    let (addr, _stop) = node_with(std::slice::from_ref(&dir), Some(node_tls)).await;
+
+    // The cluster's gateway: works end to end, shard streams included.
+    let gateway = NodeClient::with_access(&addr, &gateway_tls("gateway", "ca"));
+    let f = FormatRecord::new_set(Tier::Hot, 1, 0).remove(0);
+    gateway.format(&label, &f, None).await.unwrap();
+    let disk = RemoteDisk::new(gateway, &label, &f);
+    let id = ShardId(Uuid::now_v7());
+    let opts = ShardOptions {
+        block_size: 4096,
+        shard_index: 0,
+    };
+    let mut w = disk.create_shard(id, opts).await.unwrap();
+    w.append(Bytes::from(vec![5u8; 4096])).await.unwrap();
+    assert_eq!(w.finish().await.unwrap().len, 4096);
+    assert_eq!(
+        &disk.read_shard(id, 0, 4096).await.unwrap()[..],
+        &[5u8; 4096][..]
+    );
+
+    // Without TLS, or with a certificate another CA signed: refused.
+    let plain = NodeClient::new(&addr, ClusterSecret::new(SECRET).unwrap());
+    assert!(matches!(
+        plain.probe(&label).await,
+        Err(DiskError::Offline(_))
+    ));
+    let intruder = NodeClient::with_access(&addr, &gateway_tls("intruder", "ca"));
+    assert!(matches!(
+        intruder.probe(&label).await,
+        Err(DiskError::Offline(_))
+    ));
+    // A gateway that does not trust the node's CA does not talk to it.
+    let wary = NodeClient::with_access(&addr, &gateway_tls("gateway", "other-ca"));
+    assert!(matches!(
+        wary.probe(&label).await,
+        Err(DiskError::Offline(_))
+    ));
 }

@@ -1,20 +1,21 @@
 //! What travels between gateway and node: calls and answers encoded with
 //! MessagePack, errors as [`WireError`], and the framing of streamed shard
-//! bodies (each frame carries its own CRC32C, the last one says "finish").
+//! bodies (each frame carries its own authentication tag, see
+//! [`super::auth::FrameKey`]; the last one says "finish").
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
 
+use super::auth::{FrameKey, FRAME_TAG};
 use crate::error::DiskError;
 
-/// Path prefix of every call; the operation's name follows.
-pub const PATH_PREFIX: &str = "/rpc/v1/";
+/// Path prefix of every call; the operation's name follows. A node and a
+/// gateway of different wire versions refuse each other's calls.
+pub const PATH_PREFIX: &str = "/rpc/v2/";
 /// Header naming the disk (its directory on the node) a call is for.
 pub const DISK: &str = "x-granary-disk";
 /// Header of an answer: `ok` (the body is the value) or `err` (a [`WireError`]).
 pub const RESULT: &str = "x-granary-result";
-/// Header carrying the CRC32C (hex) of an answer's body.
-pub const ANSWER_CRC: &str = "x-granary-crc32c";
 /// Most bytes one frame of a streamed body carries.
 pub const MAX_FRAME: usize = 16 << 20;
 /// Most bytes of a unary call's body.
@@ -98,11 +99,12 @@ pub enum Frame {
 
 const KIND_DATA: u8 = 1;
 const KIND_FINISH: u8 = 2;
-const HEADER: usize = 9;
+const HEADER: usize = 5 + FRAME_TAG;
 
-/// Encodes one frame: kind (1 byte), length (4), CRC32C of the payload (4),
-/// payload.
-pub fn encode_frame(frame: &Frame) -> Bytes {
+/// Encodes the next frame of a stream: kind (1 byte), length (4), tag
+/// ([`FRAME_TAG`] bytes, under the stream's key and the frame's place in
+/// it), payload.
+pub fn encode_frame(key: &mut FrameKey, frame: &Frame) -> Bytes {
     let (kind, payload): (u8, &[u8]) = match frame {
         Frame::Data(b) => (KIND_DATA, b),
         Frame::Finish => (KIND_FINISH, &[]),
@@ -110,32 +112,41 @@ pub fn encode_frame(frame: &Frame) -> Bytes {
     let mut out = BytesMut::with_capacity(HEADER + payload.len());
     out.put_u8(kind);
     out.put_u32(payload.len() as u32);
-    out.put_u32(crc_fast::crc32_iscsi(payload));
+    out.extend_from_slice(&key.tag(kind, payload));
     out.extend_from_slice(payload);
     out.freeze()
 }
 
-/// Cuts frames out of a body arriving in arbitrary chunks.
-#[derive(Default)]
+/// Cuts frames out of a body arriving in arbitrary chunks, checking each
+/// one's tag.
 pub struct FrameReader {
+    key: FrameKey,
     buf: BytesMut,
 }
 
 impl FrameReader {
+    /// A reader of the stream whose frames are signed under `key`.
+    pub fn new(key: FrameKey) -> FrameReader {
+        FrameReader {
+            key,
+            buf: BytesMut::new(),
+        }
+    }
+
     /// Adds received bytes.
     pub fn push(&mut self, chunk: &[u8]) {
         self.buf.extend_from_slice(chunk);
     }
 
     /// The next complete frame, if one has arrived; an error for a frame
-    /// that is malformed or fails its checksum.
+    /// that is malformed or whose tag is wrong (altered, out of place, or
+    /// from another stream).
     pub fn next_frame(&mut self) -> Result<Option<Frame>, DiskError> {
         if self.buf.len() < HEADER {
             return Ok(None);
         }
         let kind = self.buf[0];
         let len = u32::from_be_bytes(self.buf[1..5].try_into().unwrap()) as usize;
-        let crc = u32::from_be_bytes(self.buf[5..9].try_into().unwrap());
         if len > MAX_FRAME {
             return Err(DiskError::corrupt(
                 "rpc frame",
@@ -146,10 +157,13 @@ impl FrameReader {
             self.buf.reserve(HEADER + len - self.buf.len());
             return Ok(None);
         }
-        self.buf.advance(HEADER);
+        let head = self.buf.split_to(HEADER);
         let payload = self.buf.split_to(len).freeze();
-        if crc_fast::crc32_iscsi(&payload) != crc {
-            return Err(DiskError::corrupt("rpc frame", "checksum mismatch"));
+        if !self.key.verify(kind, &payload, &head[5..]) {
+            return Err(DiskError::corrupt(
+                "rpc frame",
+                "authentication tag mismatch (altered or out of place)",
+            ));
         }
         match kind {
             KIND_DATA => Ok(Some(Frame::Data(payload))),
@@ -171,19 +185,27 @@ impl FrameReader {
 mod tests {
     use super::*;
 
+    use crate::rpc::auth::ClusterSecret;
+
+    fn secret() -> ClusterSecret {
+        ClusterSecret::new("a-cluster-secret-of-some-length").unwrap()
+    }
+
     #[test]
     fn frames_survive_any_chunking_and_damage_is_caught() {
+        let nonce = "00112233445566778899aabbccddeeff";
         let frames = [
             Frame::Data(Bytes::from(vec![7u8; 5000])),
             Frame::Data(Bytes::from_static(b"x")),
             Frame::Finish,
         ];
+        let mut key = secret().frame_key(nonce);
         let wire: Vec<u8> = frames
             .iter()
-            .flat_map(|f| encode_frame(f).to_vec())
+            .flat_map(|f| encode_frame(&mut key, f).to_vec())
             .collect();
         for chunk in [1, 3, 9, 4096, wire.len()] {
-            let mut r = FrameReader::default();
+            let mut r = FrameReader::new(secret().frame_key(nonce));
             let mut got = Vec::new();
             for c in wire.chunks(chunk) {
                 r.push(c);
@@ -196,9 +218,44 @@ mod tests {
         }
         let mut bad = wire.clone();
         bad[100] ^= 1;
-        let mut r = FrameReader::default();
+        let mut r = FrameReader::new(secret().frame_key(nonce));
         r.push(&bad);
         assert!(r.next_frame().is_err());
+        // The frames of another stream (another nonce) do not pass.
+        let mut r = FrameReader::new(secret().frame_key("ffeeddccbbaa99887766554433221100"));
+        r.push(&wire);
+        assert!(r.next_frame().is_err());
+    }
+
+    /// What an on-path attacker can do to a frame that carries only a
+    /// checksum: rewrite the payload and recompute the checksum. The tag
+    /// needs the cluster secret.
+    #[test]
+    fn a_rewritten_shard_frame_with_a_recomputed_checksum_is_refused() {
+        let nonce = "00112233445566778899aabbccddeeff";
+        let mut key = secret().frame_key(nonce);
+        let genuine = encode_frame(&mut key, &Frame::Data(Bytes::from(vec![0xAA; 4096])));
+        let mut forged = genuine.to_vec();
+        for b in &mut forged[HEADER..] {
+            *b = 0xBB;
+        }
+        // The attacker's best guess at a tag without the secret: the tag
+        // of its own payload under another key.
+        let mut guess = ClusterSecret::new("the-attacker-does-not-know-it")
+            .unwrap()
+            .frame_key(nonce);
+        let retagged = encode_frame(&mut guess, &Frame::Data(Bytes::from(vec![0xBB; 4096])));
+        for attempt in [forged, retagged.to_vec()] {
+            let mut r = FrameReader::new(secret().frame_key(nonce));
+            r.push(&attempt);
+            assert!(r.next_frame().is_err());
+        }
+        let mut r = FrameReader::new(secret().frame_key(nonce));
+        r.push(&genuine);
+        assert_eq!(
+            r.next_frame().unwrap(),
+            Some(Frame::Data(Bytes::from(vec![0xAA; 4096])))
+        );
     }
 
     #[test]
