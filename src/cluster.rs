@@ -11,7 +11,7 @@ use clap::Args;
 use gateway::AccessKey;
 use placement::{open_cluster_pool, ClusterMap, Store};
 
-use crate::credentials::{cluster_secret, master_key, root_key, tls_files, KEYS_FROM_ENV};
+use crate::credentials::{cluster_secret, master_key, root_key, rpc_tls, KEYS_FROM_ENV};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
 use crate::server::store_options;
 use disk_engine::rpc::NodeAccess;
@@ -53,15 +53,13 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     let text = std::fs::read_to_string(&args.cluster)
         .with_context(|| format!("reading {}", args.cluster.display()))?;
     let map = ClusterMap::parse(&text)?;
-    let tls = tls_files(
+    let tls = rpc_tls(
         "--node-tls-cert, --node-tls-key and --node-tls-ca",
         &args.node_tls_cert,
         &args.node_tls_key,
         &args.node_tls_ca,
-    )?
-    .map(|f| disk_engine::rpc::tls::gateway_config(&f))
-    .transpose()
-    .map_err(anyhow::Error::msg)?;
+        disk_engine::rpc::tls::gateway_config,
+    )?;
     let access = NodeAccess {
         secret: cluster_secret(args.cluster_secret_file.as_deref())?,
         tls,

@@ -130,18 +130,22 @@ pub fn cluster_secret(file: Option<&Path>) -> anyhow::Result<disk_engine::rpc::C
         .map_err(anyhow::Error::msg)
 }
 
-/// The certificate, key and CA files of internal RPC's mutual TLS: all
-/// three or none (`flags` names the options, for the message).
-pub fn tls_files<'a>(
+/// The TLS configuration of internal RPC's mutual TLS, built by `build`
+/// from the certificate, key and CA files: all three or none (`flags`
+/// names the options, for the message).
+pub fn rpc_tls<T>(
     flags: &str,
-    cert: &'a Option<PathBuf>,
-    key: &'a Option<PathBuf>,
-    ca: &'a Option<PathBuf>,
-) -> anyhow::Result<Option<disk_engine::rpc::tls::TlsFiles<'a>>> {
+    cert: &Option<PathBuf>,
+    key: &Option<PathBuf>,
+    ca: &Option<PathBuf>,
+    build: fn(&disk_engine::rpc::tls::TlsFiles<'_>) -> Result<T, String>,
+) -> anyhow::Result<Option<T>> {
     match (cert, key, ca) {
         (None, None, None) => Ok(None),
         (Some(cert), Some(key), Some(ca)) => {
-            Ok(Some(disk_engine::rpc::tls::TlsFiles { cert, key, ca }))
+            build(&disk_engine::rpc::tls::TlsFiles { cert, key, ca })
+                .map(Some)
+                .map_err(anyhow::Error::msg)
         }
         _ => anyhow::bail!("mutual TLS needs all of {flags}, or none of them"),
     }

@@ -12,7 +12,7 @@ use clap::Args;
 use disk_engine::rpc::{serve_node, NodeService, HEALTH_PATH};
 use disk_engine::LocalDiskOptions;
 
-use crate::credentials::{cluster_secret, tls_files};
+use crate::credentials::{cluster_secret, rpc_tls};
 use crate::front::shutdown_signal;
 use crate::server::ShardIo;
 
@@ -59,15 +59,13 @@ pub fn run(args: NodeArgs) -> anyhow::Result<()> {
 
 async fn serve(args: NodeArgs) -> anyhow::Result<()> {
     let secret = cluster_secret(args.cluster_secret_file.as_deref())?;
-    let tls = tls_files(
+    let tls = rpc_tls(
         "--tls-cert, --tls-key and --tls-client-ca",
         &args.tls_cert,
         &args.tls_key,
         &args.tls_client_ca,
-    )?
-    .map(|f| disk_engine::rpc::tls::node_config(&f))
-    .transpose()
-    .map_err(anyhow::Error::msg)?;
+        disk_engine::rpc::tls::node_config,
+    )?;
     let scheme = if tls.is_some() {
         "mutual TLS"
     } else {

@@ -158,18 +158,19 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
         )));
     }
 
+    // The format of `slot` in the set whose disks are `set_disks`.
+    let slot_record = |slot: usize, set_disks: &[DiskId]| FormatRecord {
+        disk_id: set_disks[slot],
+        position: slot as u32,
+        set_disks: set_disks.to_vec(),
+        ..reference.clone()
+    };
     let mut set_disks = reference.set_disks.clone();
     let mut replaced = Vec::new();
     for (slot, st) in states.iter().enumerate() {
         if let DirState::Empty = st {
-            let id = DiskId(Uuid::new_v4());
-            set_disks[slot] = id;
-            let f = FormatRecord {
-                disk_id: id,
-                position: slot as u32,
-                set_disks: set_disks.clone(),
-                ..reference.clone()
-            };
+            set_disks[slot] = DiskId(Uuid::new_v4());
+            let f = slot_record(slot, &set_disks);
             slots.write_format(slot, &f, None)?;
             tracing::warn!(disk = %slots.show(slot), slot = slot + 1, "empty disk formatted as a replacement; repair will refill it");
             replaced.push(slot);
@@ -185,14 +186,7 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
             slots.write_format(slot, &updated, Some(f.disk_id))?;
         }
     }
-    let expected: Vec<FormatRecord> = (0..n)
-        .map(|slot| FormatRecord {
-            disk_id: set_disks[slot],
-            position: slot as u32,
-            set_disks: set_disks.clone(),
-            ..reference.clone()
-        })
-        .collect();
+    let expected: Vec<FormatRecord> = (0..n).map(|slot| slot_record(slot, &set_disks)).collect();
     let mut set = open_all(
         slots,
         reference.parity_shards as usize,

@@ -150,40 +150,50 @@ impl NodeService {
             .guard
             .check(&self.secret, &call, &signature, op == "hello");
         let checked = match checked {
-            Ok(()) => self.check_disk(&op, &disk, &disk_id).await,
+            Ok(()) => self.checked_disk(&op, &disk, &disk_id).await,
             Err(why) => Err(why),
         };
-        if let Err(why) = checked {
-            tracing::warn!(?why, %path, %disk, "internal RPC refused");
-            let mut r = Response::new(Full::new(Bytes::from(format!("refused: {why:?}\n"))));
-            *r.status_mut() = StatusCode::UNAUTHORIZED;
-            r.headers_mut()
-                .insert(auth::REFUSAL, http::HeaderValue::from_static(why.code()));
-            return r;
-        }
+        let opened = match checked {
+            Ok(opened) => opened,
+            Err(why) => {
+                tracing::warn!(?why, %path, %disk, "internal RPC refused");
+                let mut r = Response::new(Full::new(Bytes::from(format!("refused: {why:?}\n"))));
+                *r.status_mut() = StatusCode::UNAUTHORIZED;
+                r.headers_mut()
+                    .insert(auth::REFUSAL, http::HeaderValue::from_static(why.code()));
+                return r;
+            }
+        };
         let answer = if op == "create_shard" {
-            self.create_shard(&disk, &nonce, &digest, req).await
+            self.create_shard(&disk, opened, &nonce, &digest, req).await
         } else {
             match read_unary(req.into_body(), &digest).await {
-                Ok(body) => self.dispatch(&op, &disk, body).await,
+                Ok(body) => self.dispatch(&op, &disk, opened, body).await,
                 Err(e) => Err(e),
             }
         };
         self.answer(&nonce, answer)
     }
 
-    /// A call on a formatted disk must name the disk its directory holds;
-    /// only `hello`, `probe` and `format` address a directory as such.
-    async fn check_disk(&self, op: &str, disk: &str, disk_id: &str) -> Result<(), Refusal> {
+    /// The open disk a call is for, if any: a call on a formatted disk
+    /// must name the disk its directory holds, and then works on the disk
+    /// checked here; only `hello`, `probe` and `format` address a
+    /// directory as such (they get `None`).
+    async fn checked_disk(
+        &self,
+        op: &str,
+        disk: &str,
+        disk_id: &str,
+    ) -> Result<Option<Arc<LocalDisk>>, Refusal> {
         if matches!(op, "hello" | "probe" | "format") {
-            return Ok(());
+            return Ok(None);
         }
         let Some(slot) = self.disks.get(disk) else {
-            return Ok(());
+            return Ok(None);
         };
-        match slot.disk.read().await.as_ref() {
+        match slot.disk.read().await.clone() {
             Some(d) if d.format().disk_id.to_string() != disk_id => Err(Refusal::OtherDisk),
-            _ => Ok(()),
+            opened => Ok(opened),
         }
     }
 
@@ -211,13 +221,14 @@ impl NodeService {
             .ok_or_else(|| DiskError::Offline(format!("this node does not serve {disk}")))
     }
 
-    async fn slot_disk(&self, disk: &str) -> Result<Arc<LocalDisk>, DiskError> {
-        self.slot(disk)?
-            .disk
-            .read()
-            .await
-            .clone()
-            .ok_or_else(|| DiskError::Offline(format!("{disk} is not formatted")))
+    /// The disk [`Self::checked_disk`] found, or why there is none.
+    fn need(
+        &self,
+        disk: &str,
+        opened: Option<Arc<LocalDisk>>,
+    ) -> Result<Arc<LocalDisk>, DiskError> {
+        self.slot(disk)?;
+        opened.ok_or_else(|| DiskError::Offline(format!("{disk} is not formatted")))
     }
 
     async fn format(&self, disk: &str, call: FormatCall) -> Answer {
@@ -258,6 +269,7 @@ impl NodeService {
     async fn create_shard(
         &self,
         disk: &str,
+        opened: Option<Arc<LocalDisk>>,
         nonce: &str,
         digest: &str,
         req: Request<Incoming>,
@@ -273,7 +285,7 @@ impl NodeService {
             ));
         }
         let (id, opts): (ShardId, ShardOptions) = wire::decode(&args)?;
-        let d = self.slot_disk(disk).await?;
+        let d = self.need(disk, opened)?;
         let mut writer = d.create_shard(id, opts).await?;
         let mut frames = FrameReader::new(self.secret.frame_key(nonce));
         let mut body = req.into_body();
@@ -303,7 +315,13 @@ impl NodeService {
         }
     }
 
-    async fn dispatch(&self, op: &str, disk: &str, body: Bytes) -> Answer {
+    async fn dispatch(
+        &self,
+        op: &str,
+        disk: &str,
+        opened: Option<Arc<LocalDisk>>,
+        body: Bytes,
+    ) -> Answer {
         if op == "hello" {
             return Ok(wire::encode(&self.session()));
         }
@@ -317,7 +335,7 @@ impl NodeService {
         if op == "format" {
             return self.format(disk, wire::decode(&body)?).await;
         }
-        let d = self.slot_disk(disk).await?;
+        let d = self.need(disk, opened)?;
         let enc = |v| Ok(wire::encode(&v));
         match op {
             "health" => enc(d.health().await),
