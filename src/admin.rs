@@ -11,7 +11,6 @@ use aws_sigv4::http_request::{
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::credentials::CREDENTIALS_FILE;
 
 /// Options of `granary admin`.
 #[derive(Args, Debug)]
@@ -29,11 +28,15 @@ pub struct AdminArgs {
     /// PEM certificate to trust (for a server with a self-signed certificate).
     #[arg(long)]
     pub ca_bundle: Option<PathBuf>,
-    /// The server's first data directory, where the generated root key is
-    /// kept (used when GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD and
+    /// A data directory of the server, whose keyring holds the generated
+    /// root key (used when GRANARY_ROOT_USER / GRANARY_ROOT_PASSWORD and
     /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY are unset).
     #[arg(long, default_value = "./data")]
     pub data_dir: PathBuf,
+    /// The server's unseal key file (default: granary-unseal.key beside
+    /// --data-dir; GRANARY_UNSEAL_KEY takes its place).
+    #[arg(long, value_name = "FILE")]
+    pub unseal_key_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -333,6 +336,10 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
             }
             println!("{}", crate::heal_admin::gc_summary(&v["gc"]));
             println!("collected packed garbage on {} disks", v["disksCollected"]);
+            let skipped = v["gc"]["skipped"].as_array().map_or(0, Vec::len);
+            if skipped > 0 {
+                bail!("garbage collection skipped {skipped} sets (see above)");
+            }
         }
         AdminCommand::Stats { json } => {
             let v = client.call("GET", "stats", None).await?;
@@ -398,8 +405,8 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
 }
 
 /// The root key to sign with: from the environment, else the server's
-/// credentials file.
-fn root_key(data_dir: &std::path::Path) -> anyhow::Result<(String, String)> {
+/// keyring.
+fn root_key(args: &AdminArgs) -> anyhow::Result<(String, String)> {
     for (u, p) in [
         ("GRANARY_ROOT_USER", "GRANARY_ROOT_PASSWORD"),
         ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
@@ -410,18 +417,10 @@ fn root_key(data_dir: &std::path::Path) -> anyhow::Result<(String, String)> {
             }
         }
     }
-    let path = data_dir.join(CREDENTIALS_FILE);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "no root key: set GRANARY_ROOT_USER/GRANARY_ROOT_PASSWORD or pass --data-dir (cannot read {})",
-            path.display()
-        )
-    })?;
-    let mut lines = text.lines();
-    match (lines.next(), lines.next()) {
-        (Some(u), Some(p)) => Ok((u.trim().to_string(), p.trim().to_string())),
-        _ => bail!("{} is malformed", path.display()),
-    }
+    let unseal = crate::keyring::UnsealSource::new(args.unseal_key_file.clone(), &args.data_dir);
+    crate::keyring::stored_root(&args.data_dir, &unseal).context(
+        "no root key: set GRANARY_ROOT_USER/GRANARY_ROOT_PASSWORD, or pass the server's --data-dir and --unseal-key-file",
+    )
 }
 
 pub(crate) struct Client {
@@ -444,7 +443,7 @@ impl Client {
             http: builder.build()?,
             base: format!("{}/granary/admin/v1/", args.endpoint.trim_end_matches('/')),
             region: args.region.clone(),
-            key: root_key(&args.data_dir)?,
+            key: root_key(args)?,
         })
     }
 

@@ -11,7 +11,7 @@ use clap::Args;
 use gateway::AccessKey;
 use placement::{open_cluster_pool, ClusterMap, Store};
 
-use crate::credentials::{cluster_secret, master_key, root_key, rpc_tls, KEYS_FROM_ENV};
+use crate::credentials::{cluster_secret, gateway_keys, rpc_tls, KEYS_FROM_ENV};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
 use crate::server::store_options;
 use disk_engine::rpc::NodeAccess;
@@ -64,8 +64,7 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
         secret: cluster_secret(args.cluster_secret_file.as_deref())?,
         tls,
     };
-    let (user, password, _) = root_key(None)?;
-    let master = master_key(None)?;
+    let ((user, password), master) = gateway_keys()?;
     let deadline = Instant::now() + Duration::from_secs(args.wait);
     let mut sets = Vec::new();
     for index in 0..map.pools.len() {
@@ -99,7 +98,7 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
             describe_layout(set.disks.len(), set.parity),
             nodes.len()
         ));
-        stores.push(Store::new(set.disks, set.parity, opts)?);
+        stores.push(Store::for_set(set, opts)?);
     }
     // Other gateways write the same disks: object locks become quorum
     // leases on them.
@@ -151,6 +150,10 @@ async fn watch_replacements(
     loop {
         tokio::time::sleep(REPLACEMENT_CHECK).await;
         for index in 0..stores.len() {
+            if stores[index].offline_reason().is_some() {
+                // Its disks were not opened: it comes back with a restart.
+                continue;
+            }
             let (map, access) = (map.clone(), access.clone());
             let handle = tokio::runtime::Handle::current();
             let opened = tokio::task::spawn_blocking(move || {

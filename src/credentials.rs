@@ -1,25 +1,16 @@
-//! The root access key: from `GRANARY_ROOT_USER` / `GRANARY_ROOT_PASSWORD`,
-//! or generated on first start, kept in a mode-0600 file under the first
-//! data directory and printed once. A gateway has no data directory: it
-//! takes both keys from the environment, the same on every gateway.
+//! Keys from the environment: the root access key
+//! (`GRANARY_ROOT_USER` / `GRANARY_ROOT_PASSWORD`), the master key
+//! (`GRANARY_MASTER_KEY`), and the cluster's secret and TLS files. A
+//! server keeps what the environment does not give in its keyrings (see
+//! `keyring.rs`); a gateway has no data directory and takes both keys
+//! from the environment, the same on every gateway.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use gateway::{AccessKey, MasterKey};
+use gateway::MasterKey;
 
-/// File (under the first data directory) holding a generated root key.
-pub const CREDENTIALS_FILE: &str = "root-credentials";
-
-/// Where the root key came from.
-pub enum Origin {
-    /// The environment.
-    Environment,
-    /// The credentials file of an earlier start.
-    Stored,
-    /// Generated now (and stored).
-    Generated,
-}
+use crate::keyring::EnvKeys;
 
 /// The start-up note of keys taken from the environment.
 pub const KEYS_FROM_ENV: &str =
@@ -28,89 +19,45 @@ pub const KEYS_FROM_ENV: &str =
 /// What a gateway without a data directory says when a key is missing.
 const GATEWAY_KEYS: &str = "a gateway keeps no files: set GRANARY_ROOT_USER, GRANARY_ROOT_PASSWORD and GRANARY_MASTER_KEY, the same on every gateway";
 
-/// Loads or creates the root key pair (only from the environment without
-/// a data directory).
-pub fn root_key(first_dir: Option<&Path>) -> anyhow::Result<(String, String, Origin)> {
-    let user = std::env::var("GRANARY_ROOT_USER")
-        .ok()
-        .filter(|v| !v.is_empty());
-    let password = std::env::var("GRANARY_ROOT_PASSWORD")
-        .ok()
-        .filter(|v| !v.is_empty());
-    match (user, password) {
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The keys the environment gives (checked, each `None` when not set).
+pub fn env_keys() -> anyhow::Result<EnvKeys> {
+    let root = match (env("GRANARY_ROOT_USER"), env("GRANARY_ROOT_PASSWORD")) {
         (Some(u), Some(p)) => {
             if u.len() < 3 || p.len() < 8 {
                 bail!("GRANARY_ROOT_USER needs at least 3 characters and GRANARY_ROOT_PASSWORD at least 8");
             }
-            return Ok((u, p, Origin::Environment));
+            Some((u, p))
         }
-        (None, None) => {}
+        (None, None) => None,
         _ => bail!("set both GRANARY_ROOT_USER and GRANARY_ROOT_PASSWORD, or neither"),
-    }
-    let Some(first_dir) = first_dir else {
-        bail!(GATEWAY_KEYS);
     };
-    let path = first_dir.join(CREDENTIALS_FILE);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let mut lines = text.lines();
-        if let (Some(u), Some(p)) = (lines.next(), lines.next()) {
-            return Ok((u.trim().to_string(), p.trim().to_string(), Origin::Stored));
+    let master = match env("GRANARY_MASTER_KEY") {
+        None => None,
+        Some(v) => {
+            use base64::Engine as _;
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(v.trim())
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .context("GRANARY_MASTER_KEY must hold the base64 of exactly 32 bytes")?;
+            Some(raw)
         }
-        bail!(
-            "{} is malformed; delete it to generate a new root key",
-            path.display()
-        );
-    }
-    let AccessKey {
-        access_key_id: user,
-        secret_key: password,
-    } = AccessKey::generate("GR");
-    disk_engine::write_file_atomic(&path, format!("{user}\n{password}\n").as_bytes(), 0o600)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok((user, password, Origin::Generated))
+    };
+    Ok(EnvKeys { root, master })
 }
 
-/// File (under the first data directory) holding a generated master key.
-pub const MASTER_KEY_FILE: &str = "master-key";
-
-/// Loads the key user secrets are sealed with: `GRANARY_MASTER_KEY`
-/// (base64 of 32 bytes), else the master-key file of the first data
-/// directory, created (mode 0600) on first start.
-pub fn master_key(first_dir: Option<&Path>) -> anyhow::Result<MasterKey> {
-    use base64::engine::general_purpose::STANDARD as B64;
-    use base64::Engine as _;
-    let decode = |text: &str, from: &str| -> anyhow::Result<MasterKey> {
-        let raw = B64
-            .decode(text.trim())
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-            .with_context(|| format!("{from} must hold the base64 of exactly 32 bytes"))?;
-        Ok(MasterKey::from_bytes(&raw))
-    };
-    if let Some(v) = std::env::var("GRANARY_MASTER_KEY")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        return decode(&v, "GRANARY_MASTER_KEY");
-    }
-    let Some(first_dir) = first_dir else {
-        bail!(GATEWAY_KEYS);
-    };
-    let path = first_dir.join(MASTER_KEY_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => decode(&text, &path.display().to_string()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut raw = [0u8; 32];
-            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut raw);
-            disk_engine::write_file_atomic(
-                &path,
-                format!("{}\n", B64.encode(raw)).as_bytes(),
-                0o600,
-            )
-            .with_context(|| format!("writing {}", path.display()))?;
-            Ok(MasterKey::from_bytes(&raw))
-        }
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+/// A gateway's keys: both from the environment.
+pub fn gateway_keys() -> anyhow::Result<((String, String), MasterKey)> {
+    match env_keys()? {
+        EnvKeys {
+            root: Some(root),
+            master: Some(master),
+        } => Ok((root, MasterKey::from_bytes(&master))),
+        _ => bail!(GATEWAY_KEYS),
     }
 }
 

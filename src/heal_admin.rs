@@ -73,15 +73,36 @@ pub async fn heal(client: &Client, no_wait: bool) -> anyhow::Result<()> {
         let finished = p["running"] == Value::Bool(false) && p["passes"].as_u64() > Some(before);
         if finished {
             println!("\rhealed: {}{}", summary(&p), " ".repeat(20));
-            if let Some(e) = p["lastError"].as_str() {
-                println!("last failure: {e}");
-            }
-            return Ok(());
+            return pass_outcome(&p);
         }
         print!("\r{}", line(&p));
         let _ = out.flush();
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// A finished pass's outcome: an error naming the keys that failed, if any
+/// did (so `granary admin heal` exits non-zero).
+fn pass_outcome(p: &Value) -> anyhow::Result<()> {
+    let failed = p["failed"].as_u64().unwrap_or(0);
+    if failed == 0 {
+        return Ok(());
+    }
+    let keys: Vec<&str> = p["failedKeys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k.as_str())
+        .collect();
+    let more = match failed as usize > keys.len() {
+        true => format!("\n  … and {} more", failed as usize - keys.len()),
+        false => String::new(),
+    };
+    anyhow::bail!(
+        "healing failed for {failed} keys:\n  {}{more}\nlast failure: {}",
+        keys.join("\n  "),
+        p["lastError"].as_str().unwrap_or("?")
+    )
 }
 
 /// Prints the pools' disks, the healing pass and the repair backlog.
@@ -95,11 +116,15 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
         let disks = pool["disks"].as_array().cloned().unwrap_or_default();
         let online = disks.iter().filter(|d| d["state"] == "online").count();
         println!(
-            "{} pool: {online} of {} disks online, repair backlog {}",
+            "{} pool: {online} of {} disks online, repair backlog {}, {} objects at risk",
             pool["tier"].as_str().unwrap_or("?"),
             disks.len(),
-            pool["repairBacklog"]
+            pool["repairBacklog"],
+            pool["objectsAtRisk"]
         );
+        if let Some(why) = pool["offline"].as_str() {
+            println!("  OFFLINE: {why}");
+        }
         // Disks of a cluster are labelled NODE:/PATH and shown under their
         // node (slots alternate between nodes); local ones as they are.
         let mut by_node: std::collections::BTreeMap<&str, Vec<(&Value, String)>> =
@@ -157,8 +182,8 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
     }
     let p = &v["heal"];
     println!(
-        "heal backlog: {} writes acknowledged with disks missing since the last pass",
-        p["degradedWritesPending"]
+        "at risk: {} objects acknowledged with fewer than k + m disks holding them, not healed yet (the next pass heals them first)",
+        p["objectsAtRisk"]
     );
     if p["running"] == Value::Bool(true) {
         println!("heal: running {}", line(p));

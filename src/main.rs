@@ -11,6 +11,7 @@ mod cluster;
 mod credentials;
 mod front;
 mod heal_admin;
+mod keyring;
 mod lifecycle_admin;
 mod node;
 mod server;

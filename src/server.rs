@@ -8,7 +8,8 @@ use disk_engine::{LocalDiskOptions, ShardIoMode, Tier};
 use gateway::AccessKey;
 use placement::{open_local_set, LocalSetConfig, Store, StoreOptions, DEFAULT_BLOCK_SIZE};
 
-use crate::credentials::{master_key, root_key, Origin, CREDENTIALS_FILE, KEYS_FROM_ENV};
+use crate::credentials::{env_keys, KEYS_FROM_ENV};
+use crate::keyring::{server_keys, KeyringDirs, Origin, UnsealSource};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
 
 /// Options of `granary server`.
@@ -39,6 +40,13 @@ pub struct ServerArgs {
     /// cache) or `blocking` (no io_uring).
     #[arg(long, value_enum, default_value_t = ShardIo::Auto)]
     pub shard_io: ShardIo,
+    /// The file holding the unseal key the disks' keyrings (master key,
+    /// generated root credentials) are sealed under; outside every data
+    /// directory. Default: granary-unseal.key beside the first data
+    /// directory, created on the first start. GRANARY_UNSEAL_KEY (base64
+    /// of 32 bytes) takes its place.
+    #[arg(long, value_name = "FILE")]
+    pub unseal_key_file: Option<PathBuf>,
     /// Skip fsync before acknowledging writes. UNSAFE: a power cut can lose
     /// acknowledged objects.
     #[arg(long)]
@@ -101,7 +109,9 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let mut layout = describe_layout(set.disks.len(), set.parity);
     let mut local = set.local.clone();
     let opts = store_options(&args.front);
-    let store = Store::new(set.disks, set.parity, opts)?;
+    let deployment_id = set.deployment_id;
+    let created = set.created;
+    let store = Store::for_set(set, opts)?;
     let cold = if args.cold.is_empty() {
         None
     } else {
@@ -110,7 +120,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
             parity: args.cold_parity,
             tier: Tier::Cold,
             pool: 1,
-            deployment: Some(set.deployment_id),
+            deployment: Some(deployment_id),
             disk,
         };
         let cold = tokio::task::spawn_blocking(move || open_local_set(&cfg))
@@ -121,7 +131,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
             describe_layout(cold.disks.len(), cold.parity)
         );
         local.extend(cold.local.iter().cloned());
-        let cold = Store::new(cold.disks, cold.parity, opts)?;
+        let cold = Store::for_set(cold, opts)?;
         store.attach_cold_pool(cold.clone())?;
         Some(cold)
     };
@@ -129,19 +139,30 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         tracing::info!(disk = %d.root().display(), tier = %d.format().tier, io = d.io_path(), "shard I/O");
     }
 
-    let (user, password, origin) = root_key(Some(&hot_dirs[0]))?;
-    let master = master_key(Some(&hot_dirs[0]))?;
-    let stored = hot_dirs[0].join(CREDENTIALS_FILE).display().to_string();
-    let notes = match origin {
+    let all_dirs: Vec<PathBuf> = hot_dirs.iter().chain(&args.cold).cloned().collect();
+    let opened_dirs: Vec<PathBuf> = local.iter().flatten().map(|d| d.root().to_path_buf()).collect();
+    let unseal = UnsealSource::new(args.unseal_key_file.clone(), &hot_dirs[0]);
+    let dirs = KeyringDirs {
+        read: &all_dirs,
+        write: &opened_dirs,
+        deployment: deployment_id,
+        created,
+    };
+    let keys = server_keys(&dirs, env_keys()?, &unseal)
+        .context("cannot open the deployment's keys")?;
+    let (user, password) = keys.root;
+    let mut notes = keys.notes;
+    notes.extend(match keys.origin {
         Origin::Generated => vec![
-            format!("Root credentials were generated and stored in {stored} (mode 0600):"),
+            "Root credentials were generated and sealed into every disk's keyring:".to_string(),
             format!("  AWS_ACCESS_KEY_ID={user}"),
             format!("  AWS_SECRET_ACCESS_KEY={password}"),
             "They are shown only this once.".to_string(),
         ],
-        Origin::Stored => vec![format!("Using the root credentials stored in {stored}")],
+        Origin::Stored => vec!["Using the root credentials sealed in the disks' keyrings".to_string()],
         Origin::Environment => vec![KEYS_FROM_ENV.to_string()],
-    };
+    });
+    let master = keys.master;
     let opened = Opened {
         store,
         cold,

@@ -154,29 +154,22 @@ fn stats(store: &placement::Store) -> Value {
 }
 
 /// The pools' disks with their state, the heal pass and the repair backlog.
-async fn status(store: &placement::Store) -> Value {
-    let mut pools = vec![(
-        "hot".to_string(),
-        store.disk_status().await,
-        store.repair_backlog(),
-    )];
+async fn status(store: &Arc<placement::Store>) -> Value {
+    let mut pools = vec![("hot".to_string(), store.clone())];
     for (name, pool) in store.hot_pools() {
-        pools.push((
-            format!("hot ({name})"),
-            pool.disk_status().await,
-            pool.repair_backlog(),
-        ));
+        pools.push((format!("hot ({name})"), pool));
     }
     if let Some(cold) = store.cold_pool() {
-        pools.push((
-            "cold".to_string(),
-            cold.disk_status().await,
-            cold.repair_backlog(),
-        ));
+        pools.push(("cold".to_string(), cold.clone()));
     }
-    let pools: Vec<Value> = pools
+    let mut shown = Vec::new();
+    for (tier, pool) in pools {
+        let disks = pool.disk_status().await;
+        shown.push((tier, pool, disks));
+    }
+    let pools: Vec<Value> = shown
         .into_iter()
-        .map(|(tier, disks, backlog)| {
+        .map(|(tier, pool, disks)| {
             let disks: Vec<Value> = disks
                 .into_iter()
                 .map(|d| match d.health {
@@ -190,7 +183,13 @@ async fn status(store: &placement::Store) -> Value {
                     }
                 })
                 .collect();
-            json!({ "tier": tier, "disks": disks, "repairBacklog": backlog })
+            json!({
+                "tier": tier,
+                "disks": disks,
+                "repairBacklog": pool.repair_backlog(),
+                "objectsAtRisk": pool.objects_at_risk(),
+                "offline": pool.offline_reason(),
+            })
         })
         .collect();
     json!({

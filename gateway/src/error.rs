@@ -446,7 +446,9 @@ impl From<placement::Error> for S3Error {
             P::BucketExists => S3Error::BucketAlreadyOwnedByYou(String::new()),
             P::BucketNotEmpty => S3Error::BucketNotEmpty(String::new()),
             P::DiskFull => S3Error::InsufficientStorage,
-            P::TierUnavailable(why) | P::LockTimeout(why) => S3Error::ServiceUnavailable(why),
+            P::TierUnavailable(why) | P::LockTimeout(why) | P::SetOffline(why) => {
+                S3Error::ServiceUnavailable(why)
+            }
             P::WriteQuorum { needed, got } => S3Error::ServiceUnavailable(format!(
                 "Not enough disks are available to store the data safely ({got} of {needed} needed). Please try again."
             )),

@@ -42,12 +42,17 @@ async fn live() -> &'static str {
 }
 
 async fn ready(State(gw): State<Arc<Gateway>>) -> Response<Body> {
-    let (status, text) = if gw.store.writable().await {
-        (StatusCode::OK, "OK\n")
+    // The first pool's set holds the cluster-wide state (buckets, users):
+    // without it nothing can be served. Other pools' sets answer for their
+    // own keys.
+    let (status, text) = if let Some(why) = gw.store.offline_reason() {
+        (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n"))
+    } else if gw.store.writable().await {
+        (StatusCode::OK, "OK\n".to_string())
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not enough disks online for writes\n",
+            "not enough disks online for writes\n".to_string(),
         )
     };
     Response::builder()

@@ -265,10 +265,7 @@ impl ErasureSet {
             return Err(if full {
                 Error::DiskFull
             } else {
-                Error::WriteQuorum {
-                    needed: self.quorum.write,
-                    got: stored,
-                }
+                self.write_quorum_lost(stored)
             });
         }
         unreachable!("the last attempt returns")
@@ -290,6 +287,7 @@ impl ErasureSet {
         others: Option<Vec<Uuid>>,
     ) -> Committed {
         if stored < self.width() {
+            self.at_risk.note(ns, key);
             self.repair
                 .stats
                 .degraded_writes
@@ -461,10 +459,7 @@ impl ErasureSet {
         failpoint::hit("set.delete.quorum", "").await;
         if ok < self.quorum.write {
             // The versions may still be visible: nothing they refer to goes.
-            return Err(Error::WriteQuorum {
-                needed: self.quorum.write,
-                got: ok,
-            });
+            return Err(self.write_quorum_lost(ok));
         }
         let released = join_all(results.into_iter().enumerate().map(|(slot, r)| {
             let items = &items;

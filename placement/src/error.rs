@@ -55,6 +55,10 @@ pub enum Error {
         /// Disks or shards available.
         got: usize,
     },
+    /// The key's erasure set is offline: too few of its disks hold its
+    /// format (the message names the set and its missing disks).
+    #[error("{0}")]
+    SetOffline(String),
     /// Disks are too full to take the write.
     #[error("storage full")]
     DiskFull,

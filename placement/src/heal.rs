@@ -58,10 +58,12 @@ pub struct HealProgress {
     pub last_error: Option<String>,
     /// The namespace being healed.
     pub namespace: String,
-    /// Writes acknowledged with some disk missing since the last finished
-    /// pass started: what the next pass has to bring back to full
-    /// redundancy (filled in when read).
-    pub degraded_writes_pending: u64,
+    /// Objects acknowledged with fewer than k + m disks holding them and
+    /// not healed since, over every pool (see `at_risk.rs`; filled in when
+    /// read).
+    pub objects_at_risk: u64,
+    /// Keys whose healing failed (the first [`FAILED_KEYS_SHOWN`]).
+    pub failed_keys: Vec<String>,
 }
 
 /// Runs passes for a store: on demand and every scrub interval.
@@ -71,9 +73,10 @@ pub struct Healer {
     rearm: Notify,
     interval: Mutex<Option<Duration>>,
     bytes_per_sec: Mutex<u64>,
-    /// Degraded writes counted when the last finished pass started.
-    healed_mark: std::sync::atomic::AtomicU64,
 }
+
+/// Failed keys a pass's progress names.
+pub const FAILED_KEYS_SHOWN: usize = 100;
 
 impl Default for Healer {
     fn default() -> Self {
@@ -83,7 +86,6 @@ impl Default for Healer {
             rearm: Notify::new(),
             interval: Mutex::new(None),
             bytes_per_sec: Mutex::new(DEFAULT_HEAL_BYTES_PER_SEC),
-            healed_mark: Default::default(),
         }
     }
 }
@@ -115,20 +117,19 @@ impl Store {
     /// The progress of the current or last healing pass.
     pub fn heal_progress(&self) -> HealProgress {
         let mut p = self.healer.progress();
-        p.degraded_writes_pending = self
-            .degraded_writes()
-            .saturating_sub(self.healer.healed_mark.load(Relaxed));
+        p.objects_at_risk = self.objects_at_risk()
+            + self
+                .tier_pools()
+                .iter()
+                .map(|(_, pool)| pool.objects_at_risk())
+                .sum::<u64>();
         p
     }
 
-    /// Degraded writes of this store and its other pools since start.
-    fn degraded_writes(&self) -> u64 {
-        let others: u64 = self
-            .tier_pools()
-            .iter()
-            .map(|(_, p)| p.repair_stats().degraded_writes.load(Relaxed))
-            .sum();
-        self.repair_stats().degraded_writes.load(Relaxed) + others
+    /// Objects of this pool acknowledged with fewer than k + m disks
+    /// holding them, not healed since.
+    pub fn objects_at_risk(&self) -> u64 {
+        self.set.at_risk.count()
     }
 
     /// Runs a pass every `interval` (`None`: only on demand), verifying at
@@ -141,7 +142,6 @@ impl Store {
 
     /// Heals every key of this store and then of its cold pool.
     pub async fn heal_pass(&self) {
-        let mark = self.degraded_writes();
         {
             let mut p = self.healer.progress.lock();
             *p = HealProgress {
@@ -155,6 +155,15 @@ impl Store {
         let pools: Vec<Arc<Store>> = self.tier_pools().into_iter().map(|(_, p)| p).collect();
         let mut stores: Vec<&Store> = vec![self];
         stores.extend(pools.iter().map(|p| &**p));
+        let marks: Vec<u64> = stores.iter().map(|s| s.set.at_risk.untracked()).collect();
+        // Objects at risk first: they are the ones one more failure loses.
+        for store in &stores {
+            for (ns, key) in store.set.at_risk.keys() {
+                if let Err(e) = store.set.heal_object(&ns, &key, &[]).await {
+                    self.heal_failed(&ns, &key, e);
+                }
+            }
+        }
         let mut work = Vec::new();
         for store in &stores {
             for ns in store.heal_namespaces().await {
@@ -176,7 +185,7 @@ impl Store {
                 {
                     Ok(p) => p,
                     Err(e) => {
-                        self.heal_failed(format!("listing {ns}: {e}"));
+                        self.heal_failed(&ns, "(listing)", e);
                         break;
                     }
                 };
@@ -209,7 +218,7 @@ impl Store {
                         p.bytes += bytes;
                     }
                     if let Err(e) = result {
-                        self.heal_failed(format!("{ns}/{key}: {e}"));
+                        self.heal_failed(&ns, &key, e);
                     }
                     // Pace: never ahead of the byte rate.
                     let done = self.healer.progress.lock().bytes;
@@ -231,18 +240,17 @@ impl Store {
                 }
             }
         }
-        // Degraded writes count as healed only if every disk was there to
-        // take its copies.
-        let mut all_online = true;
-        for store in &stores {
-            all_online &= store
+        // Degraded writes past the lists count as healed only if every
+        // disk was there to take their copies.
+        for (store, mark) in stores.iter().zip(marks) {
+            let all_online = store
                 .disk_status()
                 .await
                 .iter()
                 .all(|d| matches!(d.health, disk_engine::DiskHealth::Online { .. }));
-        }
-        if all_online {
-            self.healer.healed_mark.store(mark, Relaxed);
+            if all_online {
+                store.set.at_risk.untracked_healed(mark);
+            }
         }
         let mut p = self.healer.progress.lock();
         p.running = false;
@@ -259,11 +267,15 @@ impl Store {
         );
     }
 
-    fn heal_failed(&self, why: String) {
-        tracing::warn!(error = %why, "healing failed");
+    fn heal_failed(&self, ns: &str, key: &str, e: crate::Error) {
+        let what = format!("{ns}/{key}");
+        tracing::warn!(key = %what, error = %e, "healing failed");
         let mut p = self.healer.progress.lock();
         p.failed += 1;
-        p.last_error = Some(why);
+        p.last_error = Some(format!("{what}: {e}"));
+        if p.failed_keys.len() < FAILED_KEYS_SHOWN {
+            p.failed_keys.push(what);
+        }
     }
 
     /// The namespaces a pass looks at: system documents, buckets, tier
@@ -272,7 +284,7 @@ impl Store {
         let mut out = vec![SYSTEM_NS.to_string()];
         match self.list_buckets().await {
             Ok(b) => out.extend(b.into_iter().map(|b| b.name)),
-            Err(e) => self.heal_failed(format!("listing buckets: {e}")),
+            Err(e) => self.heal_failed(SYSTEM_NS, "(listing buckets)", e),
         }
         out.push(TIER_NS.to_string());
         out

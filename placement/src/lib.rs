@@ -13,6 +13,7 @@
 //! terms and the gateway decides what a client sees.
 
 mod agreement;
+mod at_risk;
 mod background;
 mod buckets;
 mod cache;

@@ -126,6 +126,16 @@ impl Slots for LocalSlots<'_> {
         Ok(record.write_to(&self.0.dirs[slot])?)
     }
 
+    fn mount_point(&self, slot: usize) -> Option<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let dir = &self.0.dirs[slot];
+        let me = std::fs::metadata(dir).ok()?;
+        let parent = std::fs::metadata(dir.join("..")).ok()?;
+        // A mount point's filesystem differs from its parent's (or it is
+        // the root, its own parent).
+        Some(me.dev() != parent.dev() || me.ino() == parent.ino())
+    }
+
     fn open(&self, slot: usize, _record: &FormatRecord) -> Result<OpenedSlot, Error> {
         let dir = &self.0.dirs[slot];
         Ok(match probe_dir(dir) {
@@ -225,5 +235,45 @@ mod tests {
         j.dirs[3] = junk;
         let err = open_local_set(&j).err().unwrap().to_string();
         assert!(err.contains("refusing"), "{err}");
+    }
+
+    #[test]
+    fn empty_disks_are_formatted_only_while_the_set_keeps_a_read_quorum() {
+        let root = tempfile::tempdir().unwrap();
+        let c = cfg(root.path(), 4, None);
+        drop(open_local_set(&c).unwrap());
+        let empty = |slots: &[usize]| {
+            for &i in slots {
+                std::fs::remove_dir_all(&c.dirs[i]).unwrap();
+                std::fs::create_dir(&c.dirs[i]).unwrap();
+            }
+        };
+        let formats = || -> Vec<bool> {
+            c.dirs.iter().map(|d| d.join("format.json").exists()).collect()
+        };
+        // Two of four empty: a read quorum is left, they are refilled.
+        empty(&[2, 3]);
+        let set = open_local_set(&c).unwrap();
+        assert_eq!(set.replaced, vec![2, 3]);
+        assert!(set.offline.is_none() && set.local.iter().all(|d| d.is_some()));
+        drop(set);
+        // Three of four empty: nothing is formatted or opened, and the set
+        // is offline naming itself and its missing disks.
+        empty(&[1, 2, 3]);
+        let set = open_local_set(&c).unwrap();
+        let why = set.offline.clone().expect("offline");
+        assert!(why.contains("erasure set 1 of pool 0"), "{why}");
+        for d in &c.dirs[1..] {
+            assert!(why.contains(&format!("{} (empty)", d.display())), "{why}");
+        }
+        assert!(set.local.iter().all(|d| d.is_none()));
+        assert!(!set.created);
+        drop(set);
+        assert_eq!(formats(), vec![true, false, false, false]);
+        // A missing directory counts as not formatted too.
+        std::fs::remove_dir(&c.dirs[3]).unwrap();
+        let why = open_local_set(&c).unwrap().offline.expect("offline");
+        assert!(why.contains(&format!("{} (missing)", c.dirs[3].display())), "{why}");
+        assert_eq!(formats(), vec![true, false, false, false]);
     }
 }

@@ -121,10 +121,7 @@ impl Store {
         if answered >= self.set.quorum.read {
             return Err(Error::NoSuchUpload);
         }
-        Err(Error::ReadQuorum {
-            needed: self.set.quorum.read,
-            got: answered,
-        })
+        Err(self.set.read_quorum_lost(answered))
     }
 
     /// The set an upload's parts are written to.
@@ -368,10 +365,7 @@ impl Store {
             .count();
         if answered < self.set.quorum.write {
             // The upload may still be there: nothing of it is freed.
-            return Err(Error::WriteQuorum {
-                needed: self.set.quorum.write,
-                got: answered,
-            });
+            return Err(self.set.write_quorum_lost(answered));
         }
         let mut had = 0;
         let mut dropped = Vec::new();

@@ -195,6 +195,9 @@ impl ErasureSet {
             self.heal_version(ns, key, v, &state.responded, damaged)
                 .await?;
         }
+        if state.responded.len() == self.width() && state.responded.iter().all(|r| *r) {
+            self.at_risk.healed(ns, key);
+        }
         Ok(())
     }
 

@@ -57,6 +57,11 @@ pub struct ErasureSet {
     /// The newest modification time this process stamped: stamps never go
     /// backwards in it (see `commit.rs`).
     pub(crate) last_mtime: AtomicU64,
+    /// Why the set is offline (its disks were not opened; see
+    /// `set_format.rs`): its lost quorums answer this instead.
+    pub(crate) offline: std::sync::OnceLock<String>,
+    /// Objects acknowledged with some disk missing their write.
+    pub(crate) at_risk: crate::at_risk::AtRisk,
 }
 
 /// A version as the set resolved it: the record and which disks hold it.
@@ -208,6 +213,8 @@ impl ErasureSet {
             presence_checks: Arc::new(tokio::sync::Semaphore::new(crate::repair::PRESENCE_CHECKS)),
             tier_release: std::sync::OnceLock::new(),
             last_mtime: AtomicU64::new(0),
+            offline: std::sync::OnceLock::new(),
+            at_risk: Default::default(),
         })
     }
 
@@ -326,10 +333,7 @@ impl ErasureSet {
             )
             .count();
         if online < self.quorum.write {
-            return Err(Error::WriteQuorum {
-                needed: self.quorum.write,
-                got: online,
-            });
+            return Err(self.write_quorum_lost(online));
         }
         if roomy < self.quorum.write {
             return Err(Error::DiskFull);
@@ -348,10 +352,7 @@ impl ErasureSet {
             if results.iter().any(|r| matches!(r, Err(DiskError::Full))) {
                 return Err(Error::DiskFull);
             }
-            return Err(Error::WriteQuorum {
-                needed: self.quorum.write,
-                got: ok,
-            });
+            return Err(self.write_quorum_lost(ok));
         }
         Ok(())
     }
@@ -363,12 +364,38 @@ impl ErasureSet {
     ) -> Result<(), Error> {
         let answered = results.iter().filter(|r| r.is_ok()).count();
         if answered < self.quorum.read {
-            return Err(Error::ReadQuorum {
-                needed: self.quorum.read,
-                got: answered,
-            });
+            return Err(self.read_quorum_lost(answered));
         }
         Ok(())
+    }
+
+    /// A write that reached `got` disks, fewer than the write quorum:
+    /// `WriteQuorum`, or why the set is offline.
+    pub(crate) fn write_quorum_lost(&self, got: usize) -> Error {
+        match self.offline.get() {
+            Some(why) => Error::SetOffline(why.clone()),
+            None => Error::WriteQuorum {
+                needed: self.quorum.write,
+                got,
+            },
+        }
+    }
+
+    /// A read that `got` disks answered, fewer than the read quorum:
+    /// `ReadQuorum`, or why the set is offline.
+    pub(crate) fn read_quorum_lost(&self, got: usize) -> Error {
+        match self.offline.get() {
+            Some(why) => Error::SetOffline(why.clone()),
+            None => Error::ReadQuorum {
+                needed: self.quorum.read,
+                got,
+            },
+        }
+    }
+
+    /// Why the set is offline, if it is.
+    pub fn offline_reason(&self) -> Option<&str> {
+        self.offline.get().map(String::as_str)
     }
 
     /// Reads every version of `key` from all disks and resolves which are
@@ -449,12 +476,7 @@ impl ErasureSet {
                         holders,
                     });
                 }
-                None if maybe_acked => {
-                    return Err(Error::ReadQuorum {
-                        needed: self.quorum.read,
-                        got: answered,
-                    })
-                }
+                None if maybe_acked => return Err(self.read_quorum_lost(answered)),
                 None => {}
             }
         }

@@ -4,13 +4,29 @@
 //! (another deployment's disk, a swapped slot, another parity or tier).
 //! Local directories and nodes' disks differ only in how a slot is probed,
 //! formatted and opened ([`Slots`]).
+//!
+//! Formatting is decided per set, never over data that may still exist:
+//!
+//! - an empty slot of a formatted set is formatted as a replacement only
+//!   while the set keeps at least a read quorum of formatted disks. With
+//!   fewer, the empty directories are more likely failed mounts or a
+//!   wrong path than new disks, and formatting them would start an empty
+//!   set over the data still on the missing ones: the set is opened
+//!   *offline* instead ([`LocalSet::offline`] says why) — none of its
+//!   disks is opened or written, and it comes back as it was once the
+//!   disks do;
+//! - an empty directory that is not a mount point, in a set whose other
+//!   disks each are one, is a mount that failed: its slot stays offline
+//!   and unformatted (directories sharing one filesystem are formatted as
+//!   usual).
 
 use std::sync::Arc;
 
-use disk_engine::{DirState, Disk, DiskId, FormatRecord, LocalDisk, Tier};
+use disk_engine::{DirState, Disk, DiskId, FormatRecord, LocalDisk, OfflineDisk, Tier};
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::layout::Quorum;
 
 /// How one kind of disk slot is reached. Blocking.
 pub(crate) trait Slots {
@@ -32,6 +48,11 @@ pub(crate) trait Slots {
     /// set expects there; `None` for a local slot that cannot be opened now
     /// (it is then offline).
     fn open(&self, slot: usize, record: &FormatRecord) -> Result<OpenedSlot, Error>;
+    /// Whether the slot is a mount point of its own (`None`: unknown, as
+    /// for a node's disk).
+    fn mount_point(&self, _slot: usize) -> Option<bool> {
+        None
+    }
 }
 
 /// A slot's disk once the set is open.
@@ -68,6 +89,16 @@ pub struct LocalSet {
     pub deployment_id: Uuid,
     /// Slots whose empty disk was formatted as a replacement now.
     pub replaced: Vec<usize>,
+    /// Whether the set was formatted now (a new deployment or pool).
+    pub created: bool,
+    /// Why the set is offline (its disks were not opened), naming it and
+    /// its missing disks; `None` for a set that opened.
+    pub offline: Option<String>,
+}
+
+/// How a pool's set is named in messages. Each pool is one set today.
+pub fn set_name(pool: u32) -> String {
+    format!("erasure set 1 of pool {pool}")
 }
 
 fn setup(msg: String) -> Error {
@@ -158,6 +189,42 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
         )));
     }
 
+    // Empty slots that are failed mounts stay offline and unformatted.
+    let mounted = |slot: usize| slots.mount_point(slot);
+    let all_mounted = formatted.iter().all(|&(slot, _)| mounted(slot) == Some(true));
+    let mut failed_mounts = Vec::new();
+    let mut empty = Vec::new();
+    for (slot, st) in states.iter().enumerate() {
+        if let DirState::Empty = st {
+            if all_mounted && mounted(slot) == Some(false) {
+                tracing::error!(disk = %slots.show(slot), slot = slot + 1, "{}", failed_mount(&slots.show(slot)));
+                failed_mounts.push(slot);
+            } else {
+                empty.push(slot);
+            }
+        }
+    }
+    let parity = reference.parity_shards as usize;
+    let read_quorum = Quorum::for_layout(n - parity, parity).read;
+    if !empty.is_empty() && formatted.len() < read_quorum {
+        let why = set_offline_reason(slots, want, &states, formatted.len(), read_quorum);
+        tracing::error!(set = %set_name(want.pool), "{why}");
+        let disks = (0..n)
+            .map(|slot| {
+                Arc::new(OfflineDisk::new(slots.show(slot), "its set is offline")) as Arc<dyn Disk>
+            })
+            .collect();
+        return Ok(LocalSet {
+            disks,
+            local: vec![None; n],
+            parity,
+            deployment_id: reference.deployment_id,
+            replaced: Vec::new(),
+            created: false,
+            offline: Some(why),
+        });
+    }
+
     // The format of `slot` in the set whose disks are `set_disks`.
     let slot_record = |slot: usize, set_disks: &[DiskId]| FormatRecord {
         disk_id: set_disks[slot],
@@ -166,17 +233,13 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
         ..reference.clone()
     };
     let mut set_disks = reference.set_disks.clone();
-    let mut replaced = Vec::new();
-    for (slot, st) in states.iter().enumerate() {
-        if let DirState::Empty = st {
-            set_disks[slot] = DiskId(Uuid::new_v4());
-            let f = slot_record(slot, &set_disks);
-            slots.write_format(slot, &f, None)?;
-            tracing::warn!(disk = %slots.show(slot), slot = slot + 1, "empty disk formatted as a replacement; repair will refill it");
-            replaced.push(slot);
-        }
+    for &slot in &empty {
+        set_disks[slot] = DiskId(Uuid::new_v4());
+        let f = slot_record(slot, &set_disks);
+        slots.write_format(slot, &f, None)?;
+        tracing::warn!(disk = %slots.show(slot), slot = slot + 1, "empty disk formatted as a replacement; repair will refill it");
     }
-    if !replaced.is_empty() {
+    if !empty.is_empty() {
         // Every formatted disk learns the new ids of its set.
         for &(slot, f) in &formatted {
             let updated = FormatRecord {
@@ -187,14 +250,49 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
         }
     }
     let expected: Vec<FormatRecord> = (0..n).map(|slot| slot_record(slot, &set_disks)).collect();
-    let mut set = open_all(
-        slots,
-        reference.parity_shards as usize,
-        reference.deployment_id,
-        &expected,
-    )?;
-    set.replaced = replaced;
+    let mut set = open_all(slots, parity, reference.deployment_id, &expected, &failed_mounts)?;
+    set.replaced = empty;
     Ok(set)
+}
+
+/// Why an empty directory was not formatted.
+fn failed_mount(dir: &str) -> String {
+    format!(
+        "{dir} is empty and on its parent's filesystem while the set's other disks are mount points of their own: \
+         a failed mount? Not formatting it. Mount the disk there (a new disk too) and restart"
+    )
+}
+
+/// Why a set with too few formatted disks is not formatted, naming it and
+/// each slot that lacks its format.
+fn set_offline_reason(
+    slots: &dyn Slots,
+    want: &SetWant,
+    states: &[DirState],
+    formatted: usize,
+    read_quorum: usize,
+) -> String {
+    let missing: Vec<String> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, st)| {
+            let what = match st {
+                DirState::Empty => "empty",
+                DirState::Missing => "missing",
+                _ => return None,
+            };
+            Some(format!("{} ({what})", slots.show(slot)))
+        })
+        .collect();
+    format!(
+        "{} ({}) is offline: only {formatted} of its {} disks hold its format and reading it needs {read_quorum}; \
+         not formatting empty disks over data the others may still hold. Missing or empty: {}. \
+         Bring those disks back (check their mounts) and restart",
+        set_name(want.pool),
+        want.tier,
+        states.len(),
+        missing.join(", ")
+    )
 }
 
 fn format_new(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Error> {
@@ -210,7 +308,9 @@ fn format_new(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Error> {
         slots.write_format(slot, f, None)?;
     }
     tracing::info!(disks = n, data = n - parity, parity, tier = %want.tier, %deployment_id, "formatted a new pool");
-    open_all(slots, parity, deployment_id, &formats)
+    let mut set = open_all(slots, parity, deployment_id, &formats, &[])?;
+    set.created = true;
+    Ok(set)
 }
 
 fn open_all(
@@ -218,10 +318,17 @@ fn open_all(
     parity: usize,
     deployment_id: Uuid,
     expected: &[FormatRecord],
+    failed_mounts: &[usize],
 ) -> Result<LocalSet, Error> {
     let mut disks = Vec::new();
     let mut local = Vec::new();
     for (slot, record) in expected.iter().enumerate() {
+        if failed_mounts.contains(&slot) {
+            let why = failed_mount(&slots.show(slot));
+            disks.push(Arc::new(OfflineDisk::new(slots.show(slot), why)) as Arc<dyn Disk>);
+            local.push(None);
+            continue;
+        }
         let opened = slots.open(slot, record)?;
         disks.push(opened.disk);
         local.push(opened.local);
@@ -232,5 +339,101 @@ fn open_all(
         parity,
         deployment_id,
         replaced: Vec::new(),
+        created: false,
+        offline: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parking_lot::Mutex;
+
+    /// Slots whose states and mount points the test sets; formats written
+    /// are recorded.
+    struct Given {
+        states: Vec<DirState>,
+        mounted: Vec<bool>,
+        written: Mutex<Vec<usize>>,
+    }
+
+    impl Slots for Given {
+        fn count(&self) -> usize {
+            self.states.len()
+        }
+        fn show(&self, slot: usize) -> String {
+            format!("/mnt/d{slot}")
+        }
+        fn probe(&self, slot: usize) -> DirState {
+            self.states[slot].clone()
+        }
+        fn write_format(&self, slot: usize, _: &FormatRecord, _: Option<DiskId>) -> Result<(), Error> {
+            self.written.lock().push(slot);
+            Ok(())
+        }
+        fn open(&self, slot: usize, _: &FormatRecord) -> Result<OpenedSlot, Error> {
+            Ok(OpenedSlot {
+                disk: Arc::new(OfflineDisk::new(self.show(slot), "opened")),
+                local: None,
+            })
+        }
+        fn mount_point(&self, slot: usize) -> Option<bool> {
+            Some(self.mounted[slot])
+        }
+    }
+
+    fn want() -> SetWant {
+        SetWant {
+            parity: None,
+            tier: Tier::Hot,
+            pool: 0,
+            deployment: None,
+            default_parity: 2,
+            parity_name: "--parity",
+        }
+    }
+
+    fn given(empty: &[usize], mounted: [bool; 4]) -> Given {
+        let formats = FormatRecord::new_set(Tier::Hot, 2, 2);
+        Given {
+            states: (0..4)
+                .map(|i| match empty.contains(&i) {
+                    true => DirState::Empty,
+                    false => DirState::Formatted(formats[i].clone()),
+                })
+                .collect(),
+            mounted: mounted.to_vec(),
+            written: Mutex::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn an_empty_directory_on_its_parents_filesystem_beside_mounted_disks_is_a_failed_mount() {
+        // The others are mount points, slot 3 is not: not formatted, offline.
+        let g = given(&[3], [true, true, true, false]);
+        let set = open_set(&g, &want()).unwrap();
+        assert!(set.offline.is_none());
+        assert!(set.replaced.is_empty());
+        assert!(g.written.lock().is_empty());
+        let why = futures::executor::block_on(set.disks[3].health());
+        assert!(format!("{why:?}").contains("failed mount"), "{why:?}");
+        // Directories on one filesystem are formatted as usual.
+        let g = given(&[3], [false; 4]);
+        let set = open_set(&g, &want()).unwrap();
+        assert_eq!(set.replaced, vec![3]);
+        assert_eq!(*g.written.lock(), vec![3, 0, 1, 2]);
+        // So is a new disk mounted in the slot.
+        let g = given(&[3], [true; 4]);
+        assert_eq!(open_set(&g, &want()).unwrap().replaced, vec![3]);
+    }
+
+    #[test]
+    fn a_set_below_its_read_quorum_is_not_formatted() {
+        let g = given(&[1, 2, 3], [false; 4]);
+        let set = open_set(&g, &want()).unwrap();
+        assert!(g.written.lock().is_empty());
+        let why = set.offline.unwrap();
+        assert!(why.contains("only 1 of its 4 disks"), "{why}");
+        assert!(why.contains("/mnt/d1 (empty), /mnt/d2 (empty), /mnt/d3 (empty)"), "{why}");
+    }
 }

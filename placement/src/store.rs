@@ -147,6 +147,16 @@ impl Store {
         }))
     }
 
+    /// A store over an opened set (see [`crate::open_local_set`]); an
+    /// offline set gives a store whose every request answers why.
+    pub fn for_set(set: crate::LocalSet, opts: StoreOptions) -> Result<Arc<Store>, Error> {
+        let store = Store::new(set.disks, set.parity, opts)?;
+        if let Some(why) = set.offline {
+            store.mark_offline(why);
+        }
+        Ok(store)
+    }
+
     /// Runs `work` (given this store) as a task no request owns and waits
     /// for its result. A request whose client goes away drops this future,
     /// never the commit: the task runs to its end, and a failure is
@@ -171,6 +181,17 @@ impl Store {
     /// The erasure set (for tests and admin tooling).
     pub fn set(&self) -> &Arc<ErasureSet> {
         &self.set
+    }
+
+    /// Declares the set offline (its disks were not opened): every lost
+    /// quorum answers `why` (see [`Error::SetOffline`]).
+    pub fn mark_offline(&self, why: String) {
+        let _ = self.set.offline.set(why);
+    }
+
+    /// Why this pool's set is offline, if it is.
+    pub fn offline_reason(&self) -> Option<&str> {
+        self.set.offline_reason()
     }
 
     /// Hot-object cache counters.

@@ -67,7 +67,7 @@ impl Store {
 
     /// Every pool tier objects can live in, with its tier name: the cold
     /// pool and the further hot pools.
-    pub(crate) fn tier_pools(&self) -> Vec<(String, Arc<Store>)> {
+    pub fn tier_pools(&self) -> Vec<(String, Arc<Store>)> {
         let mut out: Vec<(String, Arc<Store>)> = self
             .cold
             .get()

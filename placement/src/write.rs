@@ -128,10 +128,7 @@ fn quorum_error(set: &ErasureSet, alive: usize, errors: &[DiskError]) -> Error {
     if errors.iter().any(|e| matches!(e, DiskError::Full)) {
         Error::DiskFull
     } else {
-        Error::WriteQuorum {
-            needed: set.quorum.write,
-            got: alive,
-        }
+        set.write_quorum_lost(alive)
     }
 }
 
