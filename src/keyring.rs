@@ -306,7 +306,10 @@ pub fn server_keys(
                 k
             }
         };
-        write_keyrings(dirs, &k, &secrets, &rings)?;
+        // Keys already sealed on a disk not opened now (its set is
+        // offline) are stored; new ones must reach a disk now.
+        let stored_elsewhere = !rings.is_empty() && secrets == stored;
+        write_keyrings(dirs, &k, &secrets, &rings, stored_elsewhere)?;
         if from_legacy {
             remove_legacy(dirs.read);
         }
@@ -383,6 +386,7 @@ fn write_keyrings(
     key: &UnsealKey,
     secrets: &Secrets,
     rings: &[(PathBuf, StoredKeyring)],
+    stored_elsewhere: bool,
 ) -> anyhow::Result<()> {
     let mut written = 0;
     for d in dirs.write {
@@ -403,7 +407,7 @@ fn write_keyrings(
             }
         }
     }
-    if written == 0 {
+    if written == 0 && !stored_elsewhere {
         bail!("no data directory took the keyring; refusing to go on with keys stored nowhere");
     }
     Ok(())

@@ -8,18 +8,6 @@ use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 
 use crate::harness::*;
 
-/// Creates a user with the CLI; returns (access key, secret).
-fn add_user(s: &Server, name: &str, extra: &[&str]) -> (String, String) {
-    let out = admin(s, &[&["user", "add", name], extra].concat()).unwrap();
-    let field = |p: &str| {
-        out.lines()
-            .find_map(|l| l.trim().strip_prefix(p))
-            .unwrap()
-            .to_string()
-    };
-    (field("AWS_ACCESS_KEY_ID="), field("AWS_SECRET_ACCESS_KEY="))
-}
-
 fn write_policy(s: &Server, name: &str, doc: &str) -> String {
     let path = s.root.path().join(name);
     std::fs::write(&path, doc).unwrap();

@@ -50,6 +50,23 @@ impl Server {
         Server::start_in(root, dirs, extra)
     }
 
+    /// Starts a server over `n` fresh directories with `env` set (a name
+    /// set to "" is unset for the server).
+    pub fn start_with_env(n: usize, env: &[(&str, &str)]) -> Server {
+        let root = tempfile::tempdir().unwrap();
+        let mut s = Server {
+            dirs: (1..=n).map(|i| root.path().join(format!("disk{i}"))).collect(),
+            root,
+            endpoint: String::new(),
+            addr: String::new(),
+            extra: Vec::new(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            child: None,
+        };
+        s.launch().expect("server starts");
+        s
+    }
+
     /// Starts a server over the given directories inside `root`.
     pub fn start_in(root: tempfile::TempDir, dirs: Vec<PathBuf>, extra: &[&str]) -> Server {
         Server::try_start_in(root, dirs, extra).expect("server starts")
@@ -107,6 +124,19 @@ impl Server {
     /// The server's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.root.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// What the server printed after its "listening" line (its start-up
+    /// notes), once it holds `what`.
+    pub async fn notes_with(&self, what: &str) -> String {
+        let path = self.root.path().join("server.out");
+        let mut text = String::new();
+        until(10, "start-up notes", async || {
+            text = std::fs::read_to_string(&path).unwrap_or_default();
+            text.contains(what)
+        })
+        .await;
+        text
     }
 
     /// The process id.
@@ -191,6 +221,8 @@ impl Server {
 /// that line, or the log when the process exits first. Stdout keeps being
 /// drained so the process never blocks on it.
 pub fn spawn_until(mut cmd: Command, log: &Path, prefix: &str) -> Result<(Child, String), String> {
+    // The notes of an earlier run are not this one's.
+    let _ = std::fs::remove_file(log.with_extension("out"));
     let log_file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -207,7 +239,17 @@ pub fn spawn_until(mut cmd: Command, log: &Path, prefix: &str) -> Result<(Child,
         match lines.next() {
             Some(Ok(line)) => {
                 if let Some(rest) = line.strip_prefix(prefix) {
-                    std::thread::spawn(move || for _ in lines {});
+                    // What follows (the start-up notes) is kept beside the log.
+                    let out = log.with_extension("out");
+                    std::thread::spawn(move || {
+                        use std::io::Write as _;
+                        let mut f = std::fs::File::create(out).ok();
+                        for line in lines.map_while(Result::ok) {
+                            if let Some(f) = f.as_mut() {
+                                let _ = writeln!(f, "{line}");
+                            }
+                        }
+                    });
                     return Ok((child, rest.to_string()));
                 }
             }
@@ -546,12 +588,17 @@ pub fn admin(s: &Server, args: &[&str]) -> Result<String, String> {
 
 /// Runs `granary admin` against the server at `endpoint`.
 pub fn admin_at(endpoint: &str, args: &[&str]) -> Result<String, String> {
+    admin_as(endpoint, (USER, SECRET), args)
+}
+
+/// Runs `granary admin` against `endpoint` signed with `root`.
+pub fn admin_as(endpoint: &str, root: (&str, &str), args: &[&str]) -> Result<String, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_granary"))
         .arg("admin")
         .args(["--endpoint", endpoint])
         .args(args)
-        .env("GRANARY_ROOT_USER", USER)
-        .env("GRANARY_ROOT_PASSWORD", SECRET)
+        .env("GRANARY_ROOT_USER", root.0)
+        .env("GRANARY_ROOT_PASSWORD", root.1)
         .output()
         .unwrap();
     if out.status.success() {
@@ -559,6 +606,23 @@ pub fn admin_at(endpoint: &str, args: &[&str]) -> Result<String, String> {
     } else {
         Err(String::from_utf8(out.stderr).unwrap())
     }
+}
+
+/// Creates a user with the CLI; returns (access key, secret).
+pub fn add_user(s: &Server, name: &str, extra: &[&str]) -> (String, String) {
+    user_from(&admin(s, &[&["user", "add", name], extra].concat()).unwrap())
+}
+
+/// The access key and secret `granary admin user add` (or a server's
+/// first start) printed.
+pub fn user_from(out: &str) -> (String, String) {
+    let field = |p: &str| {
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix(p))
+            .unwrap_or_else(|| panic!("no {p} in {out}"))
+            .to_string()
+    };
+    (field("AWS_ACCESS_KEY_ID="), field("AWS_SECRET_ACCESS_KEY="))
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*), reproducible by seed.

@@ -15,6 +15,7 @@ mod conditional_writes;
 mod copy;
 mod cors;
 mod data_path;
+mod disks;
 mod durability;
 mod edge;
 mod faults;
