@@ -367,13 +367,13 @@ async fn user_policies_source_ip_and_key_removal() {
         );
     }
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(s.dirs[0].join("master-key"))
+    let mode = std::fs::metadata(s.dirs[0].join("keyring.json"))
         .unwrap()
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 
-    // Users survive a restart (the master key is reused).
+    // Users survive a restart (the master key is reused from the keyring).
     let mut s = s;
     s.restart();
     let bob = client_for(&s.endpoint, &ak, &sk, "us-east-1");

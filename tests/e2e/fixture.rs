@@ -18,8 +18,8 @@ use md5::{Digest, Md5};
 use serde_json::{json, Value};
 
 use crate::harness::{
-    all_in_class, enable_versioning, set_lifecycle, start_tiered_in, tiered_dirs, transition_rule,
-    until,
+    add_user, all_in_class, client_for, enable_versioning, set_lifecycle, start_tiered_in,
+    tiered_dirs, transition_rule, until,
 };
 
 /// Compressible, reproducible content: numbered lines naming the object.
@@ -219,14 +219,39 @@ async fn write_fixture() {
         all_in_class(&c, "plain", &old, "COLD").await
     })
     .await;
+    // Users, their secrets sealed under the master key of the first
+    // directory; one may do anything, one only read `plain`.
+    let mut users = Vec::new();
+    for (name, doc) in [
+        ("alice", r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#),
+        ("reader", r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::plain","arn:aws:s3:::plain/*"]}]}"#),
+    ] {
+        let policy = s.root.path().join(format!("{name}.json"));
+        std::fs::write(&policy, doc).unwrap();
+        let (key, secret) = add_user(&s, name, &["--policy", &policy.display().to_string()]);
+        users.push(json!({"name": name, "access_key": key, "secret": secret}));
+    }
     tokio::time::sleep(Duration::from_secs(1)).await;
     s.stop();
+    // A start without root credentials in the environment generates them
+    // (kept in plaintext beside the master key by that build).
+    s.env = vec![
+        ("GRANARY_ROOT_USER".into(), String::new()),
+        ("GRANARY_ROOT_PASSWORD".into(), String::new()),
+    ];
+    s.launch().unwrap();
+    s.stop();
+    let generated = std::fs::read_to_string(s.dirs[0].join("root-credentials")).unwrap();
+    let mut lines = generated.lines();
+    let generated_root = json!({"access_key": lines.next().unwrap(), "secret": lines.next().unwrap()});
 
     let manifest = json!({
         "written_by": "65db7ba",
         "objects": objects,
         "delete_marker": {"bucket": "versioned", "key": "b", "version": marker.version_id()},
         "uploads": uploads,
+        "users": users,
+        "generated_root": generated_root,
     });
     std::fs::write(
         out.join("manifest.json"),
@@ -296,9 +321,15 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
     let (hot, _) = tiered_dirs(root.path());
     let mut args = FIXTURE_ARGS.to_vec();
     args.extend(["--read-cache-mib", "0"]);
-    let (s, cold) = start_tiered_in(root, &args);
+    let (mut s, cold) = start_tiered_in(root, &args);
     let c = s.client();
     let checked = check_objects(&c, &manifest).await;
+    check_users(&s, &manifest).await;
+    // Its plaintext key files are sealed into every disk's keyring.
+    for d in hot.iter().chain(&cold) {
+        assert!(d.join("keyring.json").exists(), "{}", d.display());
+        assert!(!d.join("master-key").exists() && !d.join("root-credentials").exists());
+    }
     // The delete marker is still the current version of its key.
     let m = &manifest["delete_marker"];
     let e = c
@@ -354,5 +385,54 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
             .unwrap();
         let data = read(&c, bucket, key, out.version_id()).await;
         assert_eq!(md5_hex(&data), md5_hex(&whole), "{bucket}/{key}");
+    }
+
+    // Without root credentials in the environment the generated ones of
+    // that build sign in, the first directory replaced or not.
+    s.stop();
+    s.env = vec![
+        ("GRANARY_ROOT_USER".into(), String::new()),
+        ("GRANARY_ROOT_PASSWORD".into(), String::new()),
+    ];
+    std::fs::remove_dir_all(&hot[0]).unwrap();
+    std::fs::create_dir(&hot[0]).unwrap();
+    s.launch().unwrap();
+    let g = &manifest["generated_root"];
+    let root = client_for(
+        &s.endpoint,
+        g["access_key"].as_str().unwrap(),
+        g["secret"].as_str().unwrap(),
+        "us-east-1",
+    );
+    check_objects(&root, &manifest).await;
+    check_users(&s, &manifest).await;
+}
+
+/// Every user of the manifest signs in and is held to its policy.
+async fn check_users(s: &crate::harness::Server, manifest: &Value) {
+    let users = manifest["users"].as_array().unwrap();
+    assert_eq!(users.len(), 2);
+    let object = &manifest["objects"][0];
+    let (bucket, key) = (object["bucket"].as_str().unwrap(), object["key"].as_str().unwrap());
+    for u in users {
+        let c = client_for(
+            &s.endpoint,
+            u["access_key"].as_str().unwrap(),
+            u["secret"].as_str().unwrap(),
+            "us-east-1",
+        );
+        let data = read(&c, bucket, key, object["version"].as_str()).await;
+        assert_eq!(md5_hex(&data), object["md5"].as_str().unwrap(), "{u}");
+        let put = c
+            .put_object()
+            .bucket("plain")
+            .key("written-by-a-user")
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await;
+        match u["name"].as_str().unwrap() {
+            "alice" => assert!(put.is_ok(), "{put:?}"),
+            _ => assert_eq!(crate::harness::code(&put.unwrap_err()), "AccessDenied"),
+        }
     }
 }

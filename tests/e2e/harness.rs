@@ -92,11 +92,7 @@ impl Server {
     }
 
     fn command(&self) -> Command {
-        // `GRANARY_E2E_BIN` runs another build (an older one writing a
-        // fixture, say) in place of this one.
-        let bin = std::env::var("GRANARY_E2E_BIN")
-            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_granary").to_string());
-        let mut c = Command::new(bin);
+        let mut c = Command::new(granary_bin());
         c.arg("server");
         c.args(&self.dirs);
         c.args(["--address", "127.0.0.1:0"]);
@@ -214,6 +210,12 @@ impl Server {
             .map(|d| files_under(&d.join("shards")))
             .collect()
     }
+}
+
+/// The `granary` binary the tests run: this build, or the one
+/// `GRANARY_E2E_BIN` names (an older one writing a fixture, say).
+pub fn granary_bin() -> String {
+    std::env::var("GRANARY_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_granary").to_string())
 }
 
 /// Spawns `cmd` with its error output appended to `log` and waits for the
@@ -593,7 +595,7 @@ pub fn admin_at(endpoint: &str, args: &[&str]) -> Result<String, String> {
 
 /// Runs `granary admin` against `endpoint` signed with `root`.
 pub fn admin_as(endpoint: &str, root: (&str, &str), args: &[&str]) -> Result<String, String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_granary"))
+    let out = Command::new(granary_bin())
         .arg("admin")
         .args(["--endpoint", endpoint])
         .args(args)

@@ -76,15 +76,31 @@ async fn generated_credentials_are_stored_privately_and_printed_once() {
         .find(|l| l.contains("AWS_SECRET_ACCESS_KEY="))
         .expect("secret printed on first start");
     let secret = secret_line.split('=').nth(1).unwrap();
-    let file = dir.join("root-credentials");
-    assert_eq!(
-        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    assert!(std::fs::read_to_string(&file).unwrap().contains(secret));
+    // Sealed in the data directory's keyring under the unseal key beside
+    // it, both private; the secret itself is in neither.
+    let mode = |f: &std::path::Path| std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+    let (keyring, unseal) = (dir.join("keyring.json"), root.path().join("granary-unseal.key"));
+    assert_eq!((mode(&keyring), mode(&unseal)), (0o600, 0o600));
+    for f in [&keyring, &unseal] {
+        assert!(!std::fs::read_to_string(f).unwrap().contains(secret));
+    }
+    assert!(!dir.join("root-credentials").exists());
     let second = run(&dir);
     assert!(!second.contains(secret), "secret printed again:\n{second}");
-    assert!(second.contains("Using the root credentials stored in"));
+    assert!(second.contains("Using the root credentials sealed in the disks' keyrings"));
+    // `granary admin` on the machine opens the keyring for its root key.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["admin", "--endpoint", "http://127.0.0.1:9", "--data-dir"])
+        .arg(&dir)
+        .args(["user", "list"])
+        .env_remove("GRANARY_ROOT_USER")
+        .env_remove("GRANARY_ROOT_PASSWORD")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("no root key"), "{err}");
 }
 
 #[tokio::test]
