@@ -111,6 +111,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let opts = store_options(&args.front);
     let deployment_id = set.deployment_id;
     let created = set.created;
+    let mut replaced = !set.replaced.is_empty();
     let store = Store::for_set(set, opts)?;
     let cold = if args.cold.is_empty() {
         None
@@ -131,10 +132,17 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
             describe_layout(cold.disks.len(), cold.parity)
         );
         local.extend(cold.local.iter().cloned());
+        replaced |= !cold.replaced.is_empty();
         let cold = Store::for_set(cold, opts)?;
         store.attach_cold_pool(cold.clone())?;
         Some(cold)
     };
+    if replaced {
+        // Replacement disks were formatted: refill them now rather than
+        // only as reads touch their objects.
+        tracing::warn!("replaced disks formatted; healing");
+        store.start_heal();
+    }
     for d in local.iter().flatten() {
         tracing::info!(disk = %d.root().display(), tier = %d.format().tier, io = d.io_path(), "shard I/O");
     }

@@ -19,6 +19,11 @@
 //! - where doubts remain, the keys in doubt are compared again every few
 //!   seconds (so keys healed since stop being in doubt).
 //!
+//! A key whose heads a scan finds different on the disks, and that no write
+//! is touching, is also one whose newest version some disk lacks: it is
+//! noted among the set's objects at risk (see `at_risk.rs`), which is how
+//! those written degraded before this process started are found.
+//!
 //! A page read from one disk is used only if no key of its range was in
 //! doubt, written, or being written at any time between the start of the
 //! read and its check ([`Agreement::untouched`]); otherwise the page is
@@ -53,6 +58,8 @@ const RECHECK_KEYS: usize = 1000;
 /// Where differences between a set's disks may be.
 pub(crate) struct Agreement {
     disks: Vec<Arc<dyn Disk>>,
+    /// Where keys found differing are noted.
+    at_risk: Arc<crate::at_risk::AtRisk>,
     state: Mutex<State>,
     /// Listing pages read from one disk.
     one_disk_pages: AtomicU64,
@@ -187,12 +194,29 @@ impl Span {
 }
 
 impl Agreement {
-    pub fn new(disks: Vec<Arc<dyn Disk>>) -> Agreement {
+    pub fn new(disks: Vec<Arc<dyn Disk>>, at_risk: Arc<crate::at_risk::AtRisk>) -> Agreement {
         Agreement {
             disks,
+            at_risk,
             state: Mutex::default(),
             one_disk_pages: AtomicU64::new(0),
         }
+    }
+
+    /// Compares the disks' heads of `ns` now unless that was done since
+    /// this process started (or a comparison is under way); returns
+    /// whether `ns` is known to agree but for its keys in doubt.
+    pub async fn compare_once(self: &Arc<Self>, ns: &str) -> bool {
+        {
+            let mut st = self.state.lock();
+            let n = st.namespaces.entry(ns.to_string()).or_default();
+            if n.known || n.scanning {
+                return n.known;
+            }
+            n.scanning = true;
+        }
+        self.clone().scan(ns.to_string(), false).await;
+        self.state.lock().namespaces.get(ns).is_some_and(|n| n.known)
     }
 
     /// Counts a listing page read from one disk.
@@ -396,14 +420,23 @@ impl Agreement {
         let (differ, next) = crate::listing::differing(&pages).ok()?;
         let span = Span::new(ns, opts, next.as_deref());
         let mut st = self.state.lock();
-        let differ: Vec<Vec<u8>> = differ.iter().map(|k| full_key(ns, k)).collect();
-        for k in &differ {
+        let raw = differ;
+        let differ: Vec<Vec<u8>> = raw.iter().map(|k| full_key(ns, k)).collect();
+        for (k, key) in differ.iter().zip(&raw) {
             if st.epoch != epoch {
                 return None;
             }
             let s = st.keys.entry(k.clone()).or_default();
+            let settled = s.writing == 0
+                && st
+                    .ended_after(mark.seq)
+                    .is_some_and(|mut ended| !ended.any(|e| e == k));
+            let s = st.keys.entry(k.clone()).or_default();
             if !s.doubt {
                 st.doubt(k.clone());
+            }
+            if settled {
+                self.at_risk.note(ns, &String::from_utf8_lossy(key));
             }
         }
         if st.epoch != epoch {
@@ -508,7 +541,7 @@ mod tests {
     /// An agreement whose namespace `b` was scanned (over no disks: nothing
     /// differs).
     async fn known() -> Arc<Agreement> {
-        let a = Arc::new(Agreement::new(Vec::new()));
+        let a = Arc::new(Agreement::new(Vec::new(), Default::default()));
         assert!(a.mark("b").is_none(), "not scanned yet");
         for _ in 0..100 {
             tokio::task::yield_now().await;

@@ -8,8 +8,11 @@
 //! first. Past [`MAX_TRACKED`] keys only a count is kept, and the next
 //! pass that runs with every disk online clears it.
 //!
-//! The list lives in memory: after a restart the objects written degraded
-//! before it are found (and healed) by the next full pass, not counted.
+//! The list lives in memory. Objects written degraded before this process
+//! started are found by comparing the disks' heads (see `agreement.rs`):
+//! each store compares every namespace of its set once after start (again
+//! every half minute while a disk does not answer), and notes the keys
+//! whose newest version some disk lacks.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -158,11 +158,13 @@ impl Store {
         let marks: Vec<u64> = stores.iter().map(|s| s.set.at_risk.untracked()).collect();
         // Objects at risk first: they are the ones one more failure loses.
         for store in &stores {
+            let before = Rewritten::of(store);
             for (ns, key) in store.set.at_risk.keys() {
                 if let Err(e) = store.set.heal_object(&ns, &key, &[]).await {
                     self.heal_failed(&ns, &key, e);
                 }
             }
+            self.count_rewritten(store, before);
         }
         let mut work = Vec::new();
         for store in &stores {
@@ -189,11 +191,7 @@ impl Store {
                         break;
                     }
                 };
-                let stats = store.repair_stats();
-                let (shards, records) = (
-                    stats.shards_rewritten.load(Relaxed),
-                    stats.records_rewritten.load(Relaxed),
-                );
+                let before = Rewritten::of(store);
                 let set = store.set.clone();
                 let jobs: Vec<(String, u64)> = page
                     .keys
@@ -227,13 +225,9 @@ impl Store {
                         tokio::time::sleep(wait).await;
                     }
                 }
-                {
-                    // What this page rebuilt (with any on-read repair that
-                    // ran meanwhile).
-                    let mut p = self.healer.progress.lock();
-                    p.shards_rebuilt += stats.shards_rewritten.load(Relaxed) - shards;
-                    p.records_rewritten += stats.records_rewritten.load(Relaxed) - records;
-                }
+                // What this page rebuilt (with any on-read repair that ran
+                // meanwhile).
+                self.count_rewritten(store, before);
                 match page.next {
                     Some(k) => start = ListStart::After(k),
                     None => break,
@@ -265,6 +259,15 @@ impl Store {
             failed = p.failed,
             "healing pass finished"
         );
+    }
+
+    /// Adds what `store`'s repair counters rewrote since `before` to the
+    /// pass's progress.
+    fn count_rewritten(&self, store: &Store, before: Rewritten) {
+        let now = Rewritten::of(store);
+        let mut p = self.healer.progress.lock();
+        p.shards_rebuilt += now.shards - before.shards;
+        p.records_rewritten += now.records - before.records;
     }
 
     fn heal_failed(&self, ns: &str, key: &str, e: crate::Error) {
@@ -306,6 +309,68 @@ impl Store {
         }
         n
     }
+}
+
+/// A store's repair counters of rewritten shards and records, at a moment.
+#[derive(Clone, Copy)]
+struct Rewritten {
+    shards: u64,
+    records: u64,
+}
+
+impl Rewritten {
+    fn of(store: &Store) -> Rewritten {
+        let stats = store.repair_stats();
+        Rewritten {
+            shards: stats.shards_rewritten.load(Relaxed),
+            records: stats.records_rewritten.load(Relaxed),
+        }
+    }
+}
+
+/// How often the finder of objects at risk tries namespaces it could not
+/// compare yet (a disk did not answer).
+const FIND_AT_RISK_EVERY: Duration = Duration::from_secs(5);
+
+impl Store {
+    /// Asks for a comparison of the disks' heads of every namespace of this
+    /// pool's set (see `at_risk.rs`); true once each was compared since
+    /// start.
+    async fn compare_namespaces(&self) -> bool {
+        let Ok(buckets) = self.list_buckets().await else {
+            return false;
+        };
+        let mut all = true;
+        for ns in [SYSTEM_NS.to_string(), TIER_NS.to_string()]
+            .into_iter()
+            .chain(buckets.into_iter().map(|b| b.name))
+        {
+            // One namespace at a time: this is background reading.
+            all &= self.set.agreement.compare_once(&ns).await;
+        }
+        all
+    }
+}
+
+/// Finds the objects written degraded before this process started: asks
+/// for the comparison of every namespace until each has been compared.
+pub(crate) fn spawn_at_risk_finder(
+    store: Weak<Store>,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let Some(s) = store.upgrade() else { return };
+            if s.offline_reason().is_some() || s.compare_namespaces().await {
+                return;
+            }
+            drop(s);
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(FIND_AT_RISK_EVERY) => {}
+            }
+        }
+    })
 }
 
 /// The worker running a store's passes: when asked, and every scrub

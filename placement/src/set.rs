@@ -61,7 +61,7 @@ pub struct ErasureSet {
     /// `set_format.rs`): its lost quorums answer this instead.
     pub(crate) offline: std::sync::OnceLock<String>,
     /// Objects acknowledged with some disk missing their write.
-    pub(crate) at_risk: crate::at_risk::AtRisk,
+    pub(crate) at_risk: Arc<crate::at_risk::AtRisk>,
 }
 
 /// A version as the set resolved it: the record and which disks hold it.
@@ -195,7 +195,8 @@ impl ErasureSet {
             )));
         }
         let data = n - parity;
-        let agreement = Arc::new(Agreement::new(disks.clone()));
+        let at_risk = Arc::new(crate::at_risk::AtRisk::default());
+        let agreement = Arc::new(Agreement::new(disks.clone(), at_risk.clone()));
         Ok(ErasureSet {
             list_ahead: ListAhead::new(agreement.clone()),
             agreement,
@@ -214,7 +215,7 @@ impl ErasureSet {
             tier_release: std::sync::OnceLock::new(),
             last_mtime: AtomicU64::new(0),
             offline: std::sync::OnceLock::new(),
-            at_risk: Default::default(),
+            at_risk,
         })
     }
 

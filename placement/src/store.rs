@@ -128,6 +128,7 @@ impl Store {
             let heal = crate::heal::spawn_heal_worker(me.clone(), healer.clone(), shutdown.clone());
             let collector = Arc::new(crate::gc::Collector::default());
             let gc = crate::gc::spawn_gc_worker(me.clone(), collector.clone(), shutdown.clone());
+            let finder = crate::heal::spawn_at_risk_finder(me.clone(), shutdown.clone());
             Store {
                 healer,
                 background: Default::default(),
@@ -139,7 +140,7 @@ impl Store {
                 remote: Default::default(),
                 in_flight: Mutex::default(),
                 shutdown,
-                workers: Mutex::new(vec![worker, tiers, heal, gc]),
+                workers: Mutex::new(vec![worker, tiers, heal, gc, finder]),
                 me: me.clone(),
                 commits: TaskTracker::new(),
                 collector,

@@ -267,3 +267,43 @@ async fn a_second_pool_losing_more_than_m_disks_goes_offline_alone() {
     assert!(get_bytes(&c, "bkt", "frozen").await == frozen);
     read_back(&c, "bkt", &hot).await;
 }
+
+/// The objects at risk `granary admin status --json` counts in the first
+/// pool, and in all.
+fn at_risk(s: &Server) -> (u64, u64) {
+    let v: serde_json::Value =
+        serde_json::from_str(&admin(s, &["status", "--json"]).unwrap()).unwrap();
+    (
+        v["pools"][0]["objectsAtRisk"].as_u64().unwrap(),
+        v["heal"]["objectsAtRisk"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn objects_written_while_a_disk_failed_are_at_risk_until_healed_across_a_restart() {
+    let mut s = crate::faults::control::server(4, &["--metrics-token", "scrape"]);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    put_bytes(&c, "bkt", "whole", b"on every disk".to_vec()).await;
+    // The fourth disk refuses records: writes are acknowledged by three.
+    crate::faults::control::set(&s, "disk.put_record", "return(error@disk4)").await;
+    for (i, len) in [1000usize, 300 << 10, 1 << 20].into_iter().enumerate() {
+        put_bytes(&c, "bkt", &format!("degraded/{i}"), Pattern::bytes(i as u64, len)).await;
+    }
+    assert_eq!(at_risk(&s), (3, 3));
+    let metrics = scrape_metrics(&s, "scrape").await;
+    assert!(metrics.contains("granary_objects_at_risk{pool=\"hot\"} 3"), "{metrics}");
+    let st = admin(&s, &["status"]).unwrap();
+    assert!(st.contains("3 objects at risk"), "{st}");
+
+    // After a restart they are found again by comparing the disks.
+    crate::faults::control::set(&s, "disk.put_record", "off").await;
+    s.restart();
+    until(30, "objects at risk found after the restart", async || at_risk(&s) == (3, 3)).await;
+    admin(&s, &["heal"]).unwrap();
+    assert_eq!(at_risk(&s), (0, 0));
+    let c = s.client();
+    for (i, len) in [1000usize, 300 << 10, 1 << 20].into_iter().enumerate() {
+        assert!(get_bytes(&c, "bkt", &format!("degraded/{i}")).await == Pattern::bytes(i as u64, len));
+    }
+}
