@@ -170,9 +170,10 @@ pub struct KeyringDirs<'a> {
     pub write: &'a [PathBuf],
     /// The deployment the disks belong to.
     pub deployment: Uuid,
-    /// Whether the first pool was formatted by this start (nothing can
-    /// have been sealed under older keys).
-    pub created: bool,
+    /// Whether nothing is sealed under older keys: the first pool was
+    /// formatted by this start, or it holds no users' or tiers' secrets
+    /// (a first start cut short before its keyrings were written).
+    pub fresh: bool,
 }
 
 /// The keys given in the environment (each `None` when not set).
@@ -257,7 +258,7 @@ pub fn server_keys(
             .ok()
             .and_then(|b| <[u8; 32]>::try_from(b).ok())
             .context("the stored master key is malformed")?,
-        (None, None) if dirs.created => {
+        (None, None) if dirs.fresh => {
             let raw = UnsealKey::generate().raw;
             secrets.master_key = Some(B64.encode(raw));
             raw
@@ -271,7 +272,7 @@ pub fn server_keys(
     let (root, origin) = match (env.root, &secrets.root) {
         (Some(r), _) => (r, Origin::Environment),
         (None, Some(r)) => (r.clone(), Origin::Stored),
-        (None, None) if dirs.created || !rings.is_empty() => {
+        (None, None) if dirs.fresh || !rings.is_empty() => {
             let AccessKey {
                 access_key_id,
                 secret_key,
@@ -310,9 +311,11 @@ pub fn server_keys(
         // offline) are stored; new ones must reach a disk now.
         let stored_elsewhere = !rings.is_empty() && secrets == stored;
         write_keyrings(dirs, &k, &secrets, &rings, stored_elsewhere)?;
-        if from_legacy {
-            remove_legacy(dirs.read);
-        }
+    }
+    // Plaintext files of an older version go once sealed (also when an
+    // earlier start sealed them and stopped before removing them).
+    if !from_legacy || secrets != Secrets::default() {
+        remove_legacy(dirs.write);
     }
     Ok(ServerKeys {
         root,
@@ -337,6 +340,37 @@ pub fn stored_root(dir: &Path, unseal: &UnsealSource) -> anyhow::Result<(String,
         .with_context(|| format!("the unseal key from {} does not open {}", unseal.describe(), path.display()))?
         .root
         .with_context(|| format!("{} holds no generated root credentials", path.display()))
+}
+
+/// Checks, before any disk is formatted, that the unseal key can be used:
+/// a key from the environment or an existing file parses, the file is
+/// outside the data directories, and — when every data directory of the
+/// first pool is empty or missing while the key file of an earlier start
+/// exists — refuses to begin a new deployment: the disks are more likely
+/// unmounted than new.
+pub fn check_before_formatting(
+    unseal: &UnsealSource,
+    first_pool: &[PathBuf],
+    all_dirs: &[PathBuf],
+) -> anyhow::Result<()> {
+    check_outside(&unseal.file, all_dirs, unseal.env.is_some())?;
+    let key = unseal.load()?;
+    let blank = first_pool.iter().all(|d| {
+        matches!(
+            disk_engine::probe_dir(d),
+            disk_engine::DirState::Empty | disk_engine::DirState::Missing
+        )
+    });
+    if blank && key.is_some() && unseal.env.is_none() {
+        bail!(
+            "every data directory is empty or missing, but the unseal key {} of an earlier deployment exists: \
+             are the disks mounted? Not formatting a new deployment over them. To begin a new deployment, \
+             move {} away first",
+            unseal.file.display(),
+            unseal.file.display()
+        );
+    }
+    Ok(())
 }
 
 /// Refuses an unseal key file inside a data directory (it would sit
@@ -495,7 +529,7 @@ mod tests {
                 read: &self.dirs,
                 write: &self.dirs,
                 deployment: self.deployment,
-                created,
+                fresh: created,
             };
             server_keys(&dirs, env, unseal)
         }

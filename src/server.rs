@@ -9,7 +9,7 @@ use gateway::AccessKey;
 use placement::{open_local_set, LocalSetConfig, Store, StoreOptions, DEFAULT_BLOCK_SIZE};
 
 use crate::credentials::{env_keys, KEYS_FROM_ENV};
-use crate::keyring::{server_keys, KeyringDirs, Origin, UnsealSource};
+use crate::keyring::{check_before_formatting, server_keys, KeyringDirs, Origin, UnsealSource};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
 
 /// Options of `granary server`.
@@ -95,6 +95,9 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         io: args.shard_io.into(),
         listing_of: Some(placement::listing_of_body),
     };
+    let all_dirs: Vec<PathBuf> = hot_dirs.iter().chain(&args.cold).cloned().collect();
+    let unseal = UnsealSource::new(args.unseal_key_file.clone(), &hot_dirs[0]);
+    check_before_formatting(&unseal, &hot_dirs, &all_dirs)?;
     let cfg = LocalSetConfig {
         dirs: hot_dirs.clone(),
         parity: args.parity,
@@ -147,14 +150,17 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         tracing::info!(disk = %d.root().display(), tier = %d.format().tier, io = d.io_path(), "shard I/O");
     }
 
-    let all_dirs: Vec<PathBuf> = hot_dirs.iter().chain(&args.cold).cloned().collect();
     let opened_dirs: Vec<PathBuf> = local.iter().flatten().map(|d| d.root().to_path_buf()).collect();
-    let unseal = UnsealSource::new(args.unseal_key_file.clone(), &hot_dirs[0]);
+    // Nothing sealed under older keys can be lost by making new ones.
+    let fresh = created
+        || !gateway::iam::holds_sealed_secrets(&store)
+            .await
+            .unwrap_or(true);
     let dirs = KeyringDirs {
         read: &all_dirs,
         write: &opened_dirs,
         deployment: deployment_id,
-        created,
+        fresh,
     };
     let keys = server_keys(&dirs, env_keys()?, &unseal)
         .context("cannot open the deployment's keys")?;

@@ -4,7 +4,7 @@
 //! (<https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html>)
 
 use http::HeaderMap;
-use placement::WriteCondition;
+use placement::{DeleteCondition, WriteCondition};
 
 use crate::error::{S3Error, S3Result};
 
@@ -97,13 +97,108 @@ pub fn write_condition(h: &HeaderMap) -> S3Result<Option<WriteCondition>> {
         (Some(_), None) => Err(S3Error::NotImplemented(
             "If-None-Match on writes only supports the value *".into(),
         )),
-        (None, Some(v)) => Ok(Some(WriteCondition::IfMatch(
-            v.trim()
-                .trim_start_matches("W/")
-                .trim_matches('"')
-                .to_string(),
-        ))),
+        (None, Some(v)) => Ok(Some(WriteCondition::IfMatch(etag_of(v)))),
     }
+}
+
+/// An entity tag as a condition names it: unquoted, without `W/`; `*`
+/// stays `*`.
+fn etag_of(v: &str) -> String {
+    v.trim()
+        .trim_start_matches("W/")
+        .trim_matches('"')
+        .to_string()
+}
+
+/// The preconditions of a DeleteObject: `If-Match` (an ETag or `*`),
+/// `x-amz-if-match-size` and `x-amz-if-match-last-modified-time` (S3 has
+/// the last two on directory buckets; Granary honours them on every
+/// bucket). `since_ns`: when the request began.
+/// (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-deletes.html>)
+pub fn delete_condition(h: &HeaderMap, since_ns: u64) -> S3Result<Option<DeleteCondition>> {
+    let size = text(h, "x-amz-if-match-size")
+        .map(|v| {
+            v.trim().parse::<u64>().map_err(|_| {
+                S3Error::InvalidArgument(
+                    "x-amz-if-match-size is not a size in bytes".into(),
+                    Some(("x-amz-if-match-size".into(), v.into())),
+                )
+            })
+        })
+        .transpose()?;
+    let last_modified_secs = text(h, "x-amz-if-match-last-modified-time")
+        .map(|v| {
+            httpdate::parse_http_date(v.trim())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs())
+                .ok_or_else(|| {
+                    S3Error::InvalidArgument(
+                        "x-amz-if-match-last-modified-time is not an HTTP date".into(),
+                        Some(("x-amz-if-match-last-modified-time".into(), v.into())),
+                    )
+                })
+        })
+        .transpose()?;
+    Ok(condition_of(
+        text(h, "if-match").map(etag_of),
+        size,
+        last_modified_secs,
+        since_ns,
+    ))
+}
+
+/// The condition of one DeleteObjects entry: its `ETag`, `Size` and
+/// `LastModifiedTime` (ISO 8601) elements.
+pub fn entry_condition(
+    etag: Option<&str>,
+    size: Option<u64>,
+    last_modified: Option<&str>,
+    since_ns: u64,
+) -> S3Result<Option<DeleteCondition>> {
+    let last_modified_secs = last_modified
+        .map(|v| {
+            time::OffsetDateTime::parse(v.trim(), &time::format_description::well_known::Rfc3339)
+                .ok()
+                .and_then(|t| u64::try_from(t.unix_timestamp()).ok())
+                .ok_or_else(|| {
+                    S3Error::InvalidArgument(
+                        "LastModifiedTime is not a timestamp".into(),
+                        Some(("LastModifiedTime".into(), v.into())),
+                    )
+                })
+        })
+        .transpose()?;
+    Ok(condition_of(
+        etag.map(etag_of),
+        size,
+        last_modified_secs,
+        since_ns,
+    ))
+}
+
+fn condition_of(
+    if_match: Option<String>,
+    size: Option<u64>,
+    last_modified_secs: Option<u64>,
+    since_ns: u64,
+) -> Option<DeleteCondition> {
+    (if_match.is_some() || size.is_some() || last_modified_secs.is_some()).then_some(
+        DeleteCondition {
+            if_match,
+            size,
+            last_modified_secs,
+            since_ns,
+        },
+    )
+}
+
+/// Whether a delete's condition compares an entity tag, which needs the
+/// right to read the object as well (`*` does not).
+pub fn reads_etag(c: &Option<DeleteCondition>) -> bool {
+    c.as_ref()
+        .and_then(|c| c.if_match.as_deref())
+        .is_some_and(|e| e != "*")
 }
 
 #[cfg(test)]

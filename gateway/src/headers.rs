@@ -92,6 +92,13 @@ pub fn reject_unsupported(h: &HeaderMap) -> S3Result<()> {
             )));
         }
     }
+    if h.contains_key("x-amz-write-offset-bytes") {
+        // An append (S3 Express, Mountpoint): taking it as a PUT would
+        // replace the object with the appended bytes alone.
+        return Err(S3Error::NotImplemented(
+            "Appending to an object (x-amz-write-offset-bytes) is not supported; the object is unchanged".into(),
+        ));
+    }
     for name in h.keys() {
         let n = name.as_str();
         if n.starts_with("x-amz-grant-")

@@ -45,8 +45,14 @@ async fn ready(State(gw): State<Arc<Gateway>>) -> Response<Body> {
     // The first pool's set holds the cluster-wide state (buckets, users):
     // without it nothing can be served. Other pools' sets answer for their
     // own keys.
-    let (status, text) = if let Some(why) = gw.store.offline_reason() {
-        (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n"))
+    // The reason names disks: it is for admins (`granary admin status`),
+    // not for whoever can reach this endpoint.
+    let (status, text) = if gw.store.offline_reason().is_some() {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the erasure set holding buckets and users is offline; `granary admin status` says why\n"
+                .to_string(),
+        )
     } else if gw.store.writable().await {
         (StatusCode::OK, "OK\n".to_string())
     } else {

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::Gateway;
 
 /// Prefix of the tier documents in the store's system namespace.
-const TIER_DOCS: &str = "tiers/";
+pub(crate) const TIER_DOCS: &str = "tiers/";
 /// Storage class names a remote tier may not take.
 const RESERVED: &[&str] = &[
     "STANDARD",

@@ -678,6 +678,16 @@ pub struct ObjectIdentifier {
     /// Version id.
     #[serde(rename = "VersionId", default)]
     pub version_id: Option<String>,
+    /// Delete only if the version's entity tag is this one (or `*`: it
+    /// exists).
+    #[serde(rename = "ETag", default)]
+    pub etag: Option<String>,
+    /// Delete only if the version has this size.
+    #[serde(rename = "Size", default)]
+    pub size: Option<u64>,
+    /// Delete only if the version was last modified at this time.
+    #[serde(rename = "LastModifiedTime", default)]
+    pub last_modified_time: Option<String>,
 }
 
 /// CreateBucket request body.

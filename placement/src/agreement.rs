@@ -19,10 +19,11 @@
 //! - where doubts remain, the keys in doubt are compared again every few
 //!   seconds (so keys healed since stop being in doubt).
 //!
-//! A key whose heads a scan finds different on the disks, and that no write
-//! is touching, is also one whose newest version some disk lacks: it is
-//! noted among the set's objects at risk (see `at_risk.rs`), which is how
-//! those written degraded before this process started are found.
+//! A key whose heads a scan of a whole namespace finds different on the
+//! disks, and that no write is touching, may be one whose newest version
+//! some disk lacks: it is handed to the set's objects at risk as a suspect
+//! (see `at_risk.rs`), which is how those written degraded before this
+//! process started are found.
 //!
 //! A page read from one disk is used only if no key of its range was in
 //! doubt, written, or being written at any time between the start of the
@@ -359,7 +360,7 @@ impl Agreement {
             max_keys: SCAN_PAGE,
         };
         loop {
-            match self.compare_page(ns, &opts, epoch).await {
+            match self.compare_page(ns, &opts, epoch, true).await {
                 Some(Some(next)) => opts.start = ListStart::After(next),
                 Some(None) => return true,
                 None => return false,
@@ -386,7 +387,7 @@ impl Agreement {
                 start: ListStart::At(key),
                 max_keys: 1,
             };
-            if self.compare_page(ns, &opts, epoch).await.is_none() {
+            if self.compare_page(ns, &opts, epoch, false).await.is_none() {
                 return false;
             }
         }
@@ -394,7 +395,8 @@ impl Agreement {
     }
 
     /// Compares the page `opts` of `ns` on every disk: the keys whose heads
-    /// differ are put in doubt, the others of its range taken out of it.
+    /// differ are put in doubt (and, with `suspect`, handed over as
+    /// suspects of being at risk), the others of its range taken out of it.
     /// Returns where the namespace continues after the page; `None` when a
     /// disk failed, a listed key is damaged or the set forgot its doubts
     /// since `epoch`.
@@ -403,6 +405,7 @@ impl Agreement {
         ns: &str,
         opts: &RecordListOptions,
         epoch: u64,
+        suspect: bool,
     ) -> Option<Option<Vec<u8>>> {
         let mark = {
             let st = self.state.lock();
@@ -422,21 +425,21 @@ impl Agreement {
         let mut st = self.state.lock();
         let raw = differ;
         let differ: Vec<Vec<u8>> = raw.iter().map(|k| full_key(ns, k)).collect();
+        // Keys whose writes ended since the page was read are not settled.
+        let ended: Option<std::collections::HashSet<Vec<u8>>> = suspect
+            .then(|| st.ended_after(mark.seq).map(|e| e.cloned().collect()))
+            .flatten();
         for (k, key) in differ.iter().zip(&raw) {
             if st.epoch != epoch {
                 return None;
             }
             let s = st.keys.entry(k.clone()).or_default();
-            let settled = s.writing == 0
-                && st
-                    .ended_after(mark.seq)
-                    .is_some_and(|mut ended| !ended.any(|e| e == k));
-            let s = st.keys.entry(k.clone()).or_default();
+            let settled = s.writing == 0 && ended.as_ref().is_some_and(|e| !e.contains(k));
             if !s.doubt {
                 st.doubt(k.clone());
             }
             if settled {
-                self.at_risk.note(ns, &String::from_utf8_lossy(key));
+                self.at_risk.suspect(ns, &String::from_utf8_lossy(key));
             }
         }
         if st.epoch != epoch {

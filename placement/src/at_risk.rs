@@ -10,9 +10,12 @@
 //!
 //! The list lives in memory. Objects written degraded before this process
 //! started are found by comparing the disks' heads (see `agreement.rs`):
-//! each store compares every namespace of its set once after start (again
-//! every half minute while a disk does not answer), and notes the keys
-//! whose newest version some disk lacks.
+//! each store compares every namespace of its set once, shortly after
+//! start (again, less and less often, while a disk does not answer). Keys
+//! whose heads differ are *suspects*: a suspect is at risk once resolving
+//! it shows a visible version some disk lacks (a record left on too few
+//! disks to count, such as a delete's on a disk that was offline, differs
+//! too but risks nothing).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -26,6 +29,8 @@ const MAX_TRACKED: usize = 1_000_000;
 #[derive(Default)]
 pub(crate) struct AtRisk {
     keys: Mutex<BTreeSet<(String, String)>>,
+    /// Keys whose heads differ between the disks, to resolve.
+    suspects: Mutex<BTreeSet<(String, String)>>,
     /// Degraded writes past the list's capacity.
     untracked: AtomicU64,
 }
@@ -39,6 +44,19 @@ impl AtRisk {
         } else {
             self.untracked.fetch_add(1, Relaxed);
         }
+    }
+
+    /// The disks' heads of `ns/key` differ: it may be at risk.
+    pub(crate) fn suspect(&self, ns: &str, key: &str) {
+        let mut s = self.suspects.lock();
+        if s.len() < MAX_TRACKED {
+            s.insert((ns.to_string(), key.to_string()));
+        }
+    }
+
+    /// The suspects to resolve (taken out of the list).
+    pub(crate) fn take_suspects(&self) -> Vec<(String, String)> {
+        std::mem::take(&mut *self.suspects.lock()).into_iter().collect()
     }
 
     /// Every disk answered a heal of `ns/key` and holds what it should.

@@ -286,6 +286,11 @@ impl Slots for RemoteSlots {
             local: None,
         })
     }
+
+    fn missing_may_answer_later(&self) -> bool {
+        // A node that does not answer may still be starting.
+        true
+    }
 }
 
 /// Opens pool `index` of `map` over its nodes, formatting it on first

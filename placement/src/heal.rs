@@ -64,6 +64,9 @@ pub struct HealProgress {
     pub objects_at_risk: u64,
     /// Keys whose healing failed (the first [`FAILED_KEYS_SHOWN`]).
     pub failed_keys: Vec<String>,
+    /// Every key that failed in this pass (each counts once).
+    #[serde(skip)]
+    failed_seen: std::collections::HashSet<String>,
 }
 
 /// Runs passes for a store: on demand and every scrub interval.
@@ -274,8 +277,12 @@ impl Store {
         let what = format!("{ns}/{key}");
         tracing::warn!(key = %what, error = %e, "healing failed");
         let mut p = self.healer.progress.lock();
-        p.failed += 1;
         p.last_error = Some(format!("{what}: {e}"));
+        if !p.failed_seen.insert(what.clone()) {
+            // Failed before in this pass (first among those at risk).
+            return;
+        }
+        p.failed += 1;
         if p.failed_keys.len() < FAILED_KEYS_SHOWN {
             p.failed_keys.push(what);
         }
@@ -328,9 +335,13 @@ impl Rewritten {
     }
 }
 
-/// How often the finder of objects at risk tries namespaces it could not
-/// compare yet (a disk did not answer).
+/// When the finder of objects at risk first compares the disks (leaving
+/// the first moments after start to requests), and how often it resolves
+/// the keys found differing.
 const FIND_AT_RISK_EVERY: Duration = Duration::from_secs(5);
+/// The longest wait before comparing again namespaces that could not be
+/// compared (a disk did not answer); the wait doubles up to it.
+const FIND_AT_RISK_BACKOFF: Duration = Duration::from_secs(300);
 
 impl Store {
     /// Asks for a comparison of the disks' heads of every namespace of this
@@ -352,22 +363,38 @@ impl Store {
     }
 }
 
-/// Finds the objects written degraded before this process started: asks
-/// for the comparison of every namespace until each has been compared.
+/// Finds the objects written degraded before this process started:
+/// compares every namespace (until each has been compared, waiting longer
+/// after each failure), and resolves the keys found differing, those of
+/// later comparisons too.
 pub(crate) fn spawn_at_risk_finder(
     store: Weak<Store>,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let mut compared = false;
+        let mut backoff = FIND_AT_RISK_EVERY;
+        let mut next_compare = tokio::time::Instant::now() + FIND_AT_RISK_EVERY;
         loop {
-            let Some(s) = store.upgrade() else { return };
-            if s.offline_reason().is_some() || s.compare_namespaces().await {
-                return;
-            }
-            drop(s);
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(FIND_AT_RISK_EVERY) => {}
+            }
+            let Some(s) = store.upgrade() else { return };
+            if s.offline_reason().is_some() {
+                return;
+            }
+            let work = async {
+                if !compared && tokio::time::Instant::now() >= next_compare {
+                    compared = s.compare_namespaces().await;
+                    backoff = (backoff * 2).min(FIND_AT_RISK_BACKOFF);
+                    next_compare = tokio::time::Instant::now() + backoff;
+                }
+                s.set.confirm_at_risk().await;
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = work => {}
             }
         }
     })

@@ -72,7 +72,8 @@ pub use local_set::{
 };
 pub use multipart::UploadInfo;
 pub use objects::{
-    DeleteOutcome, ObjectListing, VersionListing, VersionRef, WriteCondition, WriteOptions,
+    DeleteCondition, DeleteItem, DeleteOutcome, ObjectListing, VersionListing, VersionRef,
+    WriteCondition, WriteOptions,
 };
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use projection::{listing_of_body, Etag, SummaryView};

@@ -65,6 +65,81 @@ pub struct WriteOptions {
     pub since_ns: u64,
 }
 
+/// The preconditions of a conditional delete (S3's `If-Match` on
+/// DeleteObject and the `ETag` of a DeleteObjects entry; the size and
+/// modification time checks of directory buckets), on the version the
+/// delete removes or hides: the named one, else the current one. Checked
+/// under the key's lock, atomically with the delete.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeleteCondition {
+    /// The entity tag the version must have, or `*` for any: the version
+    /// must exist (and not be a delete marker).
+    pub if_match: Option<String>,
+    /// The size in bytes the version must have.
+    pub size: Option<u64>,
+    /// The modification time (seconds since the epoch) it must have.
+    pub last_modified_secs: Option<u64>,
+    /// When the request began (ns since the epoch): a version newer than
+    /// this that fails the condition is a concurrent conflict.
+    pub since_ns: u64,
+}
+
+impl DeleteCondition {
+    /// Whether `state` lets the delete of `version` (`None`: the current
+    /// one) go ahead. A missing version fails `If-Match` with `NoSuchKey`;
+    /// the size and time checks alone pass on it (nothing is there to
+    /// differ, as on directory buckets).
+    fn check(&self, state: &KeyState, version: Option<VersionRef>) -> Result<(), Error> {
+        let target = match version {
+            Some(v) => find(state, v),
+            None => state.latest(),
+        }
+        .filter(|v| !v.object.delete_marker);
+        let Some(t) = target else {
+            return match self.if_match {
+                Some(_) => Err(Error::NoSuchKey),
+                None => Ok(()),
+            };
+        };
+        let o = &t.object;
+        let differs = self
+            .if_match
+            .as_ref()
+            .is_some_and(|e| e != "*" && *e != o.meta.etag)
+            || self.size.is_some_and(|s| s != o.size)
+            || self
+                .last_modified_secs
+                .is_some_and(|s| s != o.mtime_ns / 1_000_000_000);
+        match (differs, o.mtime_ns > self.since_ns) {
+            (false, _) => Ok(()),
+            (true, true) => Err(Error::ConditionalConflict),
+            (true, false) => Err(Error::PreconditionFailed),
+        }
+    }
+}
+
+/// One key of a (multi-object) delete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteItem {
+    /// The key.
+    pub key: String,
+    /// The version to remove for good; `None`: the key's current one.
+    pub version: Option<VersionRef>,
+    /// Preconditions on that version.
+    pub condition: Option<DeleteCondition>,
+}
+
+impl DeleteItem {
+    /// An unconditional delete of `key` (`version` as in [`DeleteItem`]).
+    pub fn new(key: impl Into<String>, version: Option<VersionRef>) -> DeleteItem {
+        DeleteItem {
+            key: key.into(),
+            version,
+            condition: None,
+        }
+    }
+}
+
 /// What a delete did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeleteOutcome {
@@ -382,8 +457,17 @@ impl Store {
         key: &str,
         version: Option<VersionRef>,
     ) -> Result<DeleteOutcome, Error> {
-        let item = [(key.to_string(), version)];
-        self.delete_objects(bucket, &item)
+        self.delete_object_if(bucket, DeleteItem::new(key, version))
+            .await
+    }
+
+    /// [`Self::delete_object`] of `item`, only if its condition holds.
+    pub async fn delete_object_if(
+        &self,
+        bucket: &str,
+        item: DeleteItem,
+    ) -> Result<DeleteOutcome, Error> {
+        self.delete_objects(bucket, &[item])
             .await?
             .pop()
             .expect("one outcome per item")
@@ -394,10 +478,14 @@ impl Store {
     async fn add_delete_marker(
         &self,
         bucket: &str,
-        key: &str,
+        item: &DeleteItem,
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
+        let key = item.key.as_str();
         let _guard = self.set.locks.lock(bucket, key).await?;
+        if let Some(c) = &item.condition {
+            c.check(&self.set.resolve_key(bucket, key).await?, None)?;
+        }
         self.add_delete_marker_locked(bucket, key, versioning).await
     }
 
@@ -506,7 +594,7 @@ impl Store {
     pub async fn delete_objects(
         &self,
         bucket: &str,
-        items: &[(String, Option<VersionRef>)],
+        items: &[DeleteItem],
     ) -> Result<Vec<Result<DeleteOutcome, Error>>, Error> {
         let (bucket, items) = (bucket.to_string(), items.to_vec());
         self.detached(move |me| async move { me.delete_objects_now(&bucket, &items).await })
@@ -516,46 +604,58 @@ impl Store {
     async fn delete_objects_now(
         &self,
         bucket: &str,
-        items: &[(String, Option<VersionRef>)],
+        items: &[DeleteItem],
     ) -> Result<Vec<Result<DeleteOutcome, Error>>, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
         let removes = |v: &Option<VersionRef>| v.is_some() || versioning == Versioning::Unversioned;
-        let batch: Vec<usize> = (0..items.len()).filter(|&i| removes(&items[i].1)).collect();
+        let batch: Vec<usize> = (0..items.len())
+            .filter(|&i| removes(&items[i].version))
+            .collect();
         let mut out: Vec<Option<Result<DeleteOutcome, Error>>> =
             items.iter().map(|_| None).collect();
         if !batch.is_empty() {
             let _guards = self
                 .set
                 .locks
-                .lock_all(bucket, batch.iter().map(|&i| items[i].0.as_str()))
+                .lock_all(bucket, batch.iter().map(|&i| items[i].key.as_str()))
                 .await?;
-            // Whether each named version is a delete marker, for the reply.
+            // Whether each named version is a delete marker, for the reply,
+            // once its condition holds.
             let markers = join_all(batch.iter().map(|&i| async move {
-                let (key, v) = &items[i];
-                match v {
-                    Some(v) => self
-                        .set
-                        .resolve_key(bucket, key)
-                        .await
-                        .map(|state| find(&state, *v).is_some_and(|r| r.object.delete_marker)),
-                    None => Ok(false),
+                let item = &items[i];
+                if item.version.is_none() && item.condition.is_none() {
+                    return Ok(false);
                 }
+                let state = self.set.resolve_key(bucket, &item.key).await?;
+                if let Some(c) = &item.condition {
+                    c.check(&state, item.version)?;
+                }
+                Ok(item
+                    .version
+                    .is_some_and(|v| find(&state, v).is_some_and(|r| r.object.delete_marker)))
             }))
             .await;
             let mut records = Vec::new();
             for (&i, marker) in batch.iter().zip(markers) {
-                let (key, v) = &items[i];
+                let DeleteItem { key, version, .. } = &items[i];
                 if marker.is_ok() {
-                    records.push((key.as_bytes().to_vec(), version_key(v.and_then(|v| v.id()))));
+                    records.push((
+                        key.as_bytes().to_vec(),
+                        version_key(version.and_then(|v| v.id())),
+                    ));
                 }
                 out[i] = Some(marker.map(|delete_marker| DeleteOutcome {
-                    version: *v,
+                    version: *version,
                     delete_marker,
                 }));
             }
             records.sort();
             records.dedup();
-            if let Err(e) = self.set.delete_versions(bucket, records).await {
+            let removed = match records.is_empty() {
+                true => Ok(()),
+                false => self.set.delete_versions(bucket, records).await,
+            };
+            if let Err(e) = removed {
                 for &i in &batch {
                     if matches!(out[i], Some(Ok(_))) {
                         out[i] = Some(Err(match &e {
@@ -573,7 +673,7 @@ impl Store {
             |i| async move {
                 (
                     i,
-                    self.add_delete_marker(bucket, &items[i].0, versioning)
+                    self.add_delete_marker(bucket, &items[i], versioning)
                         .await,
                 )
             },

@@ -5,7 +5,7 @@
 use disk_engine::{Disk, DiskError, Fault, ShardIoMode};
 
 use crate::error::Error;
-use crate::objects::VersionRef;
+use crate::objects::{DeleteItem, VersionRef};
 use crate::record::Versioning;
 use crate::store_tests::{
     count_shards, data, get, put, rig_packing, set_versioning, wait_for_repairs, Rig, BLOCK,
@@ -162,12 +162,12 @@ async fn multi_delete_removes_a_batch_and_answers_in_order() {
         ids.push(piece_id(&r, &format!("k{i:03}")).await);
     }
     // Every other key, one twice, and one that never existed.
-    let mut items: Vec<(String, Option<VersionRef>)> = (0..300)
+    let mut items: Vec<DeleteItem> = (0..300)
         .step_by(2)
-        .map(|i| (format!("k{i:03}"), None))
+        .map(|i| DeleteItem::new(format!("k{i:03}"), None))
         .collect();
-    items.push(("k000".into(), None));
-    items.push(("missing".into(), None));
+    items.push(DeleteItem::new("k000", None));
+    items.push(DeleteItem::new("missing", None));
     let out = r.store.delete_objects("b", &items).await.unwrap();
     assert_eq!(out.len(), items.len());
     assert!(out
@@ -193,8 +193,8 @@ async fn multi_delete_removes_a_batch_and_answers_in_order() {
     let v1 = r.store.head_object("b", "v").await.unwrap();
     put(&r, "v", b"two").await.unwrap();
     let items = vec![
-        ("k001".to_string(), None),
-        ("v".to_string(), Some(VersionRef::of(&v1))),
+        DeleteItem::new("k001", None),
+        DeleteItem::new("v", Some(VersionRef::of(&v1))),
     ];
     let out = r.store.delete_objects("b", &items).await.unwrap();
     let marker = out[0].as_ref().unwrap();

@@ -191,14 +191,36 @@ impl ErasureSet {
     ) -> Result<(), Error> {
         let _guard = self.locks.lock(ns, key).await?;
         let state = self.resolve_key(ns, key).await?;
+        let mut failed = 0;
         for v in &state.versions {
-            self.heal_version(ns, key, v, &state.responded, damaged)
+            failed += self
+                .heal_version(ns, key, v, &state.responded, damaged)
                 .await?;
+        }
+        if failed > 0 {
+            return Err(Error::Internal(format!(
+                "{failed} repair writes failed (see the log)"
+            )));
         }
         if state.responded.len() == self.width() && state.responded.iter().all(|r| *r) {
             self.at_risk.healed(ns, key);
         }
         Ok(())
+    }
+
+    /// Resolves the keys whose disks' heads were found to differ, and
+    /// notes at risk those with a visible version some disk lacks (see
+    /// `at_risk.rs`). A key that cannot be resolved now stays a suspect.
+    pub(crate) async fn confirm_at_risk(&self) {
+        for (ns, key) in self.at_risk.take_suspects() {
+            match self.resolve_key(&ns, &key).await {
+                Ok(state) if state.versions.iter().any(|v| v.holders.contains(&false)) => {
+                    self.at_risk.note(&ns, &key)
+                }
+                Ok(_) => {}
+                Err(_) => self.at_risk.suspect(&ns, &key),
+            }
+        }
     }
 
     async fn heal_version(
@@ -208,8 +230,9 @@ impl ErasureSet {
         v: &Resolved,
         responded: &[bool],
         damaged: &[(Uuid, usize)],
-    ) -> Result<(), Error> {
+    ) -> Result<usize, Error> {
         let obj = &v.object;
+        let mut failed = 0;
         for part in &obj.parts {
             let Some(data_id) = part.data_id else {
                 continue;
@@ -220,11 +243,11 @@ impl ErasureSet {
                 .map(|slot| bad[slot] || (responded[slot] && damaged.contains(&(data_id, slot))))
                 .collect();
             if targets.iter().any(|t| *t) {
-                if geo.packed {
-                    self.rebuild_pieces(data_id, &geo, &targets).await?;
+                failed += if geo.packed {
+                    self.rebuild_pieces(data_id, &geo, &targets).await?
                 } else {
-                    self.rebuild_shards(data_id, &geo, &targets).await?;
-                }
+                    self.rebuild_shards(data_id, &geo, &targets).await?
+                };
                 disk_engine::failpoint::hit("heal.rebuilt", "").await;
             }
         }
@@ -261,13 +284,14 @@ impl ErasureSet {
                         }
                     }
                     Some(Err(e)) => {
+                        failed += 1;
                         tracing::warn!(disk = self.disks[slot].label(), error = %e, "record repair failed")
                     }
                     _ => {}
                 }
             }
         }
-        Ok(())
+        Ok(failed)
     }
 
     /// Reads every shard of a part completely (each read verifies every
@@ -395,13 +419,13 @@ impl ErasureSet {
     }
 
     /// Rewrites the pieces of packed object `id` on the `targets` slots from
-    /// the other disks' pieces.
+    /// the other disks' pieces; returns how many of those writes failed.
     async fn rebuild_pieces(
         &self,
         id: Uuid,
         geo: &PartGeometry,
         targets: &[bool],
-    ) -> Result<(), Error> {
+    ) -> Result<usize, Error> {
         let layout = geo.layout;
         let run = geo
             .runs(0..geo.stripes(), 1)
@@ -409,6 +433,7 @@ impl ErasureSet {
             .expect("a packed object is one stripe");
         let (shards, _) = self.rebuild_run(id, geo, &run, targets).await?;
         let pieces = Pieces { id, shards };
+        let mut failed = 0;
         let written = self
             .some_disks(targets, |slot, d| {
                 let piece = pieces.for_shard(layout.shard_of_disk(slot));
@@ -425,22 +450,24 @@ impl ErasureSet {
                     tracing::info!(disk = self.disks[slot].label(), piece = %id.simple(), "piece repaired");
                 }
                 Some(Err(e)) => {
+                    failed += 1;
                     tracing::warn!(disk = self.disks[slot].label(), error = %e, "piece repair failed")
                 }
                 None => {}
             }
         }
-        Ok(())
+        Ok(failed)
     }
 
     /// Rewrites the shard files of `data_id` on the `targets` slots from the
-    /// other disks, stripe batch by stripe batch.
+    /// other disks, stripe batch by stripe batch; returns how many of those
+    /// shards could not be written.
     async fn rebuild_shards(
         &self,
         data_id: Uuid,
         geo: &PartGeometry,
         targets: &[bool],
-    ) -> Result<(), Error> {
+    ) -> Result<usize, Error> {
         let layout = geo.layout;
         let mut writers: Vec<Option<Box<dyn ShardWriter>>> = self
             .create_shards(data_id, layout, targets)
@@ -448,6 +475,10 @@ impl ErasureSet {
             .into_iter()
             .map(|r| r.and_then(|r| r.ok()))
             .collect();
+        // Targets whose shard could not even be created.
+        let mut failed = (0..targets.len())
+            .filter(|&slot| targets[slot] && writers[slot].is_none())
+            .count();
         for run in geo.runs(0..geo.stripes(), REPAIR_BATCH_STRIPES) {
             let (full, spans) = self.rebuild_run(data_id, geo, &run, targets).await?;
             for (slot, w) in writers.iter_mut().enumerate() {
@@ -465,6 +496,7 @@ impl ErasureSet {
                     }
                 }
                 if !ok {
+                    failed += 1;
                     *w = None;
                 }
             }
@@ -480,11 +512,12 @@ impl ErasureSet {
                         tracing::info!(disk = self.disks[slot].label(), shard = %ShardId(data_id), "shard repaired");
                     }
                     Err(e) => {
+                        failed += 1;
                         tracing::warn!(disk = self.disks[slot].label(), error = %e, "repair finish failed")
                     }
                 }
             }
         }
-        Ok(())
+        Ok(failed)
     }
 }

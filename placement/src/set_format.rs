@@ -53,6 +53,11 @@ pub(crate) trait Slots {
     fn mount_point(&self, _slot: usize) -> Option<bool> {
         None
     }
+    /// Whether a `Missing` slot may only be unreachable for now (a node
+    /// still starting) rather than absent.
+    fn missing_may_answer_later(&self) -> bool {
+        false
+    }
 }
 
 /// A slot's disk once the set is open.
@@ -207,6 +212,17 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
     let parity = reference.parity_shards as usize;
     let read_quorum = Quorum::for_layout(n - parity, parity).read;
     if !empty.is_empty() && formatted.len() < read_quorum {
+        let silent = states.iter().filter(|s| matches!(s, DirState::Missing)).count();
+        if silent > 0 && slots.missing_may_answer_later() {
+            // Its formatted disks may be among those not answering yet:
+            // the caller tries again (a gateway, until its deadline).
+            return Err(setup(format!(
+                "{}: only {} of its {n} disks answer with its format and {silent} do not answer; \
+                 not formatting its empty disks until they do",
+                set_name(want.pool),
+                formatted.len()
+            )));
+        }
         let why = set_offline_reason(slots, want, &states, formatted.len(), read_quorum);
         tracing::error!(set = %set_name(want.pool), "{why}");
         let disks = (0..n)

@@ -82,10 +82,12 @@ async fn more_empty_disks_than_a_set_can_lose_leave_it_offline_until_they_come_b
     s.launch().unwrap();
     let c = s.client();
 
-    // Not ready, and saying why.
-    let (answer, why) = ready(&s).await;
-    assert_eq!(answer, 503, "{why}");
-    assert!(why.contains("erasure set 1 of pool 0"), "{why}");
+    // Not ready; the admin status says why, naming the set and its disks.
+    let (answer, text) = ready(&s).await;
+    assert_eq!(answer, 503, "{text}");
+    assert!(text.contains("offline"), "{text}");
+    let why = admin(&s, &["status"]).unwrap();
+    assert!(why.contains("OFFLINE: erasure set 1 of pool 0"), "{why}");
     for d in &s.dirs[1..] {
         assert!(why.contains(&format!("{} (empty)", d.display())), "{why}");
     }
@@ -98,8 +100,6 @@ async fn more_empty_disks_than_a_set_can_lose_leave_it_offline_until_they_come_b
     assert_eq!(code(&e), "ServiceUnavailable");
     let e = c.create_bucket().bucket("other").send().await.unwrap_err();
     assert_eq!(code(&e), "ServiceUnavailable");
-    let st = admin(&s, &["status"]).unwrap();
-    assert!(st.contains("OFFLINE: erasure set 1 of pool 0"), "{st}");
     // Nothing was written on the empty directories.
     for d in &s.dirs[1..] {
         assert!(std::fs::read_dir(d).unwrap().next().is_none(), "{}", d.display());
@@ -160,7 +160,7 @@ async fn the_first_disk_replaced_keeps_the_generated_root_key_and_every_user() {
     )
     .unwrap();
     let (ak, sk) = user_from(&out);
-    // Neither the root secret nor the master key is on a disk in plaintext.
+    // The root secret is on no disk in plaintext (nor is a master-key file).
     for d in &s.dirs {
         for f in files_under(d) {
             let bytes = std::fs::read(&f).unwrap();
@@ -306,4 +306,20 @@ async fn objects_written_while_a_disk_failed_are_at_risk_until_healed_across_a_r
     for (i, len) in [1000usize, 300 << 10, 1 << 20].into_iter().enumerate() {
         assert!(get_bytes(&c, "bkt", &format!("degraded/{i}")).await == Pattern::bytes(i as u64, len));
     }
+}
+
+#[tokio::test]
+async fn every_disk_empty_beside_an_earlier_unseal_key_is_not_formatted_anew() {
+    // One directory (no parity) whose mount fails: all of it is empty.
+    let mut s = Server::start(1);
+    let c = s.client();
+    let objects = fill(&c, "kept", 2).await;
+    s.stop();
+    let away = take_away(&s.dirs[0]);
+    let err = s.launch().unwrap_err();
+    assert!(err.contains("are the disks mounted?"), "{err}");
+    assert!(std::fs::read_dir(&s.dirs[0]).unwrap().next().is_none());
+    bring_back(&s.dirs[0], &away);
+    s.launch().unwrap();
+    read_back(&s.client(), "kept", &objects).await;
 }

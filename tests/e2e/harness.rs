@@ -99,6 +99,8 @@ impl Server {
         c.args(&self.extra);
         c.env("GRANARY_ROOT_USER", USER)
             .env("GRANARY_ROOT_PASSWORD", SECRET)
+            .env_remove("GRANARY_MASTER_KEY")
+            .env_remove("GRANARY_UNSEAL_KEY")
             .env("RUST_LOG", "info");
         c.envs(self.env.iter().map(|(k, v)| (k, v)));
         c

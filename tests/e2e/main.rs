@@ -11,6 +11,7 @@ mod bad_input;
 mod buckets;
 mod checksums;
 mod cluster;
+mod conditional_deletes;
 mod conditional_writes;
 mod copy;
 mod cors;

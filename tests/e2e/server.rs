@@ -99,8 +99,10 @@ async fn generated_credentials_are_stored_privately_and_printed_once() {
         .env_remove("AWS_SECRET_ACCESS_KEY")
         .output()
         .unwrap();
+    // It got as far as the network (nothing listens there).
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("no root key"), "{err}");
+    assert!(err.contains("127.0.0.1:9") || err.contains("connect"), "{err}");
 }
 
 #[tokio::test]

@@ -81,3 +81,34 @@ async fn unsupported_operations_answer_not_implemented() {
     let b = c.list_buckets().send().await.unwrap();
     assert_eq!(b.buckets().len(), 1);
 }
+
+#[tokio::test]
+async fn an_append_is_refused_and_leaves_the_object_as_it_was() {
+    let s = Server::start(4);
+    let c = s.client();
+    c.create_bucket().bucket("logs").send().await.unwrap();
+    put_bytes(&c, "logs", "journal", b"hello".to_vec()).await;
+    let e = c
+        .put_object()
+        .bucket("logs")
+        .key("journal")
+        .write_offset_bytes(5)
+        .body(b" world".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (501, "NotImplemented"));
+    assert_eq!(get_bytes(&c, "logs", "journal").await, b"hello");
+    // Nor does it create a key that did not exist.
+    let e = c
+        .put_object()
+        .bucket("logs")
+        .key("new")
+        .write_offset_bytes(0)
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NotImplemented");
+    assert!(c.head_object().bucket("logs").key("new").send().await.is_err());
+}

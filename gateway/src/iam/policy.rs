@@ -59,6 +59,8 @@ enum Key {
     CopySource,
     MetadataDirective,
     StorageClass,
+    /// The If-Match header (conditional writes and deletes).
+    IfMatch,
     /// Stored before this key was known (only [`Policy::load`] keeps one).
     Unknown(String),
 }
@@ -94,6 +96,7 @@ impl Key {
             "s3:x-amz-copy-source" => Key::CopySource,
             "s3:x-amz-metadata-directive" => Key::MetadataDirective,
             "s3:x-amz-storage-class" => Key::StorageClass,
+            "s3:if-match" => Key::IfMatch,
             l if l.len() > EXISTING_TAG.len() && l.starts_with(EXISTING_TAG) => {
                 Key::ExistingObjectTag(tag(EXISTING_TAG))
             }
@@ -155,6 +158,7 @@ impl Key {
             Key::CopySource => one(v.copy_source.as_deref()),
             Key::MetadataDirective => one(v.metadata_directive.as_deref()),
             Key::StorageClass => one(v.storage_class.as_deref()),
+            Key::IfMatch => one(v.if_match.as_deref()),
             Key::Unknown(_) => None,
         }
     }
@@ -248,6 +252,8 @@ pub struct ConditionValues {
     pub metadata_directive: Option<String>,
     /// The x-amz-storage-class header.
     pub storage_class: Option<String>,
+    /// The If-Match header (or a DeleteObjects entry's ETag).
+    pub if_match: Option<String>,
 }
 
 /// One access to decide on.

@@ -2,10 +2,12 @@
 
 use axum::body::Body;
 use http::{Response, StatusCode};
-use placement::{DeleteOutcome, VersionRef};
+use placement::{DeleteItem, DeleteOutcome, VersionRef};
 
 use super::{named, xml};
 use crate::body::read_small;
+use crate::conditions::{delete_condition, entry_condition, reads_etag};
+use crate::headers::now_ns;
 use crate::error::{S3Error, S3Result};
 use crate::names::validate_key;
 use crate::progress::Phase;
@@ -19,13 +21,24 @@ const MAX_DELETE_KEYS: usize = 1000;
 const MAX_DELETE_BYTES: u64 = 2 << 20;
 
 /// DeleteObject: 204 whether or not the key existed. With `versionId`,
-/// removes that version; otherwise may create a delete marker.
+/// removes that version; otherwise may create a delete marker. With
+/// `If-Match` (and the size and time conditions) only if the version it
+/// removes or hides matches: 412 if not, 404 if there is none.
 pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let version = versions::requested(req)?;
+    let condition = delete_condition(&req.parts.headers, now_ns())?;
+    if reads_etag(&condition) {
+        read_right(gw, req, req.key(), version.is_some()).await?;
+    }
     req.progress.enter(Phase::Commit);
+    let item = DeleteItem {
+        key: req.key().to_string(),
+        version,
+        condition,
+    };
     let out = gw
         .store
-        .delete_object(req.bucket(), req.key(), version)
+        .delete_object_if(req.bucket(), item)
         .await
         .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
     let mut resp = Response::builder().status(StatusCode::NO_CONTENT);
@@ -36,6 +49,16 @@ pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<B
         resp = resp.header("x-amz-delete-marker", "true");
     }
     Ok(resp.body(Body::empty()).expect("valid response"))
+}
+
+/// A delete conditional on an entity tag needs the right to read the
+/// object too (as S3 asks for s3:GetObject beside s3:DeleteObject).
+async fn read_right(gw: &Gateway, req: &S3Request, key: &str, version: bool) -> S3Result<()> {
+    let action = match version {
+        true => "s3:GetObjectVersion",
+        false => "s3:GetObject",
+    };
+    super::check(gw, req, action, req.bucket(), Some(key)).await
 }
 
 fn deleted_entry(key: String, asked: Option<VersionRef>, out: DeleteOutcome) -> DeletedEntry {
@@ -92,12 +115,27 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
     };
     // Each key is checked on its own; the allowed ones are deleted
     // together (one batch of record removals per disk).
-    let mut checked: Vec<(String, Option<VersionRef>, S3Result<()>)> = Vec::new();
+    let since_ns = now_ns();
+    let mut checked: Vec<(DeleteItem, S3Result<()>)> = Vec::new();
     for obj in parsed.objects {
-        let asked = match obj.version_id.as_deref().map(versions::parse).transpose() {
+        let entry = obj
+            .version_id
+            .as_deref()
+            .map(versions::parse)
+            .transpose()
+            .and_then(|asked| {
+                let condition = entry_condition(
+                    obj.etag.as_deref(),
+                    obj.size,
+                    obj.last_modified_time.as_deref(),
+                    since_ns,
+                )?;
+                Ok((asked, condition))
+            });
+        let (asked, condition) = match entry {
             Ok(v) => v,
             Err(e) => {
-                checked.push((obj.key, None, Err(e)));
+                checked.push((DeleteItem::new(obj.key, None), Err(e)));
                 continue;
             }
         };
@@ -106,16 +144,25 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         } else {
             "s3:DeleteObject"
         };
-        let allowed = match validate_key(&obj.key) {
-            Err(e) => Err(e),
-            Ok(()) => super::check(gw, req, action, req.bucket(), Some(&obj.key)).await,
+        let etag = reads_etag(&condition);
+        let item = DeleteItem {
+            key: obj.key,
+            version: asked,
+            condition,
         };
-        checked.push((obj.key, asked, allowed));
+        let allowed = match validate_key(&item.key) {
+            Err(e) => Err(e),
+            Ok(()) => match super::check(gw, req, action, req.bucket(), Some(&item.key)).await {
+                Ok(()) if etag => read_right(gw, req, &item.key, asked.is_some()).await,
+                other => other,
+            },
+        };
+        checked.push((item, allowed));
     }
-    let wanted: Vec<(String, Option<VersionRef>)> = checked
+    let wanted: Vec<DeleteItem> = checked
         .iter()
-        .filter(|(_, _, allowed)| allowed.is_ok())
-        .map(|(k, v, _)| (k.clone(), *v))
+        .filter(|(_, allowed)| allowed.is_ok())
+        .map(|(item, _)| item.clone())
         .collect();
     req.progress.enter(Phase::Commit);
     let mut outcomes = gw
@@ -124,7 +171,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         .await
         .map_err(|e| named(e, req.bucket(), None))?
         .into_iter();
-    for (key, asked, allowed) in checked {
+    for (DeleteItem { key, version: asked, .. }, allowed) in checked {
         let outcome = allowed.and_then(|()| {
             outcomes
                 .next()

@@ -353,6 +353,7 @@ pub(crate) fn condition_values(req: &S3Request) -> ConditionValues {
         copy_source: header("x-amz-copy-source"),
         metadata_directive: header("x-amz-metadata-directive"),
         storage_class: header("x-amz-storage-class"),
+        if_match: header("if-match"),
     }
 }
 
