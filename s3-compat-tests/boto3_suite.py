@@ -91,6 +91,21 @@ def metadata_and_headers():
 
 
 @test
+def metadata_values_round_trip_byte_for_byte():
+    # boto3 sends header values as ISO-8859-1: "\xe9" is the raw byte 0xE9,
+    # "\xc3\xa9" the UTF-8 bytes of an e-acute. Granary keeps a value's
+    # bytes and sends them back as they came (no RFC 2047 decoding).
+    values = {
+        "raw": "Hello World\xe9",
+        "utf8": "Hello World\xc3\xa9",
+        "encoded": "=?UTF-8?B?SGVsbG8gV29ybGTDqQ==?=",
+    }
+    s3.put_object(Bucket=BUCKET, Key="meta-bytes", Body=b"x", Metadata=values)
+    assert s3.head_object(Bucket=BUCKET, Key="meta-bytes")["Metadata"] == values
+    assert s3.get_object(Bucket=BUCKET, Key="meta-bytes")["Metadata"] == values
+
+
+@test
 def multipart_transfer_parallel():
     data = os.urandom(40 * 1024 * 1024 + 123)
     cfg = TransferConfig(multipart_threshold=8 * 1024 * 1024, multipart_chunksize=8 * 1024 * 1024, max_concurrency=4)

@@ -94,9 +94,9 @@ pub fn write_condition(h: &HeaderMap) -> S3Result<Option<WriteCondition>> {
             "If-Match and If-None-Match together are not supported on writes".into(),
         )),
         (Some(v), None) if v.trim() == "*" => Ok(Some(WriteCondition::IfNoneMatch)),
-        (Some(_), None) => Err(S3Error::NotImplemented(
-            "If-None-Match on writes only supports the value *".into(),
-        )),
+        // An ETag: 412 when the current version has it (AWS answers 501;
+        // Ceph RGW and HTTP give it this meaning).
+        (Some(v), None) => Ok(Some(WriteCondition::IfNoneMatchEtag(etag_of(v)))),
         (None, Some(v)) => Ok(Some(WriteCondition::IfMatch(etag_of(v)))),
     }
 }

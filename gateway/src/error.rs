@@ -61,6 +61,9 @@ pub enum S3Error {
     InvalidRequest(String),
     /// 400 InvalidStorageClass.
     InvalidStorageClass,
+    /// 403 InvalidObjectState: the operation is not valid for the
+    /// object's storage class.
+    InvalidObjectState(String),
     /// 400 InvalidURI.
     InvalidUri,
     /// 400 KeyTooLongError.
@@ -162,6 +165,7 @@ impl S3Error {
             InvalidRange(_) => "InvalidRange",
             InvalidRequest(_) => "InvalidRequest",
             InvalidStorageClass => "InvalidStorageClass",
+            InvalidObjectState(_) => "InvalidObjectState",
             InvalidUri => "InvalidURI",
             KeyTooLong => "KeyTooLongError",
             MalformedXml(_) => "MalformedXML",
@@ -205,6 +209,7 @@ impl S3Error {
             NotModified => StatusCode::NOT_MODIFIED,
             AccessDenied(_)
             | HeadersNotSigned(_)
+            | InvalidObjectState(_)
             | InvalidAccessKeyId
             | RequestTimeTooSkewed
             | SignatureDoesNotMatch { .. } => StatusCode::FORBIDDEN,
@@ -275,6 +280,7 @@ impl S3Error {
             | InvalidDigest(m)
             | InvalidPart(m)
             | InvalidRequest(m)
+            | InvalidObjectState(m)
             | MalformedXml(m)
             | MethodNotAllowed(m)
             | NotImplemented(m)

@@ -150,9 +150,13 @@ pub fn object_meta(h: &HeaderMap) -> S3Result<ObjectMeta> {
         ),
         ..ObjectMeta::default()
     };
+    // Header values are bytes, not text: kept one char per byte, they go
+    // back exactly as they came (raw 8-bit bytes, UTF-8 and RFC 2047
+    // encoded words alike).
+    meta.byte_values = true;
     for name in STORED_HEADERS {
         let Some(v) = h.get(name) else { continue };
-        let mut v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+        let mut v = header_bytes(v.as_bytes());
         if name == "content-encoding" {
             v = v
                 .split(',')
@@ -169,8 +173,8 @@ pub fn object_meta(h: &HeaderMap) -> S3Result<ObjectMeta> {
     let mut size = 0;
     for (name, value) in h {
         if let Some(user) = name.as_str().strip_prefix("x-amz-meta-") {
-            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
             size += user.len() + value.len();
+            let value = header_bytes(value.as_bytes());
             meta.user.push((user.to_string(), value));
         }
     }
@@ -181,32 +185,82 @@ pub fn object_meta(h: &HeaderMap) -> S3Result<ObjectMeta> {
     Ok(meta)
 }
 
+/// Appends header `name` when it has a value.
+fn append(out: &mut HeaderMap, name: &str, value: Option<HeaderValue>) {
+    if let (Ok(n), Some(v)) = (HeaderName::try_from(name), value) {
+        out.append(n, v);
+    }
+}
+
+/// A header value's bytes, one char per byte.
+fn header_bytes(b: &[u8]) -> String {
+    b.iter().map(|&c| char::from(c)).collect()
+}
+
+/// The header value a stored one goes back as: its bytes, or (records
+/// from before `byte_values`) its UTF-8 text.
+fn stored_value(v: &str, byte_values: bool) -> Option<HeaderValue> {
+    match byte_values {
+        true => v
+            .chars()
+            .map(|c| u8::try_from(u32::from(c)).ok())
+            .collect::<Option<Vec<u8>>>()
+            .and_then(|b| HeaderValue::from_bytes(&b).ok()),
+        false => HeaderValue::from_str(v)
+            .or_else(|_| HeaderValue::from_bytes(v.as_bytes()))
+            .ok(),
+    }
+}
+
+/// Whether a version is of an archive class (GLACIER, DEEP_ARCHIVE): S3
+/// reads those only after a RestoreObject; Granary reads them in place.
+pub fn is_archived(meta: &ObjectMeta) -> bool {
+    matches!(meta.storage_class.as_deref(), Some("GLACIER" | "DEEP_ARCHIVE"))
+}
+
+/// How long an archived version that was never restored is reported as
+/// restored for, from now: it is always readable.
+const RESTORED_FOR_NS: u64 = 86_400_000_000_000;
+
+/// Until when an archived version is reported as restored: the expiry its
+/// last RestoreObject set while it lies ahead, else a day from now.
+pub fn restore_expiry_ns(meta: &ObjectMeta) -> u64 {
+    let now = now_ns();
+    meta.restore_expiry_ns
+        .filter(|t| *t > now)
+        .unwrap_or(now + RESTORED_FOR_NS)
+}
+
 /// Headers describing a stored object on GET/HEAD.
 pub fn object_headers(out: &mut HeaderMap, obj: &ObjectRecord, checksum_mode: bool) {
-    let mut put = |name: &str, value: &str| {
-        if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
-            out.append(n, v);
-        } else if let (Ok(n), Ok(v)) = (
-            HeaderName::try_from(name),
-            HeaderValue::from_bytes(value.as_bytes()),
-        ) {
-            out.append(n, v);
-        }
-    };
-    put("etag", &quoted(&obj.meta.etag));
-    put("last-modified", &http_date(obj.mtime_ns));
-    put("accept-ranges", "bytes");
+    for (n, v) in [
+        ("etag", quoted(&obj.meta.etag)),
+        ("last-modified", http_date(obj.mtime_ns)),
+        ("accept-ranges", "bytes".to_string()),
+    ] {
+        append(out, n, stored_value(&v, false));
+    }
     if let Some(ct) = &obj.meta.content_type {
-        put("content-type", ct);
+        append(out, "content-type", stored_value(ct, obj.meta.byte_values));
     }
     for (n, v) in &obj.meta.headers {
-        put(n, v);
+        append(out, n, stored_value(v, obj.meta.byte_values));
     }
     for (n, v) in &obj.meta.user {
-        put(&format!("x-amz-meta-{n}"), v);
+        append(out, &format!("x-amz-meta-{n}"), stored_value(v, obj.meta.byte_values));
     }
+    let mut put = |name: &str, value: &str| append(out, name, stored_value(value, false));
     if let Some(class) = obj.meta.storage_class.as_deref().filter(|c| *c != STANDARD) {
         put("x-amz-storage-class", class);
+    }
+    if is_archived(&obj.meta) {
+        // Read in place: always restored (so clients that check this
+        // header before a GET, as `aws s3 cp` does, go ahead).
+        let expiry = http_date(restore_expiry_ns(&obj.meta));
+        put(
+            "x-amz-restore",
+            &format!("ongoing-request=\"false\", expiry-date=\"{expiry}\""),
+        );
     }
     if checksum_mode {
         if let Some(c) = &obj.meta.checksum {

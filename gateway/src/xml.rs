@@ -373,6 +373,9 @@ pub struct CopyObjectResult {
     /// Last modified (ISO 8601).
     #[serde(rename = "LastModified")]
     pub last_modified: String,
+    /// The copy's checksum and its type.
+    #[serde(flatten)]
+    pub checksum: ChecksumFields,
 }
 
 /// UploadPartCopy response.
@@ -384,6 +387,9 @@ pub struct CopyPartResult {
     /// Last modified (ISO 8601).
     #[serde(rename = "LastModified")]
     pub last_modified: String,
+    /// The part's checksum.
+    #[serde(flatten)]
+    pub checksum: ChecksumFields,
 }
 
 /// CreateMultipartUpload response.
@@ -688,6 +694,34 @@ pub struct ObjectIdentifier {
     /// Delete only if the version was last modified at this time.
     #[serde(rename = "LastModifiedTime", default)]
     pub last_modified_time: Option<String>,
+}
+
+/// RestoreObject request body.
+#[derive(Deserialize, Debug)]
+pub struct RestoreRequest {
+    /// Days the restored copy is to last.
+    #[serde(rename = "Days", default)]
+    pub days: Option<u64>,
+    /// Retrieval tier.
+    #[serde(rename = "GlacierJobParameters", default)]
+    pub glacier_job_parameters: Option<GlacierJobParameters>,
+    /// `SELECT` (not supported).
+    #[serde(rename = "Type", default)]
+    pub kind: Option<String>,
+    /// Select restores' parameters (not supported).
+    #[serde(rename = "SelectParameters", default)]
+    pub select_parameters: Option<serde::de::IgnoredAny>,
+    /// Where a select restore writes (not supported).
+    #[serde(rename = "OutputLocation", default)]
+    pub output_location: Option<serde::de::IgnoredAny>,
+}
+
+/// The retrieval tier of a restore.
+#[derive(Deserialize, Debug)]
+pub struct GlacierJobParameters {
+    /// Standard, Bulk or Expedited.
+    #[serde(rename = "Tier")]
+    pub tier: String,
 }
 
 /// CreateBucket request body.

@@ -53,6 +53,10 @@ pub enum WriteCondition {
     IfNoneMatch,
     /// The current version's entity tag must be this one.
     IfMatch(String),
+    /// The current version's entity tag must not be this one (a missing
+    /// key or a delete marker passes). Beyond S3, which has only `*`; Ceph
+    /// RGW and HTTP give it this meaning.
+    IfNoneMatchEtag(String),
 }
 
 /// Options of a write's commit.
@@ -193,6 +197,10 @@ fn check_condition(state: &KeyState, opts: &WriteOptions) -> Result<(), Error> {
         (WriteCondition::IfMatch(_), None) => Err(Error::NoSuchKey),
         (WriteCondition::IfMatch(etag), Some(v)) if *etag == v.object.meta.etag => Ok(()),
         (WriteCondition::IfMatch(_), Some(v)) => Err(conflict_or_failed(v)),
+        (WriteCondition::IfNoneMatchEtag(etag), Some(v)) if *etag == v.object.meta.etag => {
+            Err(conflict_or_failed(v))
+        }
+        (WriteCondition::IfNoneMatchEtag(_), _) => Ok(()),
     }
 }
 
@@ -702,12 +710,45 @@ impl Store {
             .await
     }
 
+    /// Moves the reported restore expiry of a version (the current one with
+    /// `None`) to `until_ns`, without changing its id or modification
+    /// time. `IsDeleteMarker` for a marker.
+    pub async fn set_restore_expiry(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionRef>,
+        until_ns: u64,
+    ) -> Result<ObjectRecord, Error> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.detached(move |me| async move {
+            me.rewrite_version(&bucket, &key, version, |o| {
+                o.meta.restore_expiry_ns = Some(until_ns)
+            })
+            .await
+        })
+        .await
+    }
+
     async fn set_tags_now(
         &self,
         bucket: &str,
         key: &str,
         version: Option<VersionRef>,
         tags: Vec<(String, String)>,
+    ) -> Result<ObjectRecord, Error> {
+        self.rewrite_version(bucket, key, version, |o| o.tags = tags)
+            .await
+    }
+
+    /// Rewrites a version's record (the current one with `None`) changed by
+    /// `change`, under the key's lock, keeping its id and modification time.
+    async fn rewrite_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionRef>,
+        change: impl FnOnce(&mut ObjectRecord),
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
         let _guard = self.set.locks.lock(bucket, key).await?;
@@ -720,7 +761,7 @@ impl Store {
             return Err(Error::IsDeleteMarker);
         }
         let mut object = found.object.clone();
-        object.tags = tags;
+        change(&mut object);
         self.set
             .rewrite_record(bucket, key, object, &found.holders, &state)
             .await

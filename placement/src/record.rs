@@ -65,6 +65,16 @@ pub struct ObjectMeta {
     /// Storage class name.
     #[serde(default)]
     pub storage_class: Option<String>,
+    /// Until when a restore (RestoreObject) of an archive-class version
+    /// is reported to last, ns since the epoch. The bytes are read in
+    /// place whatever it says.
+    #[serde(default)]
+    pub restore_expiry_ns: Option<u64>,
+    /// Whether the values of `headers` and `user` hold their header's
+    /// bytes one char per byte (U+0000–U+00FF), so they go back byte for
+    /// byte; records written before hold UTF-8 text.
+    #[serde(default)]
+    pub byte_values: bool,
 }
 
 /// One part's data within an object version.

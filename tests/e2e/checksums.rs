@@ -155,8 +155,10 @@ async fn multipart_checksums_composite_and_full_object() {
             .await
             .unwrap();
         assert_eq!(value_of!(h, &alg), None);
-        // A part read with checksum mode carries that part's checksum (the
-        // SDK validates it against the bytes it receives).
+        // A part read with checksum mode carries that part's checksum and
+        // the object's type when the object's checksum is COMPOSITE (the
+        // SDK validates it against the bytes it receives); a FULL_OBJECT
+        // object's part has none, as on S3.
         let g = c
             .get_object()
             .bucket("bkt")
@@ -166,7 +168,12 @@ async fn multipart_checksums_composite_and_full_object() {
             .send()
             .await
             .unwrap();
-        assert_eq!(value_of!(g, &alg), Some(b64(&alg, &parts[1])), "{key}");
+        if kind == ChecksumType::Composite {
+            assert_eq!(value_of!(g, &alg), Some(b64(&alg, &parts[1])), "{key}");
+            assert_eq!(g.checksum_type(), Some(&ChecksumType::Composite), "{key}");
+        } else {
+            assert_eq!(value_of!(g, &alg), None, "{key}");
+        }
         assert_eq!(g.parts_count(), Some(2));
         let got = g.body.collect().await.unwrap().into_bytes();
         assert_eq!(&got[..], &parts[1][..]);
@@ -358,4 +365,127 @@ async fn bad_checksums_are_refused_and_change_nothing() {
         .unwrap_err();
     assert_eq!(code(&e), "BadDigest");
     assert_eq!(get_bytes(&c, "bkt", "k").await, parts.concat());
+}
+
+#[tokio::test]
+async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
+    let s = Server::start(4);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let data = Pattern::bytes(5, (1 << 20) + 333);
+    c.put_object()
+        .bucket("bkt")
+        .key("src")
+        .checksum_algorithm(ChecksumAlgorithm::Crc32)
+        .body(data.clone().into())
+        .send()
+        .await
+        .unwrap();
+    for alg in [ChecksumAlgorithm::Sha256, ChecksumAlgorithm::Sha1, ChecksumAlgorithm::Crc64Nvme] {
+        let key = format!("copy-{}", alg.as_str());
+        let out = c
+            .copy_object()
+            .bucket("bkt")
+            .key(&key)
+            .copy_source("bkt/src")
+            .checksum_algorithm(alg.clone())
+            .send()
+            .await
+            .unwrap();
+        let r = out.copy_object_result().unwrap();
+        assert_eq!(value_of!(r, &alg), Some(b64(&alg, &data)), "{alg:?}");
+        assert_eq!(r.checksum_type(), Some(&ChecksumType::FullObject));
+        let h = c
+            .head_object()
+            .bucket("bkt")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(value_of!(h, &alg), Some(b64(&alg, &data)), "{alg:?} stored");
+    }
+    // Without the header the copy keeps the source's algorithm.
+    let out = c.copy_object().bucket("bkt").key("same").copy_source("bkt/src").send().await.unwrap();
+    let r = out.copy_object_result().unwrap();
+    assert_eq!(r.checksum_crc32(), Some(b64(&ChecksumAlgorithm::Crc32, &data).as_str()));
+    // An algorithm S3 does not define is refused.
+    let e = c
+        .copy_object()
+        .bucket("bkt")
+        .key("bad")
+        .copy_source("bkt/src")
+        .checksum_algorithm(ChecksumAlgorithm::from("MD4"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRequest");
+
+    // A multipart source: the copy's checksum covers the whole object.
+    let parts = vec![Pattern::bytes(6, 5 << 20), Pattern::bytes(7, 1000)];
+    let (id, etags) = upload_parts(&c, "mp", &ChecksumAlgorithm::Crc32, &ChecksumType::Composite, &parts).await;
+    let done = CompletedMultipartUpload::builder()
+        .set_parts(Some(
+            etags.iter().enumerate().map(|(i, e)| completed(i as i32 + 1, e, &ChecksumAlgorithm::Crc32, None)).collect(),
+        ))
+        .build();
+    c.complete_multipart_upload().bucket("bkt").key("mp").upload_id(&id).multipart_upload(done).send().await.unwrap();
+    let whole = parts.concat();
+    let out = c
+        .copy_object()
+        .bucket("bkt")
+        .key("mp-copy")
+        .copy_source("bkt/mp")
+        .checksum_algorithm(ChecksumAlgorithm::Sha256)
+        .send()
+        .await
+        .unwrap();
+    let r = out.copy_object_result().unwrap();
+    assert_eq!(r.checksum_sha256(), Some(b64(&ChecksumAlgorithm::Sha256, &whole).as_str()));
+    assert_eq!(r.checksum_type(), Some(&ChecksumType::FullObject));
+
+    // UploadPartCopy returns the part's checksum in the upload's algorithm.
+    let up = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key("assembled")
+        .checksum_algorithm(ChecksumAlgorithm::Sha256)
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let part = c
+        .upload_part_copy()
+        .bucket("bkt")
+        .key("assembled")
+        .upload_id(id)
+        .part_number(1)
+        .copy_source("bkt/src")
+        .send()
+        .await
+        .unwrap();
+    let r = part.copy_part_result().unwrap();
+    assert_eq!(r.checksum_sha256(), Some(b64(&ChecksumAlgorithm::Sha256, &data).as_str()));
+}
+
+#[tokio::test]
+async fn checksum_algorithms_not_computed_yet_are_refused_not_ignored() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    for name in ["sha512", "md5", "xxhash64", "xxhash3", "xxhash128"] {
+        let key = format!("with-{name}");
+        let r = Raw::new("PUT", format!("{}/bkt/{key}", s.endpoint))
+            .header(format!("x-amz-checksum-{name}").leak(), "AAAAAAAAAAA=")
+            .body(b"data".to_vec())
+            .send()
+            .await;
+        assert_eq!((r.status, r.code().as_str()), (400, "InvalidRequest"), "{name}: {}", r.text());
+        let r = Raw::new("POST", format!("{}/bkt/{key}?uploads", s.endpoint))
+            .header("x-amz-checksum-algorithm", name.to_uppercase())
+            .send()
+            .await;
+        assert_eq!((r.status, r.code().as_str()), (400, "InvalidRequest"), "{name}: {}", r.text());
+        assert!(c.head_object().bucket("bkt").key(&key).send().await.is_err());
+    }
 }

@@ -402,3 +402,107 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
     })
     .await;
 }
+
+/// Seconds from now until the HTTP date in `x-amz-restore`'s expiry-date.
+fn restored_for_secs(restore: &str) -> i64 {
+    assert!(restore.starts_with("ongoing-request=\"false\", expiry-date=\""), "{restore}");
+    let date = restore.split("expiry-date=\"").nth(1).unwrap().trim_end_matches('"');
+    let at = httpdate::parse_http_date(date).unwrap();
+    let now = std::time::SystemTime::now();
+    match at.duration_since(now) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    }
+}
+
+#[tokio::test]
+async fn archived_objects_are_always_restored_and_a_restore_moves_the_reported_expiry() {
+    use aws_sdk_s3::types::{GlacierJobParameters, OptionalObjectAttributes, RestoreRequest, Tier};
+    let (s, _) = start_tiered(&[]);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let data = Pattern::bytes(3, 300 << 10);
+    for (key, class) in [
+        ("frozen", StorageClass::Glacier),
+        ("deep", StorageClass::DeepArchive),
+        ("instant", StorageClass::GlacierIr),
+        ("hot", StorageClass::Standard),
+    ] {
+        c.put_object()
+            .bucket("bkt")
+            .key(key)
+            .storage_class(class)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await
+            .unwrap();
+    }
+    const DAY: i64 = 86_400;
+    for key in ["frozen", "deep"] {
+        let h = c.head_object().bucket("bkt").key(key).send().await.unwrap();
+        let left = restored_for_secs(h.restore().expect("x-amz-restore"));
+        assert!((DAY - 60..=DAY).contains(&left), "{key}: {left}");
+    }
+    for key in ["instant", "hot"] {
+        let h = c.head_object().bucket("bkt").key(key).send().await.unwrap();
+        assert_eq!(h.restore(), None, "{key}");
+    }
+    let restore = |key: &str, days: i32| {
+        c.restore_object()
+            .bucket("bkt")
+            .key(key)
+            .restore_request(
+                RestoreRequest::builder()
+                    .days(days)
+                    .glacier_job_parameters(
+                        GlacierJobParameters::builder().tier(Tier::Standard).build().unwrap(),
+                    )
+                    .build(),
+            )
+            .send()
+    };
+    restore("frozen", 7).await.unwrap();
+    let h = c.head_object().bucket("bkt").key("frozen").send().await.unwrap();
+    let left = restored_for_secs(h.restore().unwrap());
+    assert!((7 * DAY - 60..=7 * DAY).contains(&left), "{left}");
+    assert_eq!(h.storage_class(), Some(&StorageClass::Glacier));
+    // GET sends it too, and the bytes are there.
+    let g = c.get_object().bucket("bkt").key("frozen").send().await.unwrap();
+    assert!(g.restore().is_some());
+    assert!(g.body.collect().await.unwrap().into_bytes() == data);
+    // Other classes: 403 InvalidObjectState; no object: 404.
+    for key in ["instant", "hot"] {
+        let e = restore(key, 1).await.unwrap_err();
+        assert_eq!((crate::harness::status(&e), code(&e).as_str()), (403, "InvalidObjectState"));
+    }
+    assert_eq!(code(&restore("missing", 1).await.unwrap_err()), "NoSuchKey");
+    assert_eq!(code(&restore("frozen", 0).await.unwrap_err()), "InvalidArgument");
+
+    // Listings answer with the restore status when asked.
+    let listed = c
+        .list_objects_v2()
+        .bucket("bkt")
+        .optional_object_attributes(OptionalObjectAttributes::RestoreStatus)
+        .send()
+        .await
+        .unwrap();
+    for o in listed.contents() {
+        let status = o.restore_status();
+        match o.key().unwrap() {
+            "frozen" | "deep" => {
+                let st = status.expect("restore status");
+                assert_eq!(st.is_restore_in_progress(), Some(false));
+                assert!(st.restore_expiry_date().is_some());
+            }
+            other => assert!(status.is_none(), "{other}"),
+        }
+    }
+    let e = c
+        .list_objects_v2()
+        .bucket("bkt")
+        .optional_object_attributes(OptionalObjectAttributes::from("Bogus"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
+}

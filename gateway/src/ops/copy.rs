@@ -23,7 +23,7 @@ use crate::headers::{iso8601, now_ns, object_meta, quoted, reject_unsupported, r
 use crate::names::validate_key;
 use crate::progress::Phase;
 use crate::request::S3Request;
-use crate::xml::{to_xml, CopyObjectResult};
+use crate::xml::{to_xml, ChecksumFields, CopyObjectResult};
 use crate::{tags, versions, Gateway};
 
 /// A parsed `x-amz-copy-source`: bucket, key and optional version.
@@ -173,6 +173,17 @@ pub async fn stream_copy(
     })
 }
 
+/// The `x-amz-checksum-algorithm` of a copy, validated.
+pub fn requested_algorithm(req: &S3Request) -> S3Result<Option<ChecksumAlgorithm>> {
+    req.header("x-amz-checksum-algorithm")
+        .map(|a| {
+            ChecksumAlgorithm::from_name(a).ok_or_else(|| {
+                S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported"))
+            })
+        })
+        .transpose()
+}
+
 /// CopyObject.
 pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let since_ns = now_ns();
@@ -215,6 +226,8 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     };
     // The copy has the class the request names, STANDARD otherwise.
     meta.storage_class = Some(class);
+    // A copy is a new object: no restore of the source carries over.
+    meta.restore_expiry_ns = None;
     let tags = if tagging == "REPLACE" {
         req.header("x-amz-tagging")
             .map(tags::parse_header)
@@ -225,14 +238,18 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     };
     let source_version = (src.version_id.is_some()).then(|| versions::of(&src));
     let size = src.size;
-    // The copy keeps the source's checksum algorithm (a composite source
-    // checksum becomes a full-object one of the same algorithm).
-    let algorithm = src
-        .meta
-        .checksum
-        .as_ref()
-        .and_then(|c| ChecksumAlgorithm::from_name(&c.algorithm))
-        .unwrap_or(ChecksumAlgorithm::Crc64Nvme);
+    // The algorithm the request names, else the source's (a composite
+    // source checksum becomes a full-object one of the same algorithm),
+    // else CRC64NVME: computed while copying.
+    let algorithm = match requested_algorithm(req)? {
+        Some(a) => a,
+        None => src
+            .meta
+            .checksum
+            .as_ref()
+            .and_then(|c| ChecksumAlgorithm::from_name(&c.algorithm))
+            .unwrap_or(ChecksumAlgorithm::Crc64Nvme),
+    };
     let copied = stream_copy(
         gw,
         req,
@@ -259,6 +276,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     let doc = CopyObjectResult {
         etag: quoted(&stored.meta.etag),
         last_modified: iso8601(stored.mtime_ns),
+        checksum: ChecksumFields::of(stored.meta.checksum.as_ref(), true),
     };
     let mut resp = super::xml(StatusCode::OK, to_xml("CopyObjectResult", &doc));
     if let Some(v) = source_version {

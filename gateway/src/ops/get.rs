@@ -20,6 +20,29 @@ use crate::{versions, Gateway};
 /// Highest part number S3 allows.
 pub const MAX_PART_NUMBER: u32 = 10_000;
 
+/// The checksum headers of part `n` of a multipart object, as S3 sends
+/// them: a COMPOSITE object's part has its own checksum (of that type); a
+/// FULL_OBJECT object's part has one only when it is the whole object.
+fn part_checksum(headers: &mut http::HeaderMap, obj: &placement::ObjectRecord, n: u32) {
+    let Some(kind) = obj.meta.checksum.as_ref().map(|c| c.kind.as_str()) else {
+        return;
+    };
+    if kind != crate::checksum::COMPOSITE && obj.parts.len() != 1 {
+        return;
+    }
+    let Some(c) = obj.parts.get(n as usize - 1).and_then(|p| p.checksum.as_ref()) else {
+        return;
+    };
+    if let (Some(alg), Ok(v), Ok(t)) = (
+        crate::checksum::ChecksumAlgorithm::from_name(&c.algorithm),
+        c.value.parse(),
+        kind.parse(),
+    ) {
+        headers.insert(alg.header(), v);
+        headers.insert("x-amz-checksum-type", t);
+    }
+}
+
 /// Parses `partNumber` (1..=10,000).
 pub fn part_number(v: &str) -> S3Result<u32> {
     v.parse::<u32>()
@@ -131,18 +154,7 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
     object_headers(headers, &obj, checksum_mode && whole);
     super::lifecycle::add_expiration(gw, bucket, key, &obj, headers).await;
     if let (true, Some(n), true) = (checksum_mode, part, obj.multipart) {
-        // A part of a multipart object: that part's own checksum.
-        if let Some(c) = obj
-            .parts
-            .get(n as usize - 1)
-            .and_then(|p| p.checksum.as_ref())
-        {
-            if let Some(alg) = crate::checksum::ChecksumAlgorithm::from_name(&c.algorithm) {
-                if let Ok(v) = c.value.parse() {
-                    headers.insert(alg.header(), v);
-                }
-            }
-        }
+        part_checksum(headers, &obj, n);
     }
     apply_overrides(headers, &req.query);
     headers.insert(

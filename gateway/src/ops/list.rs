@@ -13,7 +13,7 @@ use super::list_xml::{ContentsEntry, ListingXml};
 use super::{named, xml};
 use crate::auth::sigv4::uri_encode;
 use crate::error::{S3Error, S3Result};
-use crate::headers::STANDARD;
+use crate::headers::{is_archived, restore_expiry_ns, STANDARD};
 use crate::request::S3Request;
 use crate::xml::CommonPrefix;
 use crate::Gateway;
@@ -212,9 +212,55 @@ fn first_page(prefix: &str, after: Option<&str>, max_keys: usize) -> (ListStart,
     (start, (max_keys + 1).clamp(1, MAX_KEYS + 1))
 }
 
+/// Whether the request asks for the listed objects' restore status
+/// (`x-amz-optional-object-attributes: RestoreStatus`, its one value).
+pub(crate) fn restore_status_asked(req: &S3Request) -> S3Result<bool> {
+    match req.header("x-amz-optional-object-attributes") {
+        None => Ok(false),
+        Some(v) if v.split(',').all(|a| a.trim() == "RestoreStatus") => Ok(true),
+        Some(v) => Err(S3Error::InvalidArgument(
+            "Invalid attribute name specified".into(),
+            Some(("x-amz-optional-object-attributes".into(), v.into())),
+        )),
+    }
+}
+
+/// The restore expiry of each listed object of an archive class, by
+/// position in `listed.contents` (read from its record: listings do not
+/// carry it), when `asked`.
+async fn restore_expiries(
+    gw: &Gateway,
+    bucket: &str,
+    listed: &Listed,
+    asked: bool,
+) -> S3Result<Vec<Option<u64>>> {
+    let mut out = vec![None; listed.contents.len()];
+    if !asked {
+        return Ok(out);
+    }
+    for (n, &(p, i)) in listed.contents.iter().enumerate() {
+        let (key, v) = listed.pages[p].get(i);
+        if !matches!(v.storage_class.as_deref(), Some("GLACIER" | "DEEP_ARCHIVE")) {
+            continue;
+        }
+        match gw.store.head_object(bucket, key).await {
+            Ok(obj) if is_archived(&obj.meta) => out[n] = Some(restore_expiry_ns(&obj.meta)),
+            Ok(_) | Err(placement::Error::NoSuchKey) => {}
+            Err(e) => return Err(named(e, bucket, Some(key))),
+        }
+    }
+    Ok(out)
+}
+
 /// Writes the listed objects and common prefixes into `doc`.
-fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner: bool) {
-    for &(p, i) in &listed.contents {
+fn render(
+    gw: &Gateway,
+    doc: &mut ListingXml,
+    listed: &Listed,
+    (url, owner): (bool, bool),
+    restores: &[Option<u64>],
+) {
+    for (n, &(p, i)) in listed.contents.iter().enumerate() {
         let (key, v) = listed.pages[p].get(i);
         let key = enc(key, url);
         doc.contents(
@@ -225,6 +271,7 @@ fn render(gw: &Gateway, doc: &mut ListingXml, listed: &Listed, url: bool, owner:
                 checksum: v.checksum.as_ref().map(|(a, _, k)| (&a[..], &k[..])),
                 size: v.size,
                 storage_class: v.storage_class.as_deref().unwrap_or(STANDARD),
+                restore_expiry_ns: restores[n],
             },
             owner.then_some(&gw.owner),
         );
@@ -274,7 +321,9 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
             .map(str::to_string),
     };
     let p = ListParams::of(req, after)?;
+    let asked = restore_status_asked(req)?;
     let listed = list(gw, req.bucket(), &p).await?;
+    let restores = restore_expiries(gw, req.bucket(), &listed, asked).await?;
     let fetch_owner = req.q("fetch-owner").is_some_and(|v| v == "true");
     let next_token = listed
         .truncated
@@ -300,7 +349,7 @@ pub async fn list_v2(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
                 .map(|s| enc(s, url))
                 .as_deref(),
         );
-    render(gw, &mut doc, &listed, url, fetch_owner);
+    render(gw, &mut doc, &listed, (url, fetch_owner), &restores);
     Ok(xml(StatusCode::OK, doc.finish()))
 }
 
@@ -309,7 +358,9 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
     let url = encoding_url(req)?;
     let marker = req.q("marker").unwrap_or("").to_string();
     let p = ListParams::of(req, (!marker.is_empty()).then(|| marker.clone()))?;
+    let asked = restore_status_asked(req)?;
     let listed = list(gw, req.bucket(), &p).await?;
+    let restores = restore_expiries(gw, req.bucket(), &listed, asked).await?;
     let next_marker = (listed.truncated && p.delimiter.is_some())
         .then(|| listed.last().map(|l| enc(l, url)))
         .flatten();
@@ -325,6 +376,6 @@ pub async fn list_v1(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> 
         )
         .value("IsTruncated", listed.truncated)
         .opt("EncodingType", url.then_some("url"));
-    render(gw, &mut doc, &listed, url, true);
+    render(gw, &mut doc, &listed, (url, true), &restores);
     Ok(xml(StatusCode::OK, doc.finish()))
 }

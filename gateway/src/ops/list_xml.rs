@@ -19,6 +19,9 @@ pub(crate) struct ContentsEntry<'a> {
     pub checksum: Option<(&'a str, &'a str)>,
     pub size: u64,
     pub storage_class: &'a str,
+    /// Until when an archived object is reported restored, when the
+    /// request asked for its restore status.
+    pub restore_expiry_ns: Option<u64>,
 }
 
 /// A listing document under construction.
@@ -93,7 +96,15 @@ impl ListingXml {
         }
         self.out.push_str("<StorageClass>");
         push_escaped(&mut self.out, e.storage_class);
-        self.out.push_str("</StorageClass></Contents>");
+        self.out.push_str("</StorageClass>");
+        if let Some(t) = e.restore_expiry_ns {
+            self.out.push_str(
+                "<RestoreStatus><IsRestoreInProgress>false</IsRestoreInProgress><RestoreExpiryDate>",
+            );
+            self.last_modified(t);
+            self.out.push_str("</RestoreExpiryDate></RestoreStatus>");
+        }
+        self.out.push_str("</Contents>");
         self
     }
 
@@ -185,6 +196,7 @@ mod tests {
                     checksum: None,
                     size,
                     storage_class: "STANDARD",
+                    restore_expiry_ns: None,
                 },
                 None,
             );
@@ -220,6 +232,7 @@ mod tests {
                 checksum: Some(("CRC32", "FULL_OBJECT")),
                 size: 7,
                 storage_class: "STANDARD",
+                restore_expiry_ns: None,
             },
             None,
         );

@@ -19,6 +19,7 @@ mod post_form;
 mod post_object;
 mod put;
 mod receive;
+mod restore;
 mod tagging;
 mod versioning;
 
@@ -61,6 +62,7 @@ const UNSUPPORTED_OBJECT: &[&str] = &[
     "retention",
     "legal-hold",
     "torrent",
+    // POST ?restore is RestoreObject; S3 defines no other method on it.
     "restore",
     "select",
     "annotation",
@@ -191,6 +193,7 @@ operations! {
     ListParts,
     GetObjectTagging,
     GetObjectAttributes,
+    RestoreObject,
     GetObject,
     HeadObject,
     PutObjectTagging,
@@ -251,6 +254,10 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
             }
         }
         (true, true) => {
+            if *method == Method::POST && req.has("restore") && !req.has("select") {
+                crate::names::validate_key(req.key())?;
+                return Ok(Op::RestoreObject);
+            }
             unsupported(req, UNSUPPORTED_OBJECT)?;
             crate::names::validate_key(req.key())?;
             let copy = req.parts.headers.contains_key("x-amz-copy-source");
@@ -323,6 +330,7 @@ impl Op {
             | CreateMultipartUpload
             | CompleteMultipartUpload => "s3:PutObject",
             AbortMultipartUpload => "s3:AbortMultipartUpload",
+            RestoreObject => "s3:RestoreObject",
             DeleteObject => v("s3:DeleteObject", "s3:DeleteObjectVersion"),
         })
     }
@@ -483,6 +491,7 @@ async fn execute(op: Op, gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
         ListParts => multipart::list_parts(gw, req).await,
         GetObjectTagging => tagging::get_object(gw, req).await,
         GetObjectAttributes => attributes::get(gw, req).await,
+        RestoreObject => restore::restore_object(gw, req, body).await,
         GetObject => get::get(gw, req, false).await,
         HeadObject => get::get(gw, req, true).await,
         PutObjectTagging => tagging::put_object(gw, req, body).await,
@@ -507,9 +516,13 @@ pub(crate) fn write_error(
     key: &str,
 ) -> S3Error {
     match (e, cond) {
-        (placement::Error::PreconditionFailed, Some(placement::WriteCondition::IfNoneMatch)) => {
-            S3Error::PreconditionFailed("If-None-Match")
-        }
+        (
+            placement::Error::PreconditionFailed,
+            Some(
+                placement::WriteCondition::IfNoneMatch
+                | placement::WriteCondition::IfNoneMatchEtag(_),
+            ),
+        ) => S3Error::PreconditionFailed("If-None-Match"),
         (placement::Error::PreconditionFailed, _) => S3Error::PreconditionFailed("If-Match"),
         (e, _) => named(e, bucket, Some(key)),
     }

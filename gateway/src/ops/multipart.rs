@@ -201,11 +201,28 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
         None => 0..src.size,
     };
     let source_version = src.version_id.is_some().then(|| versions::of(&src));
-    let algorithm = upload
+    // A part's checksum is of the upload's algorithm; a copy asking for
+    // another could not be completed into the object's checksum.
+    let chosen = upload
         .checksum_algorithm
         .as_deref()
-        .and_then(ChecksumAlgorithm::from_name)
-        .unwrap_or(ChecksumAlgorithm::Crc64Nvme);
+        .and_then(ChecksumAlgorithm::from_name);
+    let algorithm = match (super::copy::requested_algorithm(req)?, chosen) {
+        (Some(asked), Some(chosen)) if asked != chosen => {
+            return Err(S3Error::InvalidRequest(format!(
+                "The upload was created with the {} checksum algorithm; a part cannot use {}",
+                chosen.name(),
+                asked.name()
+            )))
+        }
+        (Some(asked), None) if asked != ChecksumAlgorithm::Crc64Nvme => {
+            return Err(S3Error::InvalidRequest(format!(
+                "The upload was created without a checksum algorithm; give {} at CreateMultipartUpload to copy parts with it",
+                asked.name()
+            )))
+        }
+        (_, chosen) => chosen.unwrap_or(ChecksumAlgorithm::Crc64Nvme),
+    };
     let copied = stream_copy(
         gw,
         req,
@@ -234,6 +251,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
     let doc = CopyPartResult {
         etag: quoted(&etag),
         last_modified: iso8601(part.mtime_ns),
+        checksum: ChecksumFields::of(copied.checksum.as_ref(), false),
     };
     let mut resp = xml(StatusCode::OK, to_xml("CopyPartResult", &doc));
     if let Some(v) = source_version {

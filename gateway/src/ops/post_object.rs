@@ -65,9 +65,16 @@ impl PostPolicy {
             .ok_or_else(|| {
                 S3Error::InvalidArgument("Invalid Policy: Policy missing expiration.".into(), None)
             })?;
-        let expires = OffsetDateTime::parse(expiration, &Rfc3339).map_err(|_| {
-            S3Error::InvalidArgument("Invalid Policy: Invalid 'expiration' value.".into(), None)
-        })?;
+        // ISO 8601 in UTC as S3 writes it: 2026-06-01T00:00:00.000Z.
+        let bad_expiration =
+            || S3Error::InvalidArgument("Invalid Policy: Invalid 'expiration' value.".into(), None);
+        let shaped = expiration.len() >= 20
+            && expiration.as_bytes()[10] == b'T'
+            && expiration.ends_with('Z');
+        if !shaped {
+            return Err(bad_expiration());
+        }
+        let expires = OffsetDateTime::parse(expiration, &Rfc3339).map_err(|_| bad_expiration())?;
         if now > expires {
             return Err(denied("Policy expired."));
         }
@@ -82,8 +89,21 @@ impl PostPolicy {
         for c in &conditions {
             if let Some(a) = c.as_array() {
                 if a.first().and_then(Value::as_str) == Some("content-length-range") {
-                    let n = |i: usize| a.get(i).and_then(Value::as_u64);
-                    length_range = Some((n(1).unwrap_or(0), n(2).unwrap_or(u64::MAX)));
+                    // Both bounds, as numbers (or numeric strings), in order.
+                    let n = |i: usize| match a.get(i) {
+                        Some(Value::Number(n)) => n.as_u64(),
+                        Some(Value::String(s)) => s.trim().parse().ok(),
+                        _ => None,
+                    };
+                    match (a.len(), n(1), n(2)) {
+                        (3, Some(lo), Some(hi)) if lo <= hi => length_range = Some((lo, hi)),
+                        _ => {
+                            return Err(S3Error::InvalidArgument(
+                                "Invalid Policy: Invalid content-length-range condition: it takes a minimum and a maximum size.".into(),
+                                None,
+                            ))
+                        }
+                    }
                 }
             }
         }
@@ -490,5 +510,34 @@ mod tests {
             .unwrap();
         assert!(e.message().contains("Policy expired"), "{e}");
         assert!(PostPolicy::parse("!!!", now).is_err());
+    }
+
+    #[test]
+    fn malformed_expirations_and_length_ranges_are_refused() {
+        let now = OffsetDateTime::parse("2026-01-01T00:00:00Z", &Rfc3339).unwrap();
+        let refused = |conditions: &str, expires: &str| {
+            match PostPolicy::parse(&policy(conditions, expires), now) {
+                Err(e @ S3Error::InvalidArgument(..)) => e.message(),
+                other => panic!("{conditions} {expires}: {:?}", other.map(|p| p.length_range)),
+            }
+        };
+        for expires in ["2026-06-01", "2026-06-01T00:00:00+02:00", "June 1st", "2026-06-01 00:00:00Z"] {
+            assert!(refused("[]", expires).contains("expiration"), "{expires}");
+        }
+        for range in [
+            r#"[["content-length-range",1]]"#,
+            r#"[["content-length-range"]]"#,
+            r#"[["content-length-range",10,1]]"#,
+            r#"[["content-length-range","a",5]]"#,
+            r#"[["content-length-range",1,5,9]]"#,
+        ] {
+            assert!(refused(range, "2026-06-01T00:00:00.000Z").contains("content-length-range"), "{range}");
+        }
+        let p = PostPolicy::parse(
+            &policy(r#"[["content-length-range","1","5"]]"#, "2026-06-01T00:00:00Z"),
+            now,
+        )
+        .unwrap();
+        assert_eq!(p.length_range, Some((1, 5)));
     }
 }

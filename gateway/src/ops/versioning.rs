@@ -102,6 +102,11 @@ fn item(gw: &Gateway, key: &str, v: &ObjectSummary, is_latest: bool, url: bool) 
 /// ListObjectVersions: every version and delete marker, keys in order and
 /// each key's versions newest first, with key/version-id markers.
 pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
+    if super::list::restore_status_asked(req)? {
+        return Err(S3Error::NotImplemented(
+            "x-amz-optional-object-attributes is supported on ListObjects and ListObjectsV2, not yet on ListObjectVersions".into(),
+        ));
+    }
     let url = encoding_url(req)?;
     let prefix = req.q("prefix").unwrap_or("").to_string();
     let delimiter = req

@@ -1,0 +1,78 @@
+//! RestoreObject. Granary reads objects of the archive classes (GLACIER,
+//! DEEP_ARCHIVE) in place, so they are always "restored": HEAD and GET
+//! send `x-amz-restore: ongoing-request="false", expiry-date=…`, and a
+//! restore only moves the reported expiry date to now + Days. Other
+//! classes answer 403 InvalidObjectState, as S3 does.
+//! (<https://docs.aws.amazon.com/AmazonS3/latest/API/API_RestoreObject.html>)
+
+use axum::body::Body;
+use http::{Response, StatusCode};
+
+use super::{named, read_document};
+use crate::error::{S3Error, S3Result};
+use crate::headers::{is_archived, now_ns};
+use crate::request::S3Request;
+use crate::xml::{from_xml, RestoreRequest};
+use crate::{versions, Gateway};
+
+/// Largest RestoreRequest document accepted.
+const MAX_RESTORE_BYTES: u64 = 64 << 10;
+/// Most days a restore may ask for (S3's limit).
+const MAX_DAYS: u64 = 2_147_483_647;
+
+/// RestoreObject: 200 for an object of an archive class (its reported
+/// expiry moved), 403 InvalidObjectState for any other.
+pub async fn restore_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
+    let version = versions::requested(req)?;
+    let doc = read_document(gw, req, body, MAX_RESTORE_BYTES).await?;
+    let asked: RestoreRequest = from_xml(&doc)?;
+    if asked.kind.is_some() || asked.select_parameters.is_some() || asked.output_location.is_some() {
+        return Err(S3Error::NotImplemented(
+            "SELECT restores (Type, SelectParameters, OutputLocation) are not supported".into(),
+        ));
+    }
+    if let Some(tier) = asked.glacier_job_parameters.as_ref().map(|p| p.tier.as_str()) {
+        if !["Standard", "Bulk", "Expedited"].contains(&tier) {
+            return Err(S3Error::MalformedXml(format!(
+                "The XML you provided was not well-formed or did not validate against our published schema (Tier {tier})"
+            )));
+        }
+    }
+    let days = match asked.days {
+        Some(d) if (1..=MAX_DAYS).contains(&d) => d,
+        Some(d) => {
+            return Err(S3Error::InvalidArgument(
+                "Days must be at least 1".into(),
+                Some(("Days".into(), d.to_string())),
+            ))
+        }
+        None => {
+            return Err(S3Error::MalformedXml(
+                "The XML you provided was not well-formed or did not validate against our published schema (Days is required)".into(),
+            ))
+        }
+    };
+    let named_err = |e| named(e, req.bucket(), Some(req.key()));
+    let obj = gw
+        .store
+        .get_version(req.bucket(), req.key(), version)
+        .await
+        .map_err(named_err)?;
+    if obj.delete_marker {
+        return Err(S3Error::NoSuchKey(req.key().to_string()));
+    }
+    if !is_archived(&obj.meta) {
+        return Err(S3Error::InvalidObjectState(
+            "Restore is not allowed for the object's current storage class".into(),
+        ));
+    }
+    let until = now_ns().saturating_add(days.saturating_mul(86_400_000_000_000));
+    gw.store
+        .set_restore_expiry(req.bucket(), req.key(), version, until)
+        .await
+        .map_err(named_err)?;
+    Ok(Response::builder()
+        .status(StatusCode::OK)
+        .body(Body::empty())
+        .expect("valid response"))
+}
