@@ -151,8 +151,8 @@ pub fn object_meta(h: &HeaderMap) -> S3Result<ObjectMeta> {
         ..ObjectMeta::default()
     };
     // Header values are bytes, not text: kept one char per byte, they go
-    // back exactly as they came (raw 8-bit bytes, UTF-8 and RFC 2047
-    // encoded words alike).
+    // back exactly as they came (UTF-8 and RFC 2047 encoded words alike;
+    // nothing is decoded).
     meta.byte_values = true;
     for name in STORED_HEADERS {
         let Some(v) = h.get(name) else { continue };
