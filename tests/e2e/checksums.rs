@@ -30,6 +30,20 @@ fn b64(alg: &ChecksumAlgorithm, data: &[u8]) -> String {
     B64.encode(digest(alg, data))
 }
 
+/// HEAD of `bkt/key` with checksum mode on.
+async fn head_with_checksum(
+    c: &Client,
+    key: &str,
+) -> aws_sdk_s3::operation::head_object::HeadObjectOutput {
+    c.head_object()
+        .bucket("bkt")
+        .key(key)
+        .checksum_mode(ChecksumMode::Enabled)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// The value a response carries for `alg`.
 macro_rules! value_of {
     ($r:expr, $alg:expr) => {
@@ -136,14 +150,7 @@ async fn multipart_checksums_composite_and_full_object() {
         assert_eq!(value_of!(done, &alg), Some(want.clone()), "{key}");
         assert_eq!(done.checksum_type(), Some(&kind), "{key}");
 
-        let h = c
-            .head_object()
-            .bucket("bkt")
-            .key(&key)
-            .checksum_mode(ChecksumMode::Enabled)
-            .send()
-            .await
-            .unwrap();
+        let h = head_with_checksum(&c, &key).await;
         assert_eq!(value_of!(h, &alg), Some(want.clone()), "{key}");
         assert_eq!(h.checksum_type(), Some(&kind), "{key}");
         // Without checksum mode no checksum is shown.
@@ -395,14 +402,7 @@ async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
         let r = out.copy_object_result().unwrap();
         assert_eq!(value_of!(r, &alg), Some(b64(&alg, &data)), "{alg:?}");
         assert_eq!(r.checksum_type(), Some(&ChecksumType::FullObject));
-        let h = c
-            .head_object()
-            .bucket("bkt")
-            .key(&key)
-            .checksum_mode(ChecksumMode::Enabled)
-            .send()
-            .await
-            .unwrap();
+        let h = head_with_checksum(&c, &key).await;
         assert_eq!(value_of!(h, &alg), Some(b64(&alg, &data)), "{alg:?} stored");
     }
     // Without the header the copy keeps the source's algorithm.
