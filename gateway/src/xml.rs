@@ -286,6 +286,21 @@ pub struct VersionEntry {
     /// Storage class.
     #[serde(rename = "StorageClass")]
     pub storage_class: String,
+    /// Restore status of an archived version, when asked for.
+    #[serde(rename = "RestoreStatus", skip_serializing_if = "Option::is_none")]
+    pub restore_status: Option<RestoreStatus>,
+}
+
+/// An archived object's restore status (`x-amz-optional-object-attributes:
+/// RestoreStatus`).
+#[derive(Serialize, Debug)]
+pub struct RestoreStatus {
+    /// Always false: the bytes are read in place.
+    #[serde(rename = "IsRestoreInProgress")]
+    pub in_progress: bool,
+    /// Until when it is reported restored (ISO 8601).
+    #[serde(rename = "RestoreExpiryDate")]
+    pub expiry: String,
 }
 
 /// One delete marker in ListObjectVersions.
@@ -820,6 +835,7 @@ mod tests {
                         size: 1,
                         owner,
                         storage_class: "STANDARD".into(),
+                        restore_status: None,
                     }),
                 ],
                 common_prefixes: Vec::new(),

@@ -497,6 +497,20 @@ async fn archived_objects_are_always_restored_and_a_restore_moves_the_reported_e
             other => assert!(status.is_none(), "{other}"),
         }
     }
+    let versions = c
+        .list_object_versions()
+        .bucket("bkt")
+        .optional_object_attributes(OptionalObjectAttributes::RestoreStatus)
+        .send()
+        .await
+        .unwrap();
+    for v in versions.versions() {
+        let status = v.restore_status();
+        match v.key().unwrap() {
+            "frozen" | "deep" => assert_eq!(status.unwrap().is_restore_in_progress(), Some(false)),
+            other => assert!(status.is_none(), "{other}"),
+        }
+    }
     let e = c
         .list_objects_v2()
         .bucket("bkt")

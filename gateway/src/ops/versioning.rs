@@ -8,10 +8,10 @@ use placement::{ListStart, ObjectSummary, Versioning};
 use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
 use super::{empty, named, read_document, xml};
 use crate::error::{S3Error, S3Result};
-use crate::headers::{iso8601, quoted, STANDARD};
+use crate::headers::{is_archived, iso8601, quoted, restore_expiry_ns, STANDARD};
 use crate::request::S3Request;
 use crate::xml::{
-    from_xml, to_xml, DeleteMarkerEntry, ListVersionsResult, VersionEntry, VersionItem,
+    from_xml, to_xml, DeleteMarkerEntry, ListVersionsResult, RestoreStatus, VersionEntry, VersionItem,
     VersioningStatus, NS,
 };
 use crate::{versions, Gateway};
@@ -95,18 +95,40 @@ fn item(gw: &Gateway, key: &str, v: &ObjectSummary, is_latest: bool, url: bool) 
                 .storage_class
                 .clone()
                 .unwrap_or_else(|| STANDARD.into()),
+            restore_status: None,
         })
+    }
+}
+
+/// The restore status of an archived version (read from its record:
+/// listings do not carry it); `None` for other classes.
+async fn restore_status(
+    gw: &Gateway,
+    bucket: &str,
+    key: &str,
+    v: &ObjectSummary,
+) -> S3Result<Option<RestoreStatus>> {
+    if !matches!(v.meta.storage_class.as_deref(), Some("GLACIER" | "DEEP_ARCHIVE")) {
+        return Ok(None);
+    }
+    let version = match v.version_id {
+        Some(id) => placement::VersionRef::Id(id),
+        None => placement::VersionRef::Null,
+    };
+    match gw.store.get_version(bucket, key, Some(version)).await {
+        Ok(obj) if is_archived(&obj.meta) => Ok(Some(RestoreStatus {
+            in_progress: false,
+            expiry: iso8601(restore_expiry_ns(&obj.meta)),
+        })),
+        Ok(_) | Err(placement::Error::NoSuchKey | placement::Error::NoSuchVersion) => Ok(None),
+        Err(e) => Err(named(e, bucket, Some(key))),
     }
 }
 
 /// ListObjectVersions: every version and delete marker, keys in order and
 /// each key's versions newest first, with key/version-id markers.
 pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    if super::list::restore_status_asked(req)? {
-        return Err(S3Error::NotImplemented(
-            "x-amz-optional-object-attributes is supported on ListObjects and ListObjectsV2, not yet on ListObjectVersions".into(),
-        ));
-    }
+    let restore_asked = super::list::restore_status_asked(req)?;
     let url = encoding_url(req)?;
     let prefix = req.q("prefix").unwrap_or("").to_string();
     let delimiter = req
@@ -178,7 +200,11 @@ pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
                     truncated = true;
                     break 'pages;
                 }
-                items.push(item(gw, key, v, i == 0, url));
+                let mut entry = item(gw, key, v, i == 0, url);
+                if let (true, VersionItem::Version(e)) = (restore_asked, &mut entry) {
+                    e.restore_status = restore_status(gw, req.bucket(), key, v).await?;
+                }
+                items.push(entry);
                 last = Some((key.clone(), Some(versions::of_listed(v))));
                 count += 1;
             }
