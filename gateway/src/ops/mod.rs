@@ -11,6 +11,7 @@ mod get;
 pub(crate) mod lifecycle;
 mod list;
 mod list_xml;
+mod model_headers;
 mod multipart;
 mod multipart_checksum;
 mod policy;
@@ -439,6 +440,7 @@ pub(crate) async fn check_as(
 pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Result<Response<Body>> {
     let op = route(&req)?;
     req.progress.set_api(op.name());
+    model_headers::check(gw, &req)?;
     if let Some(action) = op.action(req.has("versionId")) {
         if op == Op::ListBuckets {
             if !matches!(req.principal, Principal::Root) {

@@ -365,6 +365,16 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
             "Your proposed upload is smaller than the minimum allowed object size.".into(),
         ));
     }
+    // The size the client expects the object to have, checked before it
+    // is made.
+    if let Some(v) = req.header("x-amz-mp-object-size") {
+        let total: u64 = chosen.iter().map(|p| p.part.size).sum();
+        if v.trim().parse::<u64>().ok() != Some(total) {
+            return Err(S3Error::InvalidRequest(format!(
+                "The x-amz-mp-object-size header ({v}) does not match the size of the parts ({total} bytes)"
+            )));
+        }
+    }
     let etags: Vec<&str> = chosen.iter().map(|p| p.part.etag.as_str()).collect();
     let etag = multipart_etag(&etags)
         .ok_or_else(|| S3Error::Internal("stored part ETag is not hex".into()))?;
