@@ -11,7 +11,6 @@ use aws_sigv4::http_request::{
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-
 /// Options of `granary admin`.
 #[derive(Args, Debug)]
 pub struct AdminArgs {

@@ -232,8 +232,10 @@ pub fn server_keys(
         };
         let opened = rings.iter().find_map(|(_, r)| k.open(r));
         let Some(secrets) = opened else {
-            let ids: std::collections::BTreeSet<&str> =
-                rings.iter().map(|(_, r)| r.unseal_key_id.as_str()).collect();
+            let ids: std::collections::BTreeSet<&str> = rings
+                .iter()
+                .map(|(_, r)| r.unseal_key_id.as_str())
+                .collect();
             bail!(
                 "the unseal key from {} (id {}) does not open the keyring of any disk (sealed under {}): \
                  a different unseal key? Give the one this deployment was started with",
@@ -337,7 +339,13 @@ pub fn stored_root(dir: &Path, unseal: &UnsealSource) -> anyhow::Result<(String,
         .load()?
         .with_context(|| format!("no unseal key at {}", unseal.describe()))?;
     key.open(&ring)
-        .with_context(|| format!("the unseal key from {} does not open {}", unseal.describe(), path.display()))?
+        .with_context(|| {
+            format!(
+                "the unseal key from {} does not open {}",
+                unseal.describe(),
+                path.display()
+            )
+        })?
         .root
         .with_context(|| format!("{} holds no generated root credentials", path.display()))
 }
@@ -406,8 +414,12 @@ fn read_keyrings(dirs: &[PathBuf], deployment: Uuid) -> Vec<(PathBuf, StoredKeyr
         };
         match serde_json::from_str::<StoredKeyring>(&text) {
             Ok(r) if r.deployment == deployment => out.push((d.clone(), r)),
-            Ok(r) => tracing::warn!(file = %path.display(), deployment = %r.deployment, "keyring of another deployment ignored"),
-            Err(e) => tracing::warn!(file = %path.display(), error = %e, "malformed keyring ignored"),
+            Ok(r) => {
+                tracing::warn!(file = %path.display(), deployment = %r.deployment, "keyring of another deployment ignored")
+            }
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "malformed keyring ignored")
+            }
         }
     }
     out
@@ -453,7 +465,8 @@ fn legacy_secrets(dirs: &[PathBuf]) -> anyhow::Result<Secrets> {
     for d in dirs {
         if s.master_key.is_none() {
             if let Ok(text) = std::fs::read_to_string(d.join(LEGACY_MASTER_FILE)) {
-                let key = UnsealKey::parse(&text, &d.join(LEGACY_MASTER_FILE).display().to_string())?;
+                let key =
+                    UnsealKey::parse(&text, &d.join(LEGACY_MASTER_FILE).display().to_string())?;
                 s.master_key = Some(B64.encode(key.raw));
             }
         }
@@ -476,9 +489,13 @@ fn remove_legacy(dirs: &[PathBuf]) {
         for f in [LEGACY_MASTER_FILE, LEGACY_ROOT_FILE] {
             let path = d.join(f);
             match std::fs::remove_file(&path) {
-                Ok(()) => tracing::info!(file = %path.display(), "plaintext key file sealed into the keyrings and removed"),
+                Ok(()) => {
+                    tracing::info!(file = %path.display(), "plaintext key file sealed into the keyrings and removed")
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => tracing::warn!(file = %path.display(), error = %e, "cannot remove a plaintext key file"),
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "cannot remove a plaintext key file")
+                }
             }
         }
     }
@@ -588,7 +605,10 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(err.contains("does not open the keyring of any disk"), "{err}");
+        assert!(
+            err.contains("does not open the keyring of any disk"),
+            "{err}"
+        );
         std::fs::write(&key_file, saved).unwrap();
         // Every disk lost: an existing deployment is not given new keys.
         for i in 0..4 {

@@ -9,8 +9,8 @@ use gateway::AccessKey;
 use placement::{open_local_set, LocalSetConfig, Store, StoreOptions, DEFAULT_BLOCK_SIZE};
 
 use crate::credentials::{env_keys, KEYS_FROM_ENV};
-use crate::keyring::{check_before_formatting, server_keys, KeyringDirs, Origin, UnsealSource};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
+use crate::keyring::{check_before_formatting, server_keys, KeyringDirs, Origin, UnsealSource};
 
 /// Options of `granary server`.
 #[derive(Args, Debug)]
@@ -150,7 +150,11 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         tracing::info!(disk = %d.root().display(), tier = %d.format().tier, io = d.io_path(), "shard I/O");
     }
 
-    let opened_dirs: Vec<PathBuf> = local.iter().flatten().map(|d| d.root().to_path_buf()).collect();
+    let opened_dirs: Vec<PathBuf> = local
+        .iter()
+        .flatten()
+        .map(|d| d.root().to_path_buf())
+        .collect();
     // Nothing sealed under older keys can be lost by making new ones.
     let fresh = created
         || !gateway::iam::holds_sealed_secrets(&store)
@@ -162,8 +166,8 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         deployment: deployment_id,
         fresh,
     };
-    let keys = server_keys(&dirs, env_keys()?, &unseal)
-        .context("cannot open the deployment's keys")?;
+    let keys =
+        server_keys(&dirs, env_keys()?, &unseal).context("cannot open the deployment's keys")?;
     let (user, password) = keys.root;
     let mut notes = keys.notes;
     notes.extend(match keys.origin {
@@ -173,7 +177,9 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
             format!("  AWS_SECRET_ACCESS_KEY={password}"),
             "They are shown only this once.".to_string(),
         ],
-        Origin::Stored => vec!["Using the root credentials sealed in the disks' keyrings".to_string()],
+        Origin::Stored => {
+            vec!["Using the root credentials sealed in the disks' keyrings".to_string()]
+        }
         Origin::Environment => vec![KEYS_FROM_ENV.to_string()],
     });
     let master = keys.master;

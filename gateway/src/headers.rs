@@ -215,7 +215,10 @@ fn stored_value(v: &str, byte_values: bool) -> Option<HeaderValue> {
 /// Whether a version is of an archive class (GLACIER, DEEP_ARCHIVE): S3
 /// reads those only after a RestoreObject; Granary reads them in place.
 pub fn is_archived(meta: &ObjectMeta) -> bool {
-    matches!(meta.storage_class.as_deref(), Some("GLACIER" | "DEEP_ARCHIVE"))
+    matches!(
+        meta.storage_class.as_deref(),
+        Some("GLACIER" | "DEEP_ARCHIVE")
+    )
 }
 
 /// How long an archived version that was never restored is reported as
@@ -247,7 +250,11 @@ pub fn object_headers(out: &mut HeaderMap, obj: &ObjectRecord, checksum_mode: bo
         append(out, n, stored_value(v, obj.meta.byte_values));
     }
     for (n, v) in &obj.meta.user {
-        append(out, &format!("x-amz-meta-{n}"), stored_value(v, obj.meta.byte_values));
+        append(
+            out,
+            &format!("x-amz-meta-{n}"),
+            stored_value(v, obj.meta.byte_values),
+        );
     }
     let mut put = |name: &str, value: &str| append(out, name, stored_value(value, false));
     if let Some(class) = obj.meta.storage_class.as_deref().filter(|c| *c != STANDARD) {

@@ -217,7 +217,11 @@ impl Agreement {
             n.scanning = true;
         }
         self.clone().scan(ns.to_string(), false).await;
-        self.state.lock().namespaces.get(ns).is_some_and(|n| n.known)
+        self.state
+            .lock()
+            .namespaces
+            .get(ns)
+            .is_some_and(|n| n.known)
     }
 
     /// Counts a listing page read from one disk.

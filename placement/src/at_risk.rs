@@ -56,7 +56,9 @@ impl AtRisk {
 
     /// The suspects to resolve (taken out of the list).
     pub(crate) fn take_suspects(&self) -> Vec<(String, String)> {
-        std::mem::take(&mut *self.suspects.lock()).into_iter().collect()
+        std::mem::take(&mut *self.suspects.lock())
+            .into_iter()
+            .collect()
     }
 
     /// Every disk answered a heal of `ns/key` and holds what it should.

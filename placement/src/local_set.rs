@@ -249,7 +249,10 @@ mod tests {
             }
         };
         let formats = || -> Vec<bool> {
-            c.dirs.iter().map(|d| d.join("format.json").exists()).collect()
+            c.dirs
+                .iter()
+                .map(|d| d.join("format.json").exists())
+                .collect()
         };
         // Two of four empty: a read quorum is left, they are refilled.
         empty(&[2, 3]);
@@ -273,7 +276,10 @@ mod tests {
         // A missing directory counts as not formatted too.
         std::fs::remove_dir(&c.dirs[3]).unwrap();
         let why = open_local_set(&c).unwrap().offline.expect("offline");
-        assert!(why.contains(&format!("{} (missing)", c.dirs[3].display())), "{why}");
+        assert!(
+            why.contains(&format!("{} (missing)", c.dirs[3].display())),
+            "{why}"
+        );
         assert_eq!(formats(), vec![true, false, false, false]);
     }
 }

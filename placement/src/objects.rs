@@ -681,8 +681,7 @@ impl Store {
             |i| async move {
                 (
                     i,
-                    self.add_delete_marker(bucket, &items[i], versioning)
-                        .await,
+                    self.add_delete_marker(bucket, &items[i], versioning).await,
                 )
             },
         ))

@@ -196,7 +196,9 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
 
     // Empty slots that are failed mounts stay offline and unformatted.
     let mounted = |slot: usize| slots.mount_point(slot);
-    let all_mounted = formatted.iter().all(|&(slot, _)| mounted(slot) == Some(true));
+    let all_mounted = formatted
+        .iter()
+        .all(|&(slot, _)| mounted(slot) == Some(true));
     let mut failed_mounts = Vec::new();
     let mut empty = Vec::new();
     for (slot, st) in states.iter().enumerate() {
@@ -212,7 +214,10 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
     let parity = reference.parity_shards as usize;
     let read_quorum = Quorum::for_layout(n - parity, parity).read;
     if !empty.is_empty() && formatted.len() < read_quorum {
-        let silent = states.iter().filter(|s| matches!(s, DirState::Missing)).count();
+        let silent = states
+            .iter()
+            .filter(|s| matches!(s, DirState::Missing))
+            .count();
         if silent > 0 && slots.missing_may_answer_later() {
             // Its formatted disks may be among those not answering yet:
             // the caller tries again (a gateway, until its deadline).
@@ -266,7 +271,13 @@ pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Er
         }
     }
     let expected: Vec<FormatRecord> = (0..n).map(|slot| slot_record(slot, &set_disks)).collect();
-    let mut set = open_all(slots, parity, reference.deployment_id, &expected, &failed_mounts)?;
+    let mut set = open_all(
+        slots,
+        parity,
+        reference.deployment_id,
+        &expected,
+        &failed_mounts,
+    )?;
     set.replaced = empty;
     Ok(set)
 }
@@ -383,7 +394,12 @@ mod tests {
         fn probe(&self, slot: usize) -> DirState {
             self.states[slot].clone()
         }
-        fn write_format(&self, slot: usize, _: &FormatRecord, _: Option<DiskId>) -> Result<(), Error> {
+        fn write_format(
+            &self,
+            slot: usize,
+            _: &FormatRecord,
+            _: Option<DiskId>,
+        ) -> Result<(), Error> {
             self.written.lock().push(slot);
             Ok(())
         }
@@ -450,6 +466,9 @@ mod tests {
         assert!(g.written.lock().is_empty());
         let why = set.offline.unwrap();
         assert!(why.contains("only 1 of its 4 disks"), "{why}");
-        assert!(why.contains("/mnt/d1 (empty), /mnt/d2 (empty), /mnt/d3 (empty)"), "{why}");
+        assert!(
+            why.contains("/mnt/d1 (empty), /mnt/d2 (empty), /mnt/d3 (empty)"),
+            "{why}"
+        );
     }
 }

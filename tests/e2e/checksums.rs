@@ -388,7 +388,11 @@ async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
         .send()
         .await
         .unwrap();
-    for alg in [ChecksumAlgorithm::Sha256, ChecksumAlgorithm::Sha1, ChecksumAlgorithm::Crc64Nvme] {
+    for alg in [
+        ChecksumAlgorithm::Sha256,
+        ChecksumAlgorithm::Sha1,
+        ChecksumAlgorithm::Crc64Nvme,
+    ] {
         let key = format!("copy-{}", alg.as_str());
         let out = c
             .copy_object()
@@ -406,9 +410,19 @@ async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
         assert_eq!(value_of!(h, &alg), Some(b64(&alg, &data)), "{alg:?} stored");
     }
     // Without the header the copy keeps the source's algorithm.
-    let out = c.copy_object().bucket("bkt").key("same").copy_source("bkt/src").send().await.unwrap();
+    let out = c
+        .copy_object()
+        .bucket("bkt")
+        .key("same")
+        .copy_source("bkt/src")
+        .send()
+        .await
+        .unwrap();
     let r = out.copy_object_result().unwrap();
-    assert_eq!(r.checksum_crc32(), Some(b64(&ChecksumAlgorithm::Crc32, &data).as_str()));
+    assert_eq!(
+        r.checksum_crc32(),
+        Some(b64(&ChecksumAlgorithm::Crc32, &data).as_str())
+    );
     // An algorithm S3 does not define is refused.
     let e = c
         .copy_object()
@@ -423,13 +437,31 @@ async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
 
     // A multipart source: the copy's checksum covers the whole object.
     let parts = vec![Pattern::bytes(6, 5 << 20), Pattern::bytes(7, 1000)];
-    let (id, etags) = upload_parts(&c, "mp", &ChecksumAlgorithm::Crc32, &ChecksumType::Composite, &parts).await;
+    let (id, etags) = upload_parts(
+        &c,
+        "mp",
+        &ChecksumAlgorithm::Crc32,
+        &ChecksumType::Composite,
+        &parts,
+    )
+    .await;
     let done = CompletedMultipartUpload::builder()
         .set_parts(Some(
-            etags.iter().enumerate().map(|(i, e)| completed(i as i32 + 1, e, &ChecksumAlgorithm::Crc32, None)).collect(),
+            etags
+                .iter()
+                .enumerate()
+                .map(|(i, e)| completed(i as i32 + 1, e, &ChecksumAlgorithm::Crc32, None))
+                .collect(),
         ))
         .build();
-    c.complete_multipart_upload().bucket("bkt").key("mp").upload_id(&id).multipart_upload(done).send().await.unwrap();
+    c.complete_multipart_upload()
+        .bucket("bkt")
+        .key("mp")
+        .upload_id(&id)
+        .multipart_upload(done)
+        .send()
+        .await
+        .unwrap();
     let whole = parts.concat();
     let out = c
         .copy_object()
@@ -441,7 +473,10 @@ async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
         .await
         .unwrap();
     let r = out.copy_object_result().unwrap();
-    assert_eq!(r.checksum_sha256(), Some(b64(&ChecksumAlgorithm::Sha256, &whole).as_str()));
+    assert_eq!(
+        r.checksum_sha256(),
+        Some(b64(&ChecksumAlgorithm::Sha256, &whole).as_str())
+    );
     assert_eq!(r.checksum_type(), Some(&ChecksumType::FullObject));
 
     // UploadPartCopy returns the part's checksum in the upload's algorithm.
@@ -465,7 +500,10 @@ async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
         .await
         .unwrap();
     let r = part.copy_part_result().unwrap();
-    assert_eq!(r.checksum_sha256(), Some(b64(&ChecksumAlgorithm::Sha256, &data).as_str()));
+    assert_eq!(
+        r.checksum_sha256(),
+        Some(b64(&ChecksumAlgorithm::Sha256, &data).as_str())
+    );
 }
 
 #[tokio::test]
@@ -480,12 +518,28 @@ async fn checksum_algorithms_not_computed_yet_are_refused_not_ignored() {
             .body(b"data".to_vec())
             .send()
             .await;
-        assert_eq!((r.status, r.code().as_str()), (400, "InvalidRequest"), "{name}: {}", r.text());
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (400, "InvalidRequest"),
+            "{name}: {}",
+            r.text()
+        );
         let r = Raw::new("POST", format!("{}/bkt/{key}?uploads", s.endpoint))
             .header("x-amz-checksum-algorithm", name.to_uppercase())
             .send()
             .await;
-        assert_eq!((r.status, r.code().as_str()), (400, "InvalidRequest"), "{name}: {}", r.text());
-        assert!(c.head_object().bucket("bkt").key(&key).send().await.is_err());
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (400, "InvalidRequest"),
+            "{name}: {}",
+            r.text()
+        );
+        assert!(c
+            .head_object()
+            .bucket("bkt")
+            .key(&key)
+            .send()
+            .await
+            .is_err());
     }
 }

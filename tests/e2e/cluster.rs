@@ -355,9 +355,7 @@ async fn a_node_that_missed_writes_and_a_wiped_disk_are_healed() {
     read_all(&cluster.gateways[1].client(), &objects).await;
     cluster.nodes[2].start();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let pending = heal_progress(&gw)["objectsAtRisk"]
-        .as_u64()
-        .unwrap();
+    let pending = heal_progress(&gw)["objectsAtRisk"].as_u64().unwrap();
     assert_eq!(pending, 24, "objects at risk");
     let out = admin_at(&gw, &["heal"]).unwrap();
     assert!(out.contains("healed:"), "{out}");

@@ -11,7 +11,13 @@ use aws_sdk_s3::Client;
 use crate::harness::*;
 
 async fn etag_of(c: &Client, bucket: &str, key: &str) -> String {
-    let h = c.head_object().bucket(bucket).key(key).send().await.unwrap();
+    let h = c
+        .head_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap();
     h.e_tag().unwrap().to_string()
 }
 
@@ -28,11 +34,25 @@ async fn if_match_deletes_only_the_version_it_names() {
     let etag = etag_of(&c, "plain", "k").await;
 
     // A wrong ETag: 412, and the object stays.
-    let e = c.delete_object().bucket("plain").key("k").if_match("\"0123\"").send().await.unwrap_err();
+    let e = c
+        .delete_object()
+        .bucket("plain")
+        .key("k")
+        .if_match("\"0123\"")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (412, "PreconditionFailed"));
     assert!(exists(&c, "plain", "k").await);
     // Size and modification time (directory-bucket conditions) likewise.
-    let e = c.delete_object().bucket("plain").key("k").if_match_size(6).send().await.unwrap_err();
+    let e = c
+        .delete_object()
+        .bucket("plain")
+        .key("k")
+        .if_match_size(6)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "PreconditionFailed");
     let e = c
         .delete_object()
@@ -56,29 +76,73 @@ async fn if_match_deletes_only_the_version_it_names() {
     assert!(!exists(&c, "plain", "k").await);
     // A missing key: 404 NoSuchKey, for an ETag and for `*`.
     for m in [etag.as_str(), "*"] {
-        let e = c.delete_object().bucket("plain").key("k").if_match(m).send().await.unwrap_err();
+        let e = c
+            .delete_object()
+            .bucket("plain")
+            .key("k")
+            .if_match(m)
+            .send()
+            .await
+            .unwrap_err();
         assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchKey"), "{m}");
     }
     // `*`: deletes whatever exists.
     put_bytes(&c, "plain", "k", b"second".to_vec()).await;
-    c.delete_object().bucket("plain").key("k").if_match("*").send().await.unwrap();
+    c.delete_object()
+        .bucket("plain")
+        .key("k")
+        .if_match("*")
+        .send()
+        .await
+        .unwrap();
     assert!(!exists(&c, "plain", "k").await);
     // Size alone on a missing key: nothing to differ, 204.
-    c.delete_object().bucket("plain").key("k").if_match_size(1).send().await.unwrap();
+    c.delete_object()
+        .bucket("plain")
+        .key("k")
+        .if_match_size(1)
+        .send()
+        .await
+        .unwrap();
 
     // Versioned: the condition is on the current version; a delete marker
     // is no object.
     c.create_bucket().bucket("versioned").send().await.unwrap();
     enable_versioning(&c, "versioned").await;
-    let v1 = put_bytes(&c, "versioned", "k", b"one".to_vec()).await.version_id().unwrap().to_string();
+    let v1 = put_bytes(&c, "versioned", "k", b"one".to_vec())
+        .await
+        .version_id()
+        .unwrap()
+        .to_string();
     let etag1 = etag_of(&c, "versioned", "k").await;
     put_bytes(&c, "versioned", "k", b"two!".to_vec()).await;
-    let e = c.delete_object().bucket("versioned").key("k").if_match(&etag1).send().await.unwrap_err();
+    let e = c
+        .delete_object()
+        .bucket("versioned")
+        .key("k")
+        .if_match(&etag1)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "PreconditionFailed");
     let etag2 = etag_of(&c, "versioned", "k").await;
-    let out = c.delete_object().bucket("versioned").key("k").if_match(&etag2).send().await.unwrap();
+    let out = c
+        .delete_object()
+        .bucket("versioned")
+        .key("k")
+        .if_match(&etag2)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(out.delete_marker(), Some(true));
-    let e = c.delete_object().bucket("versioned").key("k").if_match("*").send().await.unwrap_err();
+    let e = c
+        .delete_object()
+        .bucket("versioned")
+        .key("k")
+        .if_match("*")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
     // A named version: the condition is on it.
     let e = c
@@ -91,8 +155,20 @@ async fn if_match_deletes_only_the_version_it_names() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "PreconditionFailed");
-    c.delete_object().bucket("versioned").key("k").version_id(&v1).if_match(&etag1).send().await.unwrap();
-    let versions = c.list_object_versions().bucket("versioned").send().await.unwrap();
+    c.delete_object()
+        .bucket("versioned")
+        .key("k")
+        .version_id(&v1)
+        .if_match(&etag1)
+        .send()
+        .await
+        .unwrap();
+    let versions = c
+        .list_object_versions()
+        .bucket("versioned")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(versions.versions().len(), 1, "{versions:?}");
 }
 
@@ -136,7 +212,10 @@ async fn delete_objects_checks_each_entrys_etag() {
         .map(|e| (e.key().unwrap(), e.code().unwrap()))
         .collect();
     errors.sort();
-    assert_eq!(errors, vec![("b", "PreconditionFailed"), ("missing", "NoSuchKey")]);
+    assert_eq!(
+        errors,
+        vec![("b", "PreconditionFailed"), ("missing", "NoSuchKey")]
+    );
     assert!(exists(&c, "bkt", "b").await);
 }
 
@@ -152,22 +231,35 @@ async fn a_conditional_delete_racing_an_overwrite_never_removes_the_new_object()
         let old = etag_of(&c, "locks", &key).await;
         // One client releases the lock it holds; another takes it over.
         let (released, taken) = tokio::join!(
-            c.delete_object().bucket("locks").key(&key).if_match(&old).send(),
-            c.put_object().bucket("locks").key(&key).body(b"held by two".to_vec().into()).send(),
+            c.delete_object()
+                .bucket("locks")
+                .key(&key)
+                .if_match(&old)
+                .send(),
+            c.put_object()
+                .bucket("locks")
+                .key(&key)
+                .body(b"held by two".to_vec().into())
+                .send(),
         );
         taken.unwrap();
         match released {
             Ok(_) => won += 1,
             Err(e) => {
                 assert!(
-                    ["PreconditionFailed", "ConditionalRequestConflict"].contains(&code(&e).as_str()),
+                    ["PreconditionFailed", "ConditionalRequestConflict"]
+                        .contains(&code(&e).as_str()),
                     "{e:?}"
                 );
                 lost += 1;
             }
         }
         // Whichever came first, the new holder's object is what remains.
-        assert_eq!(get_bytes(&c, "locks", &key).await, b"held by two", "round {round}");
+        assert_eq!(
+            get_bytes(&c, "locks", &key).await,
+            b"held by two",
+            "round {round}"
+        );
     }
     eprintln!("conditional delete vs overwrite: delete first {won}, overwrite first {lost}");
 
@@ -175,8 +267,16 @@ async fn a_conditional_delete_racing_an_overwrite_never_removes_the_new_object()
     put_bytes(&c, "locks", "shared", b"x".to_vec()).await;
     let etag = etag_of(&c, "locks", "shared").await;
     let (a, b) = tokio::join!(
-        c.delete_object().bucket("locks").key("shared").if_match(&etag).send(),
-        c.delete_object().bucket("locks").key("shared").if_match(&etag).send(),
+        c.delete_object()
+            .bucket("locks")
+            .key("shared")
+            .if_match(&etag)
+            .send(),
+        c.delete_object()
+            .bucket("locks")
+            .key("shared")
+            .if_match(&etag)
+            .send(),
     );
     assert!(a.is_ok() != b.is_ok(), "{a:?} {b:?}");
     let e = a.err().or(b.err()).unwrap();
@@ -199,18 +299,48 @@ async fn an_etag_condition_needs_the_read_right_and_a_policy_can_require_one() {
     put_bytes(&c, "bkt", "k", b"data".to_vec()).await;
     let etag = etag_of(&c, "bkt", "k").await;
     // An ETag condition reads the object: s3:GetObject is needed too.
-    let e = user.delete_object().bucket("bkt").key("k").if_match(&etag).send().await.unwrap_err();
+    let e = user
+        .delete_object()
+        .bucket("bkt")
+        .key("k")
+        .if_match(&etag)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
     assert!(exists(&c, "bkt", "k").await);
     // `*` only asks whether it exists.
-    user.delete_object().bucket("bkt").key("k").if_match("*").send().await.unwrap();
+    user.delete_object()
+        .bucket("bkt")
+        .key("k")
+        .if_match("*")
+        .send()
+        .await
+        .unwrap();
 
     // A bucket policy that refuses unconditional deletes.
     let doc = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::bkt/*","Condition":{"Null":{"s3:if-match":"true"}}}]}"#;
-    c.put_bucket_policy().bucket("bkt").policy(doc).send().await.unwrap();
+    c.put_bucket_policy()
+        .bucket("bkt")
+        .policy(doc)
+        .send()
+        .await
+        .unwrap();
     put_bytes(&user, "bkt", "k", b"data".to_vec()).await;
-    let e = user.delete_object().bucket("bkt").key("k").send().await.unwrap_err();
+    let e = user
+        .delete_object()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
-    user.delete_object().bucket("bkt").key("k").if_match("*").send().await.unwrap();
+    user.delete_object()
+        .bucket("bkt")
+        .key("k")
+        .if_match("*")
+        .send()
+        .await
+        .unwrap();
     assert!(!exists(&c, "bkt", "k").await);
 }

@@ -48,7 +48,10 @@ async fn fill(c: &Client, bucket: &str, n: u64) -> Vec<(String, Vec<u8>)> {
     c.create_bucket().bucket(bucket).send().await.unwrap();
     let mut out = Vec::new();
     for i in 0..n {
-        let (key, data) = (format!("k{i}"), Pattern::bytes(i, 1000 + i as usize * 150_000));
+        let (key, data) = (
+            format!("k{i}"),
+            Pattern::bytes(i, 1000 + i as usize * 150_000),
+        );
         put_bytes(c, bucket, &key, data.clone()).await;
         out.push((key, data));
     }
@@ -93,16 +96,38 @@ async fn more_empty_disks_than_a_set_can_lose_leave_it_offline_until_they_come_b
     }
     // Reads and writes answer 503 ServiceUnavailable naming the set; no
     // write is accepted.
-    let e = c.get_object().bucket("kept").key("k0").send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("kept")
+        .key("k0")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (503, "ServiceUnavailable"));
-    assert!(e.message().unwrap_or("").contains("erasure set 1 of pool 0"), "{e:?}");
-    let e = c.put_object().bucket("kept").key("new").body(b"x".to_vec().into()).send().await.unwrap_err();
+    assert!(
+        e.message()
+            .unwrap_or("")
+            .contains("erasure set 1 of pool 0"),
+        "{e:?}"
+    );
+    let e = c
+        .put_object()
+        .bucket("kept")
+        .key("new")
+        .body(b"x".to_vec().into())
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "ServiceUnavailable");
     let e = c.create_bucket().bucket("other").send().await.unwrap_err();
     assert_eq!(code(&e), "ServiceUnavailable");
     // Nothing was written on the empty directories.
     for d in &s.dirs[1..] {
-        assert!(std::fs::read_dir(d).unwrap().next().is_none(), "{}", d.display());
+        assert!(
+            std::fs::read_dir(d).unwrap().next().is_none(),
+            "{}",
+            d.display()
+        );
     }
 
     // The disks come back: everything is there, and writes go on.
@@ -165,7 +190,9 @@ async fn the_first_disk_replaced_keeps_the_generated_root_key_and_every_user() {
         for f in files_under(d) {
             let bytes = std::fs::read(&f).unwrap();
             assert!(
-                !bytes.windows(root_secret.len()).any(|w| w == root_secret.as_bytes()),
+                !bytes
+                    .windows(root_secret.len())
+                    .any(|w| w == root_secret.as_bytes()),
                 "{} holds the root secret",
                 f.display()
             );
@@ -178,7 +205,10 @@ async fn the_first_disk_replaced_keeps_the_generated_root_key_and_every_user() {
     s.launch().unwrap();
     let root = client_for(&s.endpoint, &root_id, &root_secret, "us-east-1");
     let notes = s.notes_with("root credentials").await;
-    assert!(!notes.contains("AWS_SECRET_ACCESS_KEY="), "new root key made: {notes}");
+    assert!(
+        !notes.contains("AWS_SECRET_ACCESS_KEY="),
+        "new root key made: {notes}"
+    );
     let alice = client_for(&s.endpoint, &ak, &sk, "us-east-1");
     read_back(&root, "kept", &objects).await;
     read_back(&alice, "kept", &objects).await;
@@ -250,13 +280,31 @@ async fn a_second_pool_losing_more_than_m_disks_goes_offline_alone() {
     assert_eq!(ready(&s).await.0, 200);
     read_back(&c, "bkt", &hot).await;
     put_bytes(&c, "bkt", "new", b"new".to_vec()).await;
-    let e = c.get_object().bucket("bkt").key("frozen").send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("frozen")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "ServiceUnavailable");
-    assert!(e.message().unwrap_or("").contains("erasure set 1 of pool 1"), "{e:?}");
+    assert!(
+        e.message()
+            .unwrap_or("")
+            .contains("erasure set 1 of pool 1"),
+        "{e:?}"
+    );
     let st = admin(&s, &["status"]).unwrap();
-    assert!(st.contains("OFFLINE: erasure set 1 of pool 1 (cold)"), "{st}");
+    assert!(
+        st.contains("OFFLINE: erasure set 1 of pool 1 (cold)"),
+        "{st}"
+    );
     for d in &cold[1..] {
-        assert!(std::fs::read_dir(d).unwrap().next().is_none(), "{}", d.display());
+        assert!(
+            std::fs::read_dir(d).unwrap().next().is_none(),
+            "{}",
+            d.display()
+        );
     }
     s.stop();
     for (d, a) in cold[1..].iter().zip(&away) {
@@ -288,23 +336,37 @@ async fn objects_written_while_a_disk_failed_are_at_risk_until_healed_across_a_r
     // The fourth disk refuses records: writes are acknowledged by three.
     crate::faults::control::set(&s, "disk.put_record", "return(error@disk4)").await;
     for (i, len) in [1000usize, 300 << 10, 1 << 20].into_iter().enumerate() {
-        put_bytes(&c, "bkt", &format!("degraded/{i}"), Pattern::bytes(i as u64, len)).await;
+        put_bytes(
+            &c,
+            "bkt",
+            &format!("degraded/{i}"),
+            Pattern::bytes(i as u64, len),
+        )
+        .await;
     }
     assert_eq!(at_risk(&s), (3, 3));
     let metrics = scrape_metrics(&s, "scrape").await;
-    assert!(metrics.contains("granary_objects_at_risk{pool=\"hot\"} 3"), "{metrics}");
+    assert!(
+        metrics.contains("granary_objects_at_risk{pool=\"hot\"} 3"),
+        "{metrics}"
+    );
     let st = admin(&s, &["status"]).unwrap();
     assert!(st.contains("3 objects at risk"), "{st}");
 
     // After a restart they are found again by comparing the disks.
     crate::faults::control::set(&s, "disk.put_record", "off").await;
     s.restart();
-    until(30, "objects at risk found after the restart", async || at_risk(&s) == (3, 3)).await;
+    until(30, "objects at risk found after the restart", async || {
+        at_risk(&s) == (3, 3)
+    })
+    .await;
     admin(&s, &["heal"]).unwrap();
     assert_eq!(at_risk(&s), (0, 0));
     let c = s.client();
     for (i, len) in [1000usize, 300 << 10, 1 << 20].into_iter().enumerate() {
-        assert!(get_bytes(&c, "bkt", &format!("degraded/{i}")).await == Pattern::bytes(i as u64, len));
+        assert!(
+            get_bytes(&c, "bkt", &format!("degraded/{i}")).await == Pattern::bytes(i as u64, len)
+        );
     }
 }
 

@@ -223,8 +223,14 @@ async fn write_fixture() {
     // directory; one may do anything, one only read `plain`.
     let mut users = Vec::new();
     for (name, doc) in [
-        ("alice", r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#),
-        ("reader", r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::plain","arn:aws:s3:::plain/*"]}]}"#),
+        (
+            "alice",
+            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#,
+        ),
+        (
+            "reader",
+            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::plain","arn:aws:s3:::plain/*"]}]}"#,
+        ),
     ] {
         let policy = s.root.path().join(format!("{name}.json"));
         std::fs::write(&policy, doc).unwrap();
@@ -243,7 +249,8 @@ async fn write_fixture() {
     s.stop();
     let generated = std::fs::read_to_string(s.dirs[0].join("root-credentials")).unwrap();
     let mut lines = generated.lines();
-    let generated_root = json!({"access_key": lines.next().unwrap(), "secret": lines.next().unwrap()});
+    let generated_root =
+        json!({"access_key": lines.next().unwrap(), "secret": lines.next().unwrap()});
 
     let manifest = json!({
         "written_by": "65db7ba",
@@ -413,7 +420,10 @@ async fn check_users(s: &crate::harness::Server, manifest: &Value) {
     let users = manifest["users"].as_array().unwrap();
     assert_eq!(users.len(), 2);
     let object = &manifest["objects"][0];
-    let (bucket, key) = (object["bucket"].as_str().unwrap(), object["key"].as_str().unwrap());
+    let (bucket, key) = (
+        object["bucket"].as_str().unwrap(),
+        object["key"].as_str().unwrap(),
+    );
     for u in users {
         let c = client_for(
             &s.endpoint,

@@ -55,12 +55,17 @@ impl Server {
     pub fn start_with_env(n: usize, env: &[(&str, &str)]) -> Server {
         let root = tempfile::tempdir().unwrap();
         let mut s = Server {
-            dirs: (1..=n).map(|i| root.path().join(format!("disk{i}"))).collect(),
+            dirs: (1..=n)
+                .map(|i| root.path().join(format!("disk{i}")))
+                .collect(),
             root,
             endpoint: String::new(),
             addr: String::new(),
             extra: Vec::new(),
-            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             child: None,
         };
         s.launch().expect("server starts");

@@ -447,7 +447,15 @@ async fn odd_keys_are_opaque_names() {
     top.sort();
     assert_eq!(
         top,
-        vec!["disk1", "disk2", "disk3", "disk4", "granary-unseal.key", "server.log", "server.out"]
+        vec![
+            "disk1",
+            "disk2",
+            "disk3",
+            "disk4",
+            "granary-unseal.key",
+            "server.log",
+            "server.out"
+        ]
     );
     let e = c
         .put_object()

@@ -79,7 +79,10 @@ async fn generated_credentials_are_stored_privately_and_printed_once() {
     // Sealed in the data directory's keyring under the unseal key beside
     // it, both private; the secret itself is in neither.
     let mode = |f: &std::path::Path| std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
-    let (keyring, unseal) = (dir.join("keyring.json"), root.path().join("granary-unseal.key"));
+    let (keyring, unseal) = (
+        dir.join("keyring.json"),
+        root.path().join("granary-unseal.key"),
+    );
     assert_eq!((mode(&keyring), mode(&unseal)), (0o600, 0o600));
     for f in [&keyring, &unseal] {
         assert!(!std::fs::read_to_string(f).unwrap().contains(secret));
@@ -102,7 +105,10 @@ async fn generated_credentials_are_stored_privately_and_printed_once() {
     // It got as far as the network (nothing listens there).
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("no root key"), "{err}");
-    assert!(err.contains("127.0.0.1:9") || err.contains("connect"), "{err}");
+    assert!(
+        err.contains("127.0.0.1:9") || err.contains("connect"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -405,8 +405,15 @@ async fn cold_multipart_uploads_are_written_to_the_cold_pool() {
 
 /// Seconds from now until the HTTP date in `x-amz-restore`'s expiry-date.
 fn restored_for_secs(restore: &str) -> i64 {
-    assert!(restore.starts_with("ongoing-request=\"false\", expiry-date=\""), "{restore}");
-    let date = restore.split("expiry-date=\"").nth(1).unwrap().trim_end_matches('"');
+    assert!(
+        restore.starts_with("ongoing-request=\"false\", expiry-date=\""),
+        "{restore}"
+    );
+    let date = restore
+        .split("expiry-date=\"")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('"');
     let at = httpdate::parse_http_date(date).unwrap();
     let now = std::time::SystemTime::now();
     match at.duration_since(now) {
@@ -455,28 +462,49 @@ async fn archived_objects_are_always_restored_and_a_restore_moves_the_reported_e
                 RestoreRequest::builder()
                     .days(days)
                     .glacier_job_parameters(
-                        GlacierJobParameters::builder().tier(Tier::Standard).build().unwrap(),
+                        GlacierJobParameters::builder()
+                            .tier(Tier::Standard)
+                            .build()
+                            .unwrap(),
                     )
                     .build(),
             )
             .send()
     };
     restore("frozen", 7).await.unwrap();
-    let h = c.head_object().bucket("bkt").key("frozen").send().await.unwrap();
+    let h = c
+        .head_object()
+        .bucket("bkt")
+        .key("frozen")
+        .send()
+        .await
+        .unwrap();
     let left = restored_for_secs(h.restore().unwrap());
     assert!((7 * DAY - 60..=7 * DAY).contains(&left), "{left}");
     assert_eq!(h.storage_class(), Some(&StorageClass::Glacier));
     // GET sends it too, and the bytes are there.
-    let g = c.get_object().bucket("bkt").key("frozen").send().await.unwrap();
+    let g = c
+        .get_object()
+        .bucket("bkt")
+        .key("frozen")
+        .send()
+        .await
+        .unwrap();
     assert!(g.restore().is_some());
     assert!(g.body.collect().await.unwrap().into_bytes() == data);
     // Other classes: 403 InvalidObjectState; no object: 404.
     for key in ["instant", "hot"] {
         let e = restore(key, 1).await.unwrap_err();
-        assert_eq!((crate::harness::status(&e), code(&e).as_str()), (403, "InvalidObjectState"));
+        assert_eq!(
+            (crate::harness::status(&e), code(&e).as_str()),
+            (403, "InvalidObjectState")
+        );
     }
     assert_eq!(code(&restore("missing", 1).await.unwrap_err()), "NoSuchKey");
-    assert_eq!(code(&restore("frozen", 0).await.unwrap_err()), "InvalidArgument");
+    assert_eq!(
+        code(&restore("frozen", 0).await.unwrap_err()),
+        "InvalidArgument"
+    );
 
     // Listings answer with the restore status when asked.
     let listed = c

@@ -114,7 +114,13 @@ async fn an_append_is_refused_and_leaves_the_object_as_it_was() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "NotImplemented");
-    assert!(c.head_object().bucket("logs").key("new").send().await.is_err());
+    assert!(c
+        .head_object()
+        .bucket("logs")
+        .key("new")
+        .send()
+        .await
+        .is_err());
 }
 
 #[tokio::test]
@@ -123,7 +129,16 @@ async fn headers_no_handler_reads_are_honoured_or_refused() {
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
     put_bytes(&c, "bkt", "k", b"data".to_vec()).await;
-    let owner = c.list_buckets().send().await.unwrap().owner().unwrap().id().unwrap().to_string();
+    let owner = c
+        .list_buckets()
+        .send()
+        .await
+        .unwrap()
+        .owner()
+        .unwrap()
+        .id()
+        .unwrap()
+        .to_string();
     // The expected bucket owner is checked.
     c.put_object()
         .bucket("bkt")
@@ -133,7 +148,14 @@ async fn headers_no_handler_reads_are_honoured_or_refused() {
         .send()
         .await
         .unwrap();
-    let e = c.get_object().bucket("bkt").key("k").expected_bucket_owner("111122223333").send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("bkt")
+        .key("k")
+        .expected_bucket_owner("111122223333")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (403, "AccessDenied"));
     let e = c
         .copy_object()
@@ -157,11 +179,27 @@ async fn headers_no_handler_reads_are_honoured_or_refused() {
         .await
         .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (501, "NotImplemented"));
-    let e = c.delete_object().bucket("bkt").key("k").mfa("arn:aws:iam::1:mfa/x 123456").send().await.unwrap_err();
+    let e = c
+        .delete_object()
+        .bucket("bkt")
+        .key("k")
+        .mfa("arn:aws:iam::1:mfa/x 123456")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NotImplemented");
     assert_eq!(get_bytes(&c, "bkt", "k").await, b"data");
     // The expected size of a completed upload is checked before it is made.
-    let id = c.create_multipart_upload().bucket("bkt").key("mp").send().await.unwrap().upload_id().unwrap().to_string();
+    let id = c
+        .create_multipart_upload()
+        .bucket("bkt")
+        .key("mp")
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_string();
     let etag = c
         .upload_part()
         .bucket("bkt")
@@ -177,7 +215,12 @@ async fn headers_no_handler_reads_are_honoured_or_refused() {
         .to_string();
     let done = || {
         aws_sdk_s3::types::CompletedMultipartUpload::builder()
-            .parts(aws_sdk_s3::types::CompletedPart::builder().part_number(1).e_tag(&etag).build())
+            .parts(
+                aws_sdk_s3::types::CompletedPart::builder()
+                    .part_number(1)
+                    .e_tag(&etag)
+                    .build(),
+            )
             .build()
     };
     let e = c

@@ -7,8 +7,8 @@ use placement::{DeleteItem, DeleteOutcome, VersionRef};
 use super::{named, xml};
 use crate::body::read_small;
 use crate::conditions::{delete_condition, entry_condition, reads_etag};
-use crate::headers::now_ns;
 use crate::error::{S3Error, S3Result};
+use crate::headers::now_ns;
 use crate::names::validate_key;
 use crate::progress::Phase;
 use crate::request::S3Request;
@@ -171,7 +171,15 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         .await
         .map_err(|e| named(e, req.bucket(), None))?
         .into_iter();
-    for (DeleteItem { key, version: asked, .. }, allowed) in checked {
+    for (
+        DeleteItem {
+            key,
+            version: asked,
+            ..
+        },
+        allowed,
+    ) in checked
+    {
         let outcome = allowed.and_then(|()| {
             outcomes
                 .next()

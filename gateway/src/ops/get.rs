@@ -30,7 +30,11 @@ fn part_checksum(headers: &mut http::HeaderMap, obj: &placement::ObjectRecord, n
     if kind != crate::checksum::COMPOSITE && obj.parts.len() != 1 {
         return;
     }
-    let Some(c) = obj.parts.get(n as usize - 1).and_then(|p| p.checksum.as_ref()) else {
+    let Some(c) = obj
+        .parts
+        .get(n as usize - 1)
+        .and_then(|p| p.checksum.as_ref())
+    else {
         return;
     };
     if let (Some(alg), Ok(v), Ok(t)) = (

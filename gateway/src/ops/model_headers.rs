@@ -20,7 +20,10 @@ const NOT_IMPLEMENTED: [(&str, &str); 6] = [
         "x-amz-object-annotation-directive",
         "Object annotations are not supported",
     ),
-    ("x-amz-bucket-namespace", "Bucket namespaces are not supported"),
+    (
+        "x-amz-bucket-namespace",
+        "Bucket namespaces are not supported",
+    ),
     (
         "x-amz-confirm-remove-self-bucket-access",
         "Policies that lock out their own writer are not supported",
@@ -54,7 +57,10 @@ pub(crate) fn check(gw: &Gateway, req: &S3Request) -> S3Result<()> {
     // Every bucket of a deployment has its one owner (the Owner ID of
     // ListBuckets and GetBucketAcl): a request expecting another fails as
     // S3 fails it.
-    for name in ["x-amz-expected-bucket-owner", "x-amz-source-expected-bucket-owner"] {
+    for name in [
+        "x-amz-expected-bucket-owner",
+        "x-amz-source-expected-bucket-owner",
+    ] {
         if let Some(v) = req.header(name) {
             if v.trim() != gw.owner.id {
                 return Err(S3Error::AccessDenied(format!(

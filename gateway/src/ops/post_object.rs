@@ -515,13 +515,22 @@ mod tests {
     #[test]
     fn malformed_expirations_and_length_ranges_are_refused() {
         let now = OffsetDateTime::parse("2026-01-01T00:00:00Z", &Rfc3339).unwrap();
-        let refused = |conditions: &str, expires: &str| {
-            match PostPolicy::parse(&policy(conditions, expires), now) {
-                Err(e @ S3Error::InvalidArgument(..)) => e.message(),
-                other => panic!("{conditions} {expires}: {:?}", other.map(|p| p.length_range)),
-            }
+        let refused = |conditions: &str, expires: &str| match PostPolicy::parse(
+            &policy(conditions, expires),
+            now,
+        ) {
+            Err(e @ S3Error::InvalidArgument(..)) => e.message(),
+            other => panic!(
+                "{conditions} {expires}: {:?}",
+                other.map(|p| p.length_range)
+            ),
         };
-        for expires in ["2026-06-01", "2026-06-01T00:00:00+02:00", "June 1st", "2026-06-01 00:00:00Z"] {
+        for expires in [
+            "2026-06-01",
+            "2026-06-01T00:00:00+02:00",
+            "June 1st",
+            "2026-06-01 00:00:00Z",
+        ] {
             assert!(refused("[]", expires).contains("expiration"), "{expires}");
         }
         for range in [
@@ -531,10 +540,16 @@ mod tests {
             r#"[["content-length-range","a",5]]"#,
             r#"[["content-length-range",1,5,9]]"#,
         ] {
-            assert!(refused(range, "2026-06-01T00:00:00.000Z").contains("content-length-range"), "{range}");
+            assert!(
+                refused(range, "2026-06-01T00:00:00.000Z").contains("content-length-range"),
+                "{range}"
+            );
         }
         let p = PostPolicy::parse(
-            &policy(r#"[["content-length-range","1","5"]]"#, "2026-06-01T00:00:00Z"),
+            &policy(
+                r#"[["content-length-range","1","5"]]"#,
+                "2026-06-01T00:00:00Z",
+            ),
             now,
         )
         .unwrap();

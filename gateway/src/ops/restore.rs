@@ -26,12 +26,17 @@ pub async fn restore_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
     let version = versions::requested(req)?;
     let doc = read_document(gw, req, body, MAX_RESTORE_BYTES).await?;
     let asked: RestoreRequest = from_xml(&doc)?;
-    if asked.kind.is_some() || asked.select_parameters.is_some() || asked.output_location.is_some() {
+    if asked.kind.is_some() || asked.select_parameters.is_some() || asked.output_location.is_some()
+    {
         return Err(S3Error::NotImplemented(
             "SELECT restores (Type, SelectParameters, OutputLocation) are not supported".into(),
         ));
     }
-    if let Some(tier) = asked.glacier_job_parameters.as_ref().map(|p| p.tier.as_str()) {
+    if let Some(tier) = asked
+        .glacier_job_parameters
+        .as_ref()
+        .map(|p| p.tier.as_str())
+    {
         if !["Standard", "Bulk", "Expedited"].contains(&tier) {
             return Err(S3Error::MalformedXml(format!(
                 "The XML you provided was not well-formed or did not validate against our published schema (Tier {tier})"

@@ -11,8 +11,8 @@ use crate::error::{S3Error, S3Result};
 use crate::headers::{is_archived, iso8601, quoted, restore_expiry_ns, STANDARD};
 use crate::request::S3Request;
 use crate::xml::{
-    from_xml, to_xml, DeleteMarkerEntry, ListVersionsResult, RestoreStatus, VersionEntry, VersionItem,
-    VersioningStatus, NS,
+    from_xml, to_xml, DeleteMarkerEntry, ListVersionsResult, RestoreStatus, VersionEntry,
+    VersionItem, VersioningStatus, NS,
 };
 use crate::{versions, Gateway};
 
@@ -108,7 +108,10 @@ async fn restore_status(
     key: &str,
     v: &ObjectSummary,
 ) -> S3Result<Option<RestoreStatus>> {
-    if !matches!(v.meta.storage_class.as_deref(), Some("GLACIER" | "DEEP_ARCHIVE")) {
+    if !matches!(
+        v.meta.storage_class.as_deref(),
+        Some("GLACIER" | "DEEP_ARCHIVE")
+    ) {
         return Ok(None);
     }
     let version = match v.version_id {
