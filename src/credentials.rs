@@ -37,15 +37,7 @@ pub fn env_keys() -> anyhow::Result<EnvKeys> {
     };
     let master = match env("GRANARY_MASTER_KEY") {
         None => None,
-        Some(v) => {
-            use base64::Engine as _;
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(v.trim())
-                .ok()
-                .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                .context("GRANARY_MASTER_KEY must hold the base64 of exactly 32 bytes")?;
-            Some(raw)
-        }
+        Some(v) => Some(crate::keyring::key_bytes(&v, "GRANARY_MASTER_KEY")?),
     };
     Ok(EnvKeys { root, master })
 }

@@ -67,12 +67,9 @@ pub struct UnsealKey {
 
 impl UnsealKey {
     fn parse(text: &str, from: &str) -> anyhow::Result<UnsealKey> {
-        let raw = B64
-            .decode(text.trim())
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-            .with_context(|| format!("{from} must hold the base64 of exactly 32 bytes"))?;
-        Ok(UnsealKey { raw })
+        Ok(UnsealKey {
+            raw: key_bytes(text, from)?,
+        })
     }
 
     fn generate() -> UnsealKey {
@@ -112,6 +109,15 @@ impl UnsealKey {
             .ok()?;
         serde_json::from_str(&json).ok()
     }
+}
+
+/// The 32 bytes of a key written as base64 (`from` names where, for the
+/// message).
+pub fn key_bytes(text: &str, from: &str) -> anyhow::Result<[u8; 32]> {
+    B64.decode(text.trim())
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .with_context(|| format!("{from} must hold the base64 of exactly 32 bytes"))
 }
 
 /// Where the unseal key comes from.
@@ -255,11 +261,7 @@ pub fn server_keys(
             }
             raw
         }
-        (None, Some(b64)) => B64
-            .decode(b64)
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-            .context("the stored master key is malformed")?,
+        (None, Some(b64)) => key_bytes(b64, "the stored master key")?,
         (None, None) if dirs.fresh => {
             let raw = UnsealKey::generate().raw;
             secrets.master_key = Some(B64.encode(raw));
@@ -465,9 +467,8 @@ fn legacy_secrets(dirs: &[PathBuf]) -> anyhow::Result<Secrets> {
     for d in dirs {
         if s.master_key.is_none() {
             if let Ok(text) = std::fs::read_to_string(d.join(LEGACY_MASTER_FILE)) {
-                let key =
-                    UnsealKey::parse(&text, &d.join(LEGACY_MASTER_FILE).display().to_string())?;
-                s.master_key = Some(B64.encode(key.raw));
+                let from = d.join(LEGACY_MASTER_FILE).display().to_string();
+                s.master_key = Some(B64.encode(key_bytes(&text, &from)?));
             }
         }
         if s.root.is_none() {

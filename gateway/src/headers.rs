@@ -215,10 +215,12 @@ fn stored_value(v: &str, byte_values: bool) -> Option<HeaderValue> {
 /// Whether a version is of an archive class (GLACIER, DEEP_ARCHIVE): S3
 /// reads those only after a RestoreObject; Granary reads them in place.
 pub fn is_archived(meta: &ObjectMeta) -> bool {
-    matches!(
-        meta.storage_class.as_deref(),
-        Some("GLACIER" | "DEEP_ARCHIVE")
-    )
+    is_archive_class(meta.storage_class.as_deref())
+}
+
+/// Whether `class` is one of the archive classes (see [`is_archived`]).
+pub fn is_archive_class(class: Option<&str>) -> bool {
+    matches!(class, Some("GLACIER" | "DEEP_ARCHIVE"))
 }
 
 /// How long an archived version that was never restored is reported as

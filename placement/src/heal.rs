@@ -288,16 +288,23 @@ impl Store {
         }
     }
 
-    /// The namespaces a pass looks at: system documents, buckets, tier
-    /// objects.
+    /// The namespaces a pass looks at (only system documents and tier
+    /// objects when the buckets cannot be listed, which counts as a
+    /// failure).
     async fn heal_namespaces(&self) -> Vec<String> {
+        self.namespaces().await.unwrap_or_else(|e| {
+            self.heal_failed(SYSTEM_NS, "(listing buckets)", e);
+            vec![SYSTEM_NS.to_string(), TIER_NS.to_string()]
+        })
+    }
+
+    /// Every namespace of this pool's set: system documents, buckets, tier
+    /// objects.
+    async fn namespaces(&self) -> Result<Vec<String>, crate::Error> {
         let mut out = vec![SYSTEM_NS.to_string()];
-        match self.list_buckets().await {
-            Ok(b) => out.extend(b.into_iter().map(|b| b.name)),
-            Err(e) => self.heal_failed(SYSTEM_NS, "(listing buckets)", e),
-        }
+        out.extend(self.list_buckets().await?.into_iter().map(|b| b.name));
         out.push(TIER_NS.to_string());
-        out
+        Ok(out)
     }
 
     async fn count_keys(&self, ns: &str) -> u64 {
@@ -348,14 +355,11 @@ impl Store {
     /// pool's set (see `at_risk.rs`); true once each was compared since
     /// start.
     async fn compare_namespaces(&self) -> bool {
-        let Ok(buckets) = self.list_buckets().await else {
+        let Ok(namespaces) = self.namespaces().await else {
             return false;
         };
         let mut all = true;
-        for ns in [SYSTEM_NS.to_string(), TIER_NS.to_string()]
-            .into_iter()
-            .chain(buckets.into_iter().map(|b| b.name))
-        {
+        for ns in namespaces {
             // One namespace at a time: this is background reading.
             all &= self.set.agreement.compare_once(&ns).await;
         }

@@ -42,12 +42,32 @@ impl Store {
 
     /// Every document whose path starts with `prefix`, in path order.
     pub async fn list_system_docs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        self.system_docs(prefix, usize::MAX).await
+    }
+
+    /// Whether any document's path starts with `prefix` (reads no further
+    /// than the first).
+    pub async fn has_system_docs(&self, prefix: &str) -> Result<bool, Error> {
+        Ok(!self.system_docs(prefix, 1).await?.is_empty())
+    }
+
+    /// The first `limit` documents under `prefix`, in path order.
+    async fn system_docs(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
         let mut out = Vec::new();
         let mut start = disk_engine::ListStart::Beginning;
         loop {
             let page = self
                 .set
-                .list_resolved::<ObjectRecord>(SYSTEM_NS, prefix.as_bytes(), start, 1000)
+                .list_resolved::<ObjectRecord>(
+                    SYSTEM_NS,
+                    prefix.as_bytes(),
+                    start,
+                    limit.clamp(1, 1000),
+                )
                 .await?;
             for (path, versions) in page.keys {
                 if let Some(v) = versions
@@ -57,6 +77,9 @@ impl Store {
                 {
                     if let Some(value) = v.object.inline {
                         out.push((path, value));
+                        if out.len() == limit {
+                            return Ok(out);
+                        }
                     }
                 }
             }

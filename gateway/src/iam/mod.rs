@@ -30,7 +30,7 @@ const USER_PREFIX: &str = "users/";
 /// secrets, remote tiers' keys): if not, a lost master key loses nothing.
 pub async fn holds_sealed_secrets(store: &placement::Store) -> Result<bool, placement::Error> {
     for prefix in [USER_PREFIX, crate::tiers::TIER_DOCS] {
-        if !store.list_system_docs(prefix).await?.is_empty() {
+        if store.has_system_docs(prefix).await? {
             return Ok(true);
         }
     }

@@ -13,7 +13,7 @@ use placement::{
     WriteOptions,
 };
 
-use super::receive::MAX_PUT_BYTES;
+use super::receive::{algorithm_named, MAX_PUT_BYTES};
 use super::{named, write_error};
 use crate::checksum::{self, ChecksumAlgorithm};
 use crate::conditions::{check_copy_source, write_condition};
@@ -173,17 +173,6 @@ pub async fn stream_copy(
     })
 }
 
-/// The `x-amz-checksum-algorithm` of a copy, validated.
-pub fn requested_algorithm(req: &S3Request) -> S3Result<Option<ChecksumAlgorithm>> {
-    req.header("x-amz-checksum-algorithm")
-        .map(|a| {
-            ChecksumAlgorithm::from_name(a).ok_or_else(|| {
-                S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported"))
-            })
-        })
-        .transpose()
-}
-
 /// CopyObject.
 pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let since_ns = now_ns();
@@ -241,7 +230,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     // The algorithm the request names, else the source's (a composite
     // source checksum becomes a full-object one of the same algorithm),
     // else CRC64NVME: computed while copying.
-    let algorithm = match requested_algorithm(req)? {
+    let algorithm = match algorithm_named(req, "x-amz-checksum-algorithm")? {
         Some(a) => a,
         None => src
             .meta

@@ -13,7 +13,7 @@ use super::list_xml::{ContentsEntry, ListingXml};
 use super::{named, xml};
 use crate::auth::sigv4::uri_encode;
 use crate::error::{S3Error, S3Result};
-use crate::headers::{is_archived, restore_expiry_ns, STANDARD};
+use crate::headers::STANDARD;
 use crate::request::S3Request;
 use crate::xml::CommonPrefix;
 use crate::Gateway;
@@ -240,14 +240,14 @@ async fn restore_expiries(
     }
     for (n, &(p, i)) in listed.contents.iter().enumerate() {
         let (key, v) = listed.pages[p].get(i);
-        if !matches!(v.storage_class.as_deref(), Some("GLACIER" | "DEEP_ARCHIVE")) {
-            continue;
-        }
-        match gw.store.head_object(bucket, key).await {
-            Ok(obj) if is_archived(&obj.meta) => out[n] = Some(restore_expiry_ns(&obj.meta)),
-            Ok(_) | Err(placement::Error::NoSuchKey) => {}
-            Err(e) => return Err(named(e, bucket, Some(key))),
-        }
+        out[n] = super::restore::listed_restore_expiry(
+            gw,
+            bucket,
+            key,
+            v.storage_class.as_deref(),
+            None,
+        )
+        .await?;
     }
     Ok(out)
 }

@@ -207,7 +207,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
         .checksum_algorithm
         .as_deref()
         .and_then(ChecksumAlgorithm::from_name);
-    let algorithm = match (super::copy::requested_algorithm(req)?, chosen) {
+    let algorithm = match (super::receive::algorithm_named(req, "x-amz-checksum-algorithm")?, chosen) {
         (Some(asked), Some(chosen)) if asked != chosen => {
             return Err(S3Error::InvalidRequest(format!(
                 "The upload was created with the {} checksum algorithm; a part cannot use {}",

@@ -13,12 +13,7 @@ use crate::xml::CompletedPart;
 
 /// The (algorithm, type) a CreateMultipartUpload asks for, validated.
 pub fn requested(req: &S3Request) -> S3Result<Option<(ChecksumAlgorithm, &'static str)>> {
-    let alg = match req.header("x-amz-checksum-algorithm") {
-        None => None,
-        Some(a) => Some(ChecksumAlgorithm::from_name(a).ok_or_else(|| {
-            S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported"))
-        })?),
-    };
+    let alg = super::receive::algorithm_named(req, "x-amz-checksum-algorithm")?;
     let kind = req.header("x-amz-checksum-type");
     match (alg, kind) {
         (None, None) => Ok(None),

@@ -35,6 +35,19 @@ pub struct Integrity {
 /// yet: a request naming one is refused, never stored without it.
 pub const NOT_YET: [&str; 5] = ["SHA512", "MD5", "XXHASH64", "XXHASH3", "XXHASH128"];
 
+/// The checksum algorithm header `header` names (`x-amz-checksum-algorithm`
+/// or `x-amz-sdk-checksum-algorithm`), validated: one Granary does not
+/// compute is InvalidRequest.
+pub fn algorithm_named(req: &S3Request, header: &str) -> S3Result<Option<ChecksumAlgorithm>> {
+    req.header(header)
+        .map(|a| {
+            ChecksumAlgorithm::from_name(a).ok_or_else(|| {
+                S3Error::InvalidRequest(format!("Checksum algorithm {a} is not supported"))
+            })
+        })
+        .transpose()
+}
+
 /// Reads the integrity headers of a write. Without any, the object gets a
 /// CRC64NVME full-object checksum, as S3 computes by default.
 pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
@@ -90,14 +103,12 @@ pub fn integrity_with(req: &S3Request, required: Option<ChecksumAlgorithm>) -> S
         }
         chosen = Some((alg, None, true));
     }
-    if let Some(name) = req.header("x-amz-sdk-checksum-algorithm") {
-        let alg = ChecksumAlgorithm::from_name(name).ok_or_else(|| {
-            S3Error::InvalidRequest(format!("Checksum algorithm {name} is not supported"))
-        })?;
+    if let Some(alg) = algorithm_named(req, "x-amz-sdk-checksum-algorithm")? {
         match &chosen {
             Some((c, _, _)) if *c != alg => {
                 return Err(S3Error::InvalidRequest(format!(
-                    "Value for x-amz-sdk-checksum-algorithm header is invalid: {name} does not match the checksum sent"
+                    "Value for x-amz-sdk-checksum-algorithm header is invalid: {} does not match the checksum sent",
+                    req.header("x-amz-sdk-checksum-algorithm").unwrap_or_default()
                 )))
             }
             Some(_) => {}

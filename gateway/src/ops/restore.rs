@@ -7,10 +7,11 @@
 
 use axum::body::Body;
 use http::{Response, StatusCode};
+use placement::VersionRef;
 
 use super::{named, read_document};
 use crate::error::{S3Error, S3Result};
-use crate::headers::{is_archived, now_ns};
+use crate::headers::{is_archive_class, is_archived, now_ns, restore_expiry_ns};
 use crate::request::S3Request;
 use crate::xml::{from_xml, RestoreRequest};
 use crate::{versions, Gateway};
@@ -19,6 +20,26 @@ use crate::{versions, Gateway};
 const MAX_RESTORE_BYTES: u64 = 64 << 10;
 /// Most days a restore may ask for (S3's limit).
 const MAX_DAYS: u64 = 2_147_483_647;
+
+/// Until when a listed version of `class` is reported restored — read from
+/// its record, as listings do not carry it; `None` unless archived (or
+/// gone since it was listed). `None` for `version`: the current one.
+pub(crate) async fn listed_restore_expiry(
+    gw: &Gateway,
+    bucket: &str,
+    key: &str,
+    class: Option<&str>,
+    version: Option<VersionRef>,
+) -> S3Result<Option<u64>> {
+    if !is_archive_class(class) {
+        return Ok(None);
+    }
+    match gw.store.get_version(bucket, key, version).await {
+        Ok(obj) if is_archived(&obj.meta) => Ok(Some(restore_expiry_ns(&obj.meta))),
+        Ok(_) | Err(placement::Error::NoSuchKey | placement::Error::NoSuchVersion) => Ok(None),
+        Err(e) => Err(named(e, bucket, Some(key))),
+    }
+}
 
 /// RestoreObject: 200 for an object of an archive class (its reported
 /// expiry moved), 403 InvalidObjectState for any other.

@@ -8,7 +8,7 @@ use placement::{ListStart, ObjectSummary, Versioning};
 use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
 use super::{empty, named, read_document, xml};
 use crate::error::{S3Error, S3Result};
-use crate::headers::{is_archived, iso8601, quoted, restore_expiry_ns, STANDARD};
+use crate::headers::{iso8601, quoted, STANDARD};
 use crate::request::S3Request;
 use crate::xml::{
     from_xml, to_xml, DeleteMarkerEntry, ListVersionsResult, RestoreStatus, VersionEntry,
@@ -100,32 +100,26 @@ fn item(gw: &Gateway, key: &str, v: &ObjectSummary, is_latest: bool, url: bool) 
     }
 }
 
-/// The restore status of an archived version (read from its record:
-/// listings do not carry it); `None` for other classes.
+/// The restore status of an archived version; `None` for other classes.
 async fn restore_status(
     gw: &Gateway,
     bucket: &str,
     key: &str,
     v: &ObjectSummary,
 ) -> S3Result<Option<RestoreStatus>> {
-    if !matches!(
+    let version = placement::VersionRef::of_id(v.version_id);
+    let expiry = super::restore::listed_restore_expiry(
+        gw,
+        bucket,
+        key,
         v.meta.storage_class.as_deref(),
-        Some("GLACIER" | "DEEP_ARCHIVE")
-    ) {
-        return Ok(None);
-    }
-    let version = match v.version_id {
-        Some(id) => placement::VersionRef::Id(id),
-        None => placement::VersionRef::Null,
-    };
-    match gw.store.get_version(bucket, key, Some(version)).await {
-        Ok(obj) if is_archived(&obj.meta) => Ok(Some(RestoreStatus {
-            in_progress: false,
-            expiry: iso8601(restore_expiry_ns(&obj.meta)),
-        })),
-        Ok(_) | Err(placement::Error::NoSuchKey | placement::Error::NoSuchVersion) => Ok(None),
-        Err(e) => Err(named(e, bucket, Some(key))),
-    }
+        Some(version),
+    )
+    .await?;
+    Ok(expiry.map(|t| RestoreStatus {
+        in_progress: false,
+        expiry: iso8601(t),
+    }))
 }
 
 /// ListObjectVersions: every version and delete marker, keys in order and
