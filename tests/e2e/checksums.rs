@@ -22,7 +22,7 @@ fn digest(alg: &ChecksumAlgorithm, data: &[u8]) -> Vec<u8> {
         ChecksumAlgorithm::Crc32C => crc(CrcAlgorithm::Crc32Iscsi, 4),
         ChecksumAlgorithm::Crc64Nvme => crc(CrcAlgorithm::Crc64Nvme, 8),
         ChecksumAlgorithm::Sha1 => sha1::Sha1::digest(data).to_vec(),
-        _ => sha2::Sha256::digest(data).to_vec(),
+        _ => <sha2::Sha256 as sha1::Digest>::digest(data).to_vec(),
     }
 }
 
@@ -542,4 +542,96 @@ async fn checksum_algorithms_not_computed_yet_are_refused_not_ignored() {
             .await
             .is_err());
     }
+}
+
+/// The digests sent with a configuration or tag-set document are checked:
+/// a Content-MD5 or `x-amz-checksum-*` header that does not match the body
+/// is BadDigest and the document is not applied; a matching one is taken.
+#[tokio::test]
+async fn document_digests_are_checked_and_a_mismatch_applies_nothing() {
+    let b64 = |d: &[u8]| B64.encode(d);
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    put_bytes(&c, "bkt", "k", b"x".to_vec()).await;
+    let tags = |v: &str| {
+        format!("<Tagging><TagSet><Tag><Key>team</Key><Value>{v}</Value></Tag></TagSet></Tagging>")
+    };
+    let cors = "<CORSConfiguration><CORSRule><AllowedMethod>GET</AllowedMethod><AllowedOrigin>*</AllowedOrigin></CORSRule></CORSConfiguration>";
+    let documents = [
+        ("bkt?tagging", tags("a")),
+        ("bkt/k?tagging", tags("a")),
+        ("bkt?cors", cors.to_string()),
+        ("bkt?versioning", "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>".to_string()),
+        ("bkt?policy", r#"{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/never/*"}]}"#.to_string()),
+    ];
+    for (path, doc) in &documents {
+        let url = format!("{}/{path}", s.endpoint);
+        let other = format!("{doc} ");
+        for (name, value) in [
+            (
+                "content-md5",
+                b64(&<md5::Md5 as sha1::Digest>::digest(other.as_bytes())),
+            ),
+            (
+                "x-amz-checksum-sha256",
+                b64(&<sha2::Sha256 as sha1::Digest>::digest(other.as_bytes())),
+            ),
+        ] {
+            let r = Raw::new("PUT", url.clone())
+                .header(name, value)
+                .body(doc.clone().into_bytes())
+                .send()
+                .await;
+            assert_eq!(
+                (r.status, r.code().as_str()),
+                (400, "BadDigest"),
+                "{path} {name}"
+            );
+        }
+    }
+    // Nothing was applied.
+    assert!(c.get_bucket_tagging().bucket("bkt").send().await.is_err());
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    assert!(t.tag_set().is_empty());
+    assert!(c.get_bucket_cors().bucket("bkt").send().await.is_err());
+    assert!(c.get_bucket_policy().bucket("bkt").send().await.is_err());
+    let v = c
+        .get_bucket_versioning()
+        .bucket("bkt")
+        .send()
+        .await
+        .unwrap();
+    assert!(v.status().is_none());
+    // With matching digests every document is applied.
+    for (path, doc) in &documents {
+        let r = Raw::new("PUT", format!("{}/{path}", s.endpoint))
+            .header(
+                "content-md5",
+                b64(&<md5::Md5 as sha1::Digest>::digest(doc.as_bytes())),
+            )
+            .header(
+                "x-amz-checksum-sha256",
+                b64(&<sha2::Sha256 as sha1::Digest>::digest(doc.as_bytes())),
+            )
+            .body(doc.clone().into_bytes())
+            .send()
+            .await;
+        assert!(r.status < 300, "{path}: {} {}", r.status, r.text());
+    }
+    let t = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(t.tag_set()[0].value(), "a");
+    assert!(c.get_bucket_cors().bucket("bkt").send().await.is_ok());
 }

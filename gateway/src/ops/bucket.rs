@@ -7,7 +7,6 @@ use base64::Engine as _;
 use http::{Response, StatusCode};
 
 use super::{empty, named, xml};
-use crate::body::read_small;
 use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, reject_unsupported};
 use crate::names::validate_bucket_name;
@@ -103,14 +102,7 @@ pub async fn create(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respo
     }
     let len = req.payload_length()?;
     if len > 0 {
-        let doc = read_small(
-            body,
-            req.auth.payload.clone(),
-            len,
-            MAX_CONFIG_BYTES,
-            gw.config.body_pace,
-        )
-        .await?;
+        let doc = super::read_document(gw, req, body, MAX_CONFIG_BYTES).await?;
         let cfg: CreateBucketConfiguration = from_xml(&doc)?;
         if let Some(loc) = cfg.location_constraint.filter(|l| !l.is_empty()) {
             if loc != gw.config.region {

@@ -5,7 +5,6 @@ use http::{Response, StatusCode};
 use placement::{DeleteItem, DeleteOutcome, VersionRef};
 
 use super::{named, xml};
-use crate::body::read_small;
 use crate::conditions::{delete_condition, entry_condition, reads_etag};
 use crate::error::{S3Error, S3Result};
 use crate::headers::now_ns;
@@ -87,17 +86,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
             "Missing required header for this request: Content-MD5".into(),
         ));
     }
-    let integ = super::receive::integrity(req)?;
-    let len = req.payload_length()?;
-    let doc = read_small(
-        body,
-        req.auth.payload.clone(),
-        len,
-        MAX_DELETE_BYTES,
-        gw.config.body_pace,
-    )
-    .await?;
-    integ.verify_small(&doc)?;
+    let doc = super::read_document(gw, req, body, MAX_DELETE_BYTES).await?;
     let parsed: Delete = from_xml(&doc)?;
     if parsed.objects.is_empty() || parsed.objects.len() > MAX_DELETE_KEYS {
         return Err(S3Error::MalformedXml(format!(

@@ -81,22 +81,27 @@ fn unsupported(req: &S3Request, list: &[&str]) -> S3Result<()> {
 }
 
 /// Reads a small request document (a configuration, a tag set, an ACL) of
-/// at most `max` bytes.
+/// at most `max` bytes, checked against the digests the client sent with
+/// it (Content-MD5, an `x-amz-checksum-*` header or trailer): a mismatch is
+/// BadDigest and nothing is applied.
 pub(crate) async fn read_document(
     gw: &Gateway,
     req: &S3Request,
     body: Body,
     max: u64,
 ) -> S3Result<bytes::Bytes> {
+    let integrity = receive::integrity(req)?;
     let len = req.payload_length()?;
-    crate::body::read_small(
+    let doc = crate::body::read_small(
         body,
         req.auth.payload.clone(),
         len,
         max,
         gw.config.body_pace,
     )
-    .await
+    .await?;
+    integrity.verify_small(&doc)?;
+    Ok(doc)
 }
 
 /// Stores (`Some`) or removes (`None`) one of the request bucket's
