@@ -13,6 +13,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 import traceback
 import urllib.request
 import zlib
@@ -441,6 +442,30 @@ def storage_classes():
     s3.copy_object(Bucket=BUCKET, Key="sc-cold", CopySource={"Bucket": BUCKET, "Key": "sc-cold"}, StorageClass="STANDARD")
     assert "StorageClass" not in s3.head_object(Bucket=BUCKET, Key="sc-cold")
     assert error_code(lambda: s3.put_object(Bucket=BUCKET, Key="sc2", Body=b"x", StorageClass="REDUCED_REDUNDANCY")) == "InvalidStorageClass"
+
+
+@test
+def deprecated_lifecycle_calls():
+    # PutBucketLifecycle / GetBucketLifecycle are the pre-2018 names of the
+    # same requests: a rule-level Prefix instead of a Filter.
+    lc = f"{BUCKET}-lifecycle-v1"
+    s3.create_bucket(Bucket=lc)
+    rule = {"ID": "v1", "Prefix": "tmp/", "Status": "Enabled", "Expiration": {"Days": 1}}
+    s3.put_bucket_lifecycle(Bucket=lc, LifecycleConfiguration={"Rules": [rule]})
+    assert s3.get_bucket_lifecycle(Bucket=lc)["Rules"] == [rule]
+    assert s3.get_bucket_lifecycle_configuration(Bucket=lc)["Rules"] == [rule]
+    s3.put_object(Bucket=lc, Key="tmp/a", Body=b"x")
+    s3.put_object(Bucket=lc, Key="keep/a", Body=b"x")
+    # The rule is applied (a lifecycle day is 2 s in this suite).
+    for _ in range(80):
+        if error_code(lambda: s3.head_object(Bucket=lc, Key="tmp/a")) == "404":
+            break
+        time.sleep(0.5)
+    assert error_code(lambda: s3.head_object(Bucket=lc, Key="tmp/a")) == "404"
+    assert s3.head_object(Bucket=lc, Key="keep/a")["ContentLength"] == 1
+    s3.delete_object(Bucket=lc, Key="keep/a")
+    s3.delete_bucket_lifecycle(Bucket=lc)
+    s3.delete_bucket(Bucket=lc)
 
 
 @test

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # S3 compatibility suite: drives a real `granary server` with the aws CLI
-# and boto3 from PyPI (in a virtualenv this script creates) and rclone,
+# and boto3 from PyPI (in a virtualenv venv.sh creates) and rclone, sends
+# every header of HEADERS.md and every unsupported operation with boto3,
 # first over HTTP and then over HTTPS (a self-signed certificate; over TLS
 # the AWS SDKs stream aws-chunked bodies with trailing checksums). Prints
 # "N passed, N failed" and exits non-zero on any failure.
@@ -13,14 +14,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 target="${CARGO_TARGET_DIR:-$repo/target}"
-venv="${GRANARY_COMPAT_VENV:-$target/compat-venv}"
-
-if [ ! -x "$venv/bin/aws" ] || ! "$venv/bin/python" -c "import boto3" 2>/dev/null; then
-    echo "== creating virtualenv $venv (awscli, boto3 from PyPI)"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --upgrade pip
-    "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
-fi
+venv="$("$here/venv.sh")"
 command -v rclone >/dev/null || { echo "rclone is missing: run scripts/install-deps.sh"; exit 1; }
 
 bin="${GRANARY_BIN:-}"
@@ -50,7 +44,7 @@ export GRANARY_BIN="$bin" PATH="$venv/bin:$PATH"
 start_server() {
     local dir="$1"; shift
     mkdir -p "$dir"
-    "$bin" server "$dir"/disk{1,2,3,4} --cold "$dir"/cold{1,2,3,4} --lifecycle-day-secs 2 \
+    "$bin" server "$dir"/disk{1,2,3,4} --cold "$dir"/cold{1,2,3,4} --lifecycle-day-secs 2 --body-timeout 3 \
         --address 127.0.0.1:0 "$@" >"$dir/server.out" 2>"$dir/server.log" &
     server_pid=$!
     endpoint=""
@@ -93,7 +87,8 @@ CNF
     fi
     echo "== granary at $endpoint"
     export GRANARY_ENDPOINT="$endpoint" GRANARY_WORK="$dir"
-    for suite in "bash $here/awscli_suite.sh" "$venv/bin/python $here/boto3_suite.py" "bash $here/rclone_suite.sh"; do
+    for suite in "bash $here/awscli_suite.sh" "$venv/bin/python $here/boto3_suite.py" "bash $here/rclone_suite.sh" \
+        "$venv/bin/python $here/header_suite.py"; do
         set +e
         $suite >"$dir/suite.txt" 2>&1 || status=1
         set -e

@@ -106,6 +106,11 @@ impl Progress {
         self.disconnected();
     }
 
+    /// Whether the request's body has been read to its end.
+    pub fn body_read(&self) -> bool {
+        self.phase.load(Ordering::Relaxed) >= Phase::AfterBody as u8
+    }
+
     /// The request was answered.
     pub fn answered(&self) {
         self.settled.store(true, Ordering::Relaxed);

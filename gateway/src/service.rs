@@ -93,7 +93,13 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
         let body = Body::new(DrainOnDrop::new(body, expects_continue, progress.clone()));
         let resource = parts.uri.path().to_string();
         let head = parts.method == http::Method::HEAD;
+        let has_body = parts.headers.contains_key(http::header::TRANSFER_ENCODING)
+            || parts
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .is_some_and(|v| v.as_bytes() != b"0");
         let handled = handle(&gw, parts, body, &progress).await;
+        let body_unread = has_body && !progress.body_read();
         progress.enter(Phase::Answer);
         progress.answered();
         drop(abandoned);
@@ -118,6 +124,13 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
             HeaderValue::from_str(&host_id).expect("base64"),
         );
         h.insert(http::header::SERVER, HeaderValue::from_static("Granary"));
+        if body_unread {
+            // Answered before the body was read to its end: the rest of it
+            // may still arrive after this answer (a client that waited for
+            // `100 Continue` in vain sends it anyway), so the connection
+            // ends here rather than take those bytes for the next request.
+            h.insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+        }
         tracing::debug!(
             status = resp.status().as_u16(),
             ms = started.elapsed().as_millis() as u64,

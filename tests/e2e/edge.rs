@@ -414,3 +414,51 @@ async fn keys_with_control_characters_list_exactly() {
         assert_eq!(get_bytes(&c, "bkt", k).await, k.as_bytes());
     }
 }
+
+/// A request refused before its body was read ends its connection: a
+/// client that waited for `100 Continue` in vain sends the body anyway,
+/// and those bytes must not be taken for its next request (they were
+/// answered `400 Bad Request` as garbage, failing the next request).
+#[tokio::test]
+async fn a_refusal_before_the_body_closes_the_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    put_bytes(&c, "bkt", "k", b"kept".to_vec()).await;
+    let body = b"not a request line\r\n\r\n".repeat(8);
+    let head = signed_head(
+        &s,
+        "PUT",
+        "/bkt/k",
+        &[("x-amz-checksum-sha512", "AAAA".to_string())],
+        body.len(),
+        &[("expect", "100-continue")],
+    );
+    let mut sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("</Error>") {
+        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf))
+            .await
+            .expect("an answer")
+            .unwrap();
+        assert!(n > 0, "closed before answering");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let answer = String::from_utf8_lossy(&answer).to_lowercase();
+    assert!(answer.starts_with("http/1.1 400"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    // The body arrives late; the server has ended the connection and takes
+    // none of it as a request.
+    let _ = sock.write_all(&body).await;
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), sock.read_to_end(&mut rest)).await;
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("HTTP/1.1"),
+        "a second answer: {}",
+        String::from_utf8_lossy(&rest)
+    );
+    assert_eq!(get_bytes(&c, "bkt", "k").await, b"kept");
+}

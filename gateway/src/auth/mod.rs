@@ -204,6 +204,20 @@ fn check_scope(
     region: &str,
     mk: impl Fn(String, Option<String>) -> S3Error,
 ) -> S3Result<()> {
+    // The S3 APIs signed for another service are features Granary does
+    // not have: directory buckets (ListDirectoryBuckets, CreateSession)
+    // and Object Lambda (WriteGetObjectResponse).
+    let unsupported = match scope.service.as_str() {
+        "s3express" => Some("Directory buckets (S3 Express One Zone) are not supported"),
+        "s3-object-lambda" => Some("S3 Object Lambda is not supported"),
+        _ => None,
+    };
+    if let Some(what) = unsupported {
+        return Err(S3Error::NotImplemented(format!(
+            "{what} (a request signed for the service '{}')",
+            scope.service
+        )));
+    }
     if scope.region != region {
         return Err(mk(
             format!(

@@ -70,6 +70,19 @@ pub fn complete(
         ),
         _ => (ChecksumAlgorithm::Crc64Nvme, FULL_OBJECT),
     };
+    // A checksum of the whole object in another algorithm than the
+    // upload's cannot be checked.
+    super::receive::refuse_not_yet(req)?;
+    if let Some(other) = checksum::ALL
+        .into_iter()
+        .find(|a| *a != alg && req.header(a.header()).is_some())
+    {
+        return Err(S3Error::InvalidRequest(format!(
+            "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+            alg.name().to_lowercase(),
+            other.name().to_lowercase()
+        )));
+    }
     let mut raw = Vec::with_capacity(chosen.len());
     for p in chosen {
         match p
@@ -108,7 +121,20 @@ pub fn complete(
         checksum::encode(&full)
     } else {
         let digests: Vec<Vec<u8>> = raw.into_iter().map(|(d, _)| d).collect();
-        checksum::composite(alg, &digests)
+        let value = checksum::composite(alg, &digests);
+        // A checksum the client sends is the checksum of the parts'
+        // checksums, with or without its `-N` part count.
+        if let Some(given) = req.header(alg.header()) {
+            let given = given.trim();
+            let bare = value.rsplit_once('-').map_or(value.as_str(), |(b, _)| b);
+            if given != value && given != bare {
+                return Err(S3Error::BadDigest(format!(
+                    "The {} you specified did not match the calculated checksum.",
+                    alg.name()
+                )));
+            }
+        }
+        value
     };
     Ok(Some(ChecksumValue {
         algorithm: alg.name().to_string(),

@@ -48,6 +48,22 @@ pub fn algorithm_named(req: &S3Request, header: &str) -> S3Result<Option<Checksu
         .transpose()
 }
 
+/// Refuses a checksum header or trailer of an algorithm in [`NOT_YET`].
+pub fn refuse_not_yet(req: &S3Request) -> S3Result<()> {
+    for name in NOT_YET {
+        let header = format!("x-amz-checksum-{}", name.to_ascii_lowercase());
+        let trailer = req
+            .header("x-amz-trailer")
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case(&header));
+        if req.header(&header).is_some() || trailer {
+            return Err(S3Error::InvalidRequest(format!(
+                "The {name} checksum algorithm is not supported yet; use CRC64NVME, CRC32, CRC32C, SHA1 or SHA256"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Reads the integrity headers of a write. Without any, the object gets a
 /// CRC64NVME full-object checksum, as S3 computes by default.
 pub fn integrity(req: &S3Request) -> S3Result<Integrity> {
@@ -69,17 +85,7 @@ pub fn integrity_with(req: &S3Request, required: Option<ChecksumAlgorithm>) -> S
                 })?,
         ),
     };
-    for name in NOT_YET {
-        let header = format!("x-amz-checksum-{}", name.to_ascii_lowercase());
-        let trailer = req
-            .header("x-amz-trailer")
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case(&header));
-        if req.header(&header).is_some() || trailer {
-            return Err(S3Error::InvalidRequest(format!(
-                "The {name} checksum algorithm is not supported yet; use CRC64NVME, CRC32, CRC32C, SHA1 or SHA256"
-            )));
-        }
-    }
+    refuse_not_yet(req)?;
     let mut chosen: Option<(ChecksumAlgorithm, Option<Vec<u8>>, bool)> = None;
     for alg in ALL {
         if let Some(v) = req.header(alg.header()) {
