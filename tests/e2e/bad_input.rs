@@ -40,13 +40,8 @@ async fn bad_requests_get_s3_errors_and_change_nothing() {
         .await;
     assert_eq!(r.status, 400);
     let doc = b"<Delete><Object><Key>k</Key></Object>".to_vec();
-    let md5 = {
-        use base64::Engine as _;
-        use md5::Digest as _;
-        base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&doc))
-    };
     let r = Raw::new("POST", format!("{e}/bkt?delete"))
-        .header("content-md5", md5)
+        .header("content-md5", content_md5(&doc))
         .body(doc)
         .send()
         .await;

@@ -569,10 +569,7 @@ async fn document_digests_are_checked_and_a_mismatch_applies_nothing() {
         let url = format!("{}/{path}", s.endpoint);
         let other = format!("{doc} ");
         for (name, value) in [
-            (
-                "content-md5",
-                b64(&<md5::Md5 as sha1::Digest>::digest(other.as_bytes())),
-            ),
+            ("content-md5", content_md5(other.as_bytes())),
             (
                 "x-amz-checksum-sha256",
                 b64(&<sha2::Sha256 as sha1::Digest>::digest(other.as_bytes())),
@@ -612,10 +609,7 @@ async fn document_digests_are_checked_and_a_mismatch_applies_nothing() {
     // With matching digests every document is applied.
     for (path, doc) in &documents {
         let r = Raw::new("PUT", format!("{}/{path}", s.endpoint))
-            .header(
-                "content-md5",
-                b64(&<md5::Md5 as sha1::Digest>::digest(doc.as_bytes())),
-            )
+            .header("content-md5", content_md5(doc.as_bytes()))
             .header(
                 "x-amz-checksum-sha256",
                 b64(&<sha2::Sha256 as sha1::Digest>::digest(doc.as_bytes())),

@@ -795,3 +795,10 @@ pub async fn put_bytes(
         .await
         .unwrap()
 }
+
+/// The Content-MD5 header value of `body`.
+pub fn content_md5(body: &[u8]) -> String {
+    use base64::Engine as _;
+    use md5::Digest as _;
+    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
+}
