@@ -3,7 +3,8 @@
 # end-to-end tests (the real binary driven by the Rust AWS SDK), and the S3
 # compatibility suite (aws CLI and boto3 from PyPI, rclone; over HTTP and
 # HTTPS; every request header of the S3 model), after checking the
-# compatibility tables against the pinned S3 model and their tests
+# compatibility tables against the pinned S3 model and their tests, the
+# crates' structure (scripts/check-structure.py)
 # and that the Kubernetes manifests in ops/ are valid.
 #
 # GRANARY_E2E_LARGE_BYTES sets the size of the large-object test (default
@@ -17,6 +18,9 @@ target="${CARGO_TARGET_DIR:-$PWD/target}"
 echo "== compatibility tables (against the pinned S3 model; every named test exists)"
 venv="$(s3-compat-tests/venv.sh)"
 "$venv/bin/python" scripts/check-compat-table.py --self-test
+
+echo "== structure (crate rules; no import cycle between a crate's files)"
+python3 scripts/check-structure.py --self-test
 
 echo "== Kubernetes manifests (validated against the API schemas)"
 scripts/check-manifests.sh

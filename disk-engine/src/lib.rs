@@ -48,7 +48,8 @@ pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
 pub use heads::{decode_listed_key, decode_listed_key_into, head_versions, HeadVersion};
 pub use io::{at_bulk_priority, become_bulk_thread};
-pub use local::{metadata_reserve, ListingFn, LocalDisk, LocalDiskOptions, ShardIoMode};
+pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions, ShardIoMode};
+pub use meta::ListingFn;
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use types::{

@@ -30,7 +30,7 @@ use crate::format::{FormatRecord, FORMAT_FILE};
 use crate::inventory::staged_value;
 use crate::io::at_bulk_priority;
 use crate::io::ring::Ring;
-use crate::meta::{MetaStore, RecordWrite};
+use crate::meta::{ListingFn, MetaStore, RecordWrite};
 use crate::presence::DirIdentity;
 use crate::ring_shard::{probe_direct, OpenShards, RingShardWriter};
 use crate::shard_file::{Header, ShardFileReader, ShardFileWriter};
@@ -68,10 +68,6 @@ pub struct LocalDiskOptions {
     /// records without one (listings read their records instead).
     pub listing_of: Option<ListingFn>,
 }
-
-/// Makes a listing projection from a record body (`None`: the body has
-/// none, e.g. it is not an object version).
-pub type ListingFn = fn(&[u8]) -> Option<Bytes>;
 
 impl Default for LocalDiskOptions {
     fn default() -> Self {

@@ -40,8 +40,11 @@ use crate::disk::{
 use crate::error::DiskError;
 use crate::heads::{storable_listing, Head};
 use crate::keys::{ns_key, prefix_end, push_component, push_prefix, take_component};
-use crate::local::ListingFn;
 use crate::types::{KeyRecords, PartEntry, Piece, Record, Stamp, UploadEntry, VersionId};
+
+/// Makes a listing projection from a record body (`None`: the body has
+/// none, e.g. it is not an object version).
+pub type ListingFn = fn(&[u8]) -> Option<Bytes>;
 
 pub(crate) const CF_RECORDS: &str = "records";
 pub(crate) const CF_UPLOADS: &str = "uploads";
