@@ -2,14 +2,13 @@
 //! (`/granary/admin/v1/`), signing each request with the root key.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
 
 use anyhow::{bail, Context};
-use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
-};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
+
+use crate::admin_client::Client;
+use crate::lifecycle_admin::LifecycleCommand;
 
 /// Options of `granary admin`.
 #[derive(Args, Debug)]
@@ -123,91 +122,6 @@ pub enum TierCommand {
     },
 }
 
-/// Lifecycle administration.
-#[derive(Subcommand, Debug)]
-pub enum LifecycleCommand {
-    /// Per bucket and rule: objects and bytes transitioned, expired,
-    /// pending and failed, the last pass and its lag, and a progress bar
-    /// for a running pass.
-    Status {
-        /// Print the raw JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Start a lifecycle pass over a bucket now.
-    Run {
-        /// The bucket.
-        #[arg(long)]
-        bucket: String,
-    },
-    /// Checkpoint retention rules: keep the newest complete checkpoint
-    /// directories under a prefix, move or expire the older ones whole.
-    #[command(subcommand)]
-    Checkpoints(CheckpointCommand),
-    /// Dry run: what the bucket's rules will transition or expire over the
-    /// next days (counts, bytes, example keys). Changes nothing.
-    Plan {
-        /// The bucket.
-        #[arg(long)]
-        bucket: String,
-        /// How many lifecycle days ahead (0: what is due now).
-        #[arg(long, default_value_t = 0)]
-        days: u32,
-        /// Print the raw JSON.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-/// Checkpoint retention administration.
-#[derive(Subcommand, Debug)]
-pub enum CheckpointCommand {
-    /// The bucket's checkpoint rules.
-    Show {
-        /// The bucket.
-        #[arg(long)]
-        bucket: String,
-    },
-    /// Add a rule (or replace the one with the same id).
-    Set {
-        /// The bucket.
-        #[arg(long)]
-        bucket: String,
-        /// Rule id.
-        #[arg(long)]
-        id: String,
-        /// Where the checkpoint directories are (e.g. `ckpt/`): each
-        /// `<prefix><name>/` is one checkpoint.
-        #[arg(long)]
-        prefix: String,
-        /// The object whose presence in a directory makes the checkpoint
-        /// complete (its time orders the checkpoints).
-        #[arg(long, default_value = "COMPLETE")]
-        marker: String,
-        /// How many of the newest complete checkpoints stay as they are.
-        #[arg(long)]
-        keep: u32,
-        /// Also keep every K-th complete checkpoint (oldest first) forever.
-        #[arg(long, value_name = "K")]
-        keep_every: Option<u32>,
-        /// Move older checkpoints to this storage class...
-        #[arg(long, value_name = "CLASS", required_unless_present = "expire")]
-        transition: Option<String>,
-        /// ...or expire them.
-        #[arg(long, conflicts_with = "transition")]
-        expire: bool,
-    },
-    /// Remove one rule, or with no --id all of the bucket's rules.
-    Remove {
-        /// The bucket.
-        #[arg(long)]
-        bucket: String,
-        /// Rule id.
-        #[arg(long)]
-        id: Option<String>,
-    },
-}
-
 /// User management.
 #[derive(Subcommand, Debug)]
 pub enum UserCommand {
@@ -257,7 +171,12 @@ fn read_policy(path: &PathBuf) -> anyhow::Result<Value> {
 }
 
 async fn execute(args: AdminArgs) -> anyhow::Result<()> {
-    let client = Client::new(&args)?;
+    let client = Client::new(
+        &args.endpoint,
+        args.ca_bundle.as_deref(),
+        &args.region,
+        root_key(&args)?,
+    )?;
     match &args.command {
         AdminCommand::User(UserCommand::Add { name, policy }) => {
             let mut body = json!({ "name": name });
@@ -420,100 +339,4 @@ fn root_key(args: &AdminArgs) -> anyhow::Result<(String, String)> {
     crate::keyring::stored_root(&args.data_dir, &unseal).context(
         "no root key: set GRANARY_ROOT_USER/GRANARY_ROOT_PASSWORD, or pass the server's --data-dir and --unseal-key-file",
     )
-}
-
-pub(crate) struct Client {
-    http: reqwest::Client,
-    base: String,
-    region: String,
-    key: (String, String),
-}
-
-impl Client {
-    fn new(args: &AdminArgs) -> anyhow::Result<Client> {
-        let mut builder = reqwest::Client::builder();
-        if let Some(ca) = &args.ca_bundle {
-            let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
-            for cert in reqwest::Certificate::from_pem_bundle(&pem)? {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        Ok(Client {
-            http: builder.build()?,
-            base: format!("{}/granary/admin/v1/", args.endpoint.trim_end_matches('/')),
-            region: args.region.clone(),
-            key: root_key(args)?,
-        })
-    }
-
-    /// Sends a signed request; returns the JSON answer or the server's error.
-    pub(crate) async fn call(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> anyhow::Result<Value> {
-        let url = format!("{}{path}", self.base);
-        let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-        let host = reqwest::Url::parse(&url)?
-            .host_str()
-            .context("endpoint has no host")?
-            .to_string();
-        let host = match reqwest::Url::parse(&url)?.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host,
-        };
-        let identity = aws_credential_types::Credentials::new(
-            &self.key.0,
-            &self.key.1,
-            None,
-            None,
-            "granary-admin",
-        )
-        .into();
-        let mut settings = SigningSettings::default();
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        let params = aws_sigv4::sign::v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("s3")
-            .time(SystemTime::now())
-            .settings(settings)
-            .build()?
-            .into();
-        let headers = [
-            ("host", host.as_str()),
-            ("content-type", "application/json"),
-        ];
-        let signable = SignableRequest::new(
-            method,
-            &url,
-            headers.iter().copied(),
-            SignableBody::Bytes(&body),
-        )?;
-        let (instructions, _) = sign(signable, &params)?.into_parts();
-        let mut req = http::Request::builder().method(method).uri(&url);
-        for (k, v) in headers {
-            req = req.header(k, v);
-        }
-        let mut req = req.body(body)?;
-        instructions.apply_to_request_http1x(&mut req);
-        let resp = self
-            .http
-            .execute(reqwest::Request::try_from(req)?)
-            .await
-            .with_context(|| format!("cannot reach {url}"))?;
-        let status = resp.status();
-        let text = resp.text().await?;
-        let v: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        if !status.is_success() {
-            bail!(
-                "{} {}: {}",
-                status.as_u16(),
-                v["code"].as_str().unwrap_or(""),
-                v["message"].as_str().unwrap_or(&v.to_string())
-            );
-        }
-        Ok(v)
-    }
 }

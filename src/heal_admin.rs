@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::admin::Client;
+use crate::admin_client::Client;
 use crate::lifecycle_admin::{bar, mib};
 
 fn summary(p: &Value) -> String {

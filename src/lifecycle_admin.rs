@@ -2,9 +2,95 @@
 //! bar for a running pass), starting a pass, and dry runs, rendered for a
 //! terminal from the admin API's JSON.
 
+use clap::Subcommand;
 use serde_json::Value;
 
-use crate::admin::{CheckpointCommand, Client, LifecycleCommand};
+use crate::admin_client::Client;
+
+/// Lifecycle administration.
+#[derive(Subcommand, Debug)]
+pub enum LifecycleCommand {
+    /// Per bucket and rule: objects and bytes transitioned, expired,
+    /// pending and failed, the last pass and its lag, and a progress bar
+    /// for a running pass.
+    Status {
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a lifecycle pass over a bucket now.
+    Run {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+    },
+    /// Checkpoint retention rules: keep the newest complete checkpoint
+    /// directories under a prefix, move or expire the older ones whole.
+    #[command(subcommand)]
+    Checkpoints(CheckpointCommand),
+    /// Dry run: what the bucket's rules will transition or expire over the
+    /// next days (counts, bytes, example keys). Changes nothing.
+    Plan {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+        /// How many lifecycle days ahead (0: what is due now).
+        #[arg(long, default_value_t = 0)]
+        days: u32,
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Checkpoint retention administration.
+#[derive(Subcommand, Debug)]
+pub enum CheckpointCommand {
+    /// The bucket's checkpoint rules.
+    Show {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+    },
+    /// Add a rule (or replace the one with the same id).
+    Set {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+        /// Rule id.
+        #[arg(long)]
+        id: String,
+        /// Where the checkpoint directories are (e.g. `ckpt/`): each
+        /// `<prefix><name>/` is one checkpoint.
+        #[arg(long)]
+        prefix: String,
+        /// The object whose presence in a directory makes the checkpoint
+        /// complete (its time orders the checkpoints).
+        #[arg(long, default_value = "COMPLETE")]
+        marker: String,
+        /// How many of the newest complete checkpoints stay as they are.
+        #[arg(long)]
+        keep: u32,
+        /// Also keep every K-th complete checkpoint (oldest first) forever.
+        #[arg(long, value_name = "K")]
+        keep_every: Option<u32>,
+        /// Move older checkpoints to this storage class...
+        #[arg(long, value_name = "CLASS", required_unless_present = "expire")]
+        transition: Option<String>,
+        /// ...or expire them.
+        #[arg(long, conflicts_with = "transition")]
+        expire: bool,
+    },
+    /// Remove one rule, or with no --id all of the bucket's rules.
+    Remove {
+        /// The bucket.
+        #[arg(long)]
+        bucket: String,
+        /// Rule id.
+        #[arg(long)]
+        id: Option<String>,
+    },
+}
 
 /// Width of the progress bar in characters.
 const BAR: usize = 30;

@@ -7,6 +7,7 @@
 //! answers S3 over them. `granary admin ...` manages a running server.
 
 mod admin;
+mod admin_client;
 mod cluster;
 mod credentials;
 mod front;

@@ -433,7 +433,7 @@ impl std::error::Error for S3Error {}
 
 /// Escapes text for XML element content and attribute values.
 pub fn xml_escape(s: &str) -> String {
-    crate::xml::escape(s)
+    crate::xml_escape::escape(s)
 }
 
 impl From<placement::Error> for S3Error {

@@ -32,6 +32,7 @@ mod tags;
 pub mod tiers;
 mod versions;
 pub mod xml;
+mod xml_escape;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use placement::Etag;
 
 use crate::headers::push_iso8601;
-use crate::xml::{push_escaped, Owner, NS};
+use crate::xml::{Owner, NS};
+use crate::xml_escape::push_escaped;
 
 /// One listed object as it appears in `<Contents>`.
 pub(crate) struct ContentsEntry<'a> {
