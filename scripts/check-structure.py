@@ -21,9 +21,10 @@ not import erasure-set or disk-engine; placement must not import lifecycle.
   scripts/check-structure.py              # report; exit 1 on a broken rule
   scripts/check-structure.py --self-test  # also: the fixture's known cycle is found
 
-Cycles fail the check only for crates listed in ACYCLIC (placement's files
-form a cycle today; the set engine's split out of it removes it, and the
-crate joins the list then). Every other crate's cycles are reported.
+Cycles fail the check only for crates listed in ACYCLIC (placement's and
+the gateway's files form cycles today; the set engine's split removes
+them, and each crate joins the list then). Other crates' cycles are
+reported.
 """
 
 import pathlib
