@@ -157,7 +157,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         .collect();
     // Nothing sealed under older keys can be lost by making new ones.
     let fresh = created
-        || !gateway::iam::holds_sealed_secrets(&store)
+        || !gateway::sealed::holds_sealed_secrets(&store)
             .await
             .unwrap_or(true);
     let dirs = KeyringDirs {

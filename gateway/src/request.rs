@@ -33,23 +33,6 @@ pub struct S3Request {
     pub progress: std::sync::Arc<crate::progress::Progress>,
 }
 
-/// Splits a raw query string into decoded pairs.
-pub fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
-    raw.unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            let dec = |s: &str| {
-                percent_encoding::percent_decode_str(s)
-                    .decode_utf8_lossy()
-                    .into_owned()
-            };
-            (dec(k), dec(v))
-        })
-        .collect()
-}
-
 /// The bucket named by the Host header (`<bucket>.<domain>`), if any.
 pub fn virtual_host_bucket(parts: &Parts, domain: Option<&str>) -> Option<String> {
     let host = parts
@@ -201,13 +184,5 @@ mod tests {
             (Some("b".into()), Some("k".into()))
         );
         assert!(parse_target(&parts("/b/%FF", "h"), None).is_err());
-        assert_eq!(
-            parse_query(Some("a=1&b&c=x%20y")),
-            vec![
-                ("a".into(), "1".into()),
-                ("b".into(), "".into()),
-                ("c".into(), "x y".into())
-            ]
-        );
     }
 }

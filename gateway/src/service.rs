@@ -23,7 +23,8 @@ use crate::iam::Principal;
 use crate::ops;
 use crate::ops::dispatch;
 use crate::progress::{AbandonGuard, Phase, Progress};
-use crate::request::{parse_query, parse_target, virtual_host_bucket, S3Request};
+use crate::query::parse_query;
+use crate::request::{parse_target, virtual_host_bucket, S3Request};
 use crate::Gateway;
 
 /// The gateway's router.

@@ -10,8 +10,8 @@ use hmac::{Hmac, Mac};
 use http::request::Parts;
 use sha1::Sha1;
 
+use super::outcome::{Authenticated, Payload, Signing, MAX_PRESIGN_EXPIRY_SECS};
 use super::sigv4::signatures_equal;
-use super::{Authenticated, Payload};
 use crate::auth::credentials::Credentials;
 use crate::error::{S3Error, S3Result};
 
@@ -132,10 +132,10 @@ pub fn presigned(
     }
     // S3 itself sets no limit here; a week, as SigV4 has, so that a leaked
     // URL does not stay good for decades.
-    if at - now_secs > super::MAX_PRESIGN_EXPIRY_SECS {
+    if at - now_secs > MAX_PRESIGN_EXPIRY_SECS {
         return Err(S3Error::AccessDenied(format!(
             "Expires must be at most {} seconds (7 days) from now",
-            super::MAX_PRESIGN_EXPIRY_SECS
+            MAX_PRESIGN_EXPIRY_SECS
         )));
     }
     let secret = creds.secret(key).ok_or(S3Error::InvalidAccessKeyId)?;
@@ -149,7 +149,7 @@ pub fn presigned(
     Ok(Authenticated {
         access_key: key.to_string(),
         payload: Payload::Unsigned,
-        signing: super::Signing::V2Query,
+        signing: Signing::V2Query,
     })
 }
 
@@ -168,7 +168,7 @@ mod tests {
         .unwrap()
         .into_parts()
         .0;
-        let params = crate::request::parse_query(parts.uri.query());
+        let params = crate::query::parse_query(parts.uri.query());
         let when = "Tue, 27 Mar 2007 19:36:42 +0000";
         let sts = string_to_sign(&parts, &params, when, None);
         assert_eq!(

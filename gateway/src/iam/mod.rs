@@ -24,18 +24,8 @@ use secrets::MasterKey;
 const USER_CACHE_TTL: Duration = Duration::from_secs(2);
 /// Users remembered at most; the cache is cleared when full.
 const USER_CACHE_ENTRIES: usize = 10_000;
-const USER_PREFIX: &str = "users/";
-
-/// Whether `store` holds anything sealed under the master key (users'
-/// secrets, remote tiers' keys): if not, a lost master key loses nothing.
-pub async fn holds_sealed_secrets(store: &placement::Store) -> Result<bool, placement::Error> {
-    for prefix in [USER_PREFIX, crate::tiers::TIER_DOCS] {
-        if store.has_system_docs(prefix).await? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
+/// Where users are stored among the system documents.
+pub(crate) const USER_PREFIX: &str = "users/";
 
 /// A user as stored (the secret sealed under the master key).
 #[derive(Clone, Serialize, Deserialize)]
