@@ -9,6 +9,7 @@ and checks). Used by `scripts/check-compat-table.py` (the static checks)
 and `header_suite.py` (the live ones).
 """
 
+import functools
 import pathlib
 import re
 
@@ -92,6 +93,7 @@ SUITES = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def test_source(ref):
     """The source of the test `ref` names (`e2e:<file>::<fn>`,
     `boto3:<fn>`, `cli:<check>`, `rclone:<check>`, `headers:<check>`),
@@ -112,17 +114,16 @@ def test_source(ref):
     if path is None or not path.exists():
         return None
     src = path.read_text()
-    if kind == "boto3":
-        m = re.search(rf"@test\s*\ndef {re.escape(name)}\(", src)
+    # A Python suite's test: its decorated function, up to the next
+    # decorator, function or top-level assignment.
+    decorated = {"boto3": (rf"@test\s*\ndef {re.escape(name)}\(", "@test"),
+                 "headers": (rf'@check\("{re.escape(name)}"\)\s*\ndef ', "@check")}
+    if kind in decorated:
+        start, decorator = decorated[kind]
+        m = re.search(start, src)
         if m is None:
             return None
-        nxt = re.search(r"\n(?:@test|def |[A-Za-z_]+ *=)", src[m.end():])
-        return src[m.start(): m.end() + (nxt.start() if nxt else len(src))]
-    if kind == "headers":
-        m = re.search(rf'@check\("{re.escape(name)}"\)\s*\ndef ', src)
-        if m is None:
-            return None
-        nxt = re.search(r"\n(?:@check|def |[A-Za-z_]+ *=)", src[m.end():])
+        nxt = re.search(rf"\n(?:{decorator}|def |[A-Za-z_]+ *=)", src[m.end():])
         return src[m.start(): m.end() + (nxt.start() if nxt else len(src))]
     # A shell check: its line, with the lines since the previous check
     # (which set up what it checks).

@@ -306,14 +306,7 @@ def sample(shape, everything=False):
         names = shape.members if everything else shape.required_members
         if getattr(shape, "is_tagged_union", False):
             names = list(shape.members)[:1]
-        out = {}
-        for name in names:
-            member = shape.members[name]
-            if member.serialization.get("eventstream") or member.type_name == "structure" and name != "Body" \
-                    and any(m.serialization.get("eventstream") for m in member.members.values()):
-                continue
-            out[name] = sample(member)
-        return out
+        return {name: sample(shape.members[name]) for name in names}
     raise ValueError(f"no sample for {t}")
 
 

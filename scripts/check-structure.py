@@ -127,13 +127,18 @@ class Crate:
             self.files[tuple(parts)] = f
         self.reexports = {}  # (module, name) -> module that defines it
         self.sources = {m: strip(f.read_text()) for m, f in self.files.items()}
-        for m, src in self.sources.items():
-            for tree in re.findall(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", src):
-                for path in expand_use(tree):
-                    segs = path.split("::")
-                    target = self.absolute(m, segs[:-1], m)
-                    if target is not None and target[: len(m)] == m and target != m:
-                        self.reexports[(m, segs[-1])] = self.module_of(target)
+        # Each module's `pub use` paths: its door.
+        self.doors = {
+            m: {path for tree in re.findall(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", src)
+                for path in expand_use(tree)}
+            for m, src in self.sources.items()
+        }
+        for m, door in self.doors.items():
+            for path in door:
+                segs = path.split("::")
+                target = self.absolute(m, segs[:-1], m)
+                if target is not None and target[: len(m)] == m and target != m:
+                    self.reexports[(m, segs[-1])] = self.module_of(target)
 
     def absolute(self, module, segs, at):
         """`segs` (a path as written in module `at`, inside file module
@@ -170,9 +175,7 @@ class Crate:
         """{file module: {file module it imports}}."""
         graph = {m: set() for m in self.files}
         for m, src in self.sources.items():
-            door = set()
-            for tree in re.findall(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", src):
-                door.update(expand_use(tree))
+            door = self.doors[m]
             # Inline modules (`mod tests { … }`) shift what `super::` means.
             inline = []
             for im in re.finditer(r"\bmod\s+(\w+)\s*\{", src):
@@ -211,7 +214,7 @@ class Crate:
     def crates_used(self):
         used = set()
         for src in self.sources.values():
-            used.update(re.findall(r"\b(?:use\s+|::?)?\b([a-z_]+)::", src))
+            used.update(re.findall(r"\b([a-z_]+)::", src))
         return used
 
     def name_of(self, module):

@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 use axum::body::Body;
 use http::{HeaderValue, Response, StatusCode};
 
+use crate::xml_escape::escape;
+
 /// An error answered to an S3 client.
 #[derive(Debug)]
 pub enum S3Error {
@@ -331,7 +333,7 @@ impl S3Error {
             return inner.extra_fields(out);
         }
         let mut field = |name: &str, value: &str| {
-            let _ = write!(out, "<{name}>{}</{name}>", xml_escape(value));
+            let _ = write!(out, "<{name}>{}</{name}>", escape(value));
         };
         match self {
             AuthorizationHeaderMalformed(_, Some(region)) => field("Region", region),
@@ -366,13 +368,13 @@ impl S3Error {
             out,
             "<Code>{}</Code><Message>{}</Message>",
             self.code(),
-            xml_escape(&self.message())
+            escape(&self.message())
         );
         self.extra_fields(&mut out);
         let _ = write!(
             out,
             "<Resource>{}</Resource><RequestId>{}</RequestId><HostId>{}</HostId></Error>",
-            xml_escape(resource),
+            escape(resource),
             request_id,
             host_id
         );
@@ -430,11 +432,6 @@ impl std::fmt::Display for S3Error {
 }
 
 impl std::error::Error for S3Error {}
-
-/// Escapes text for XML element content and attribute values.
-pub fn xml_escape(s: &str) -> String {
-    crate::xml_escape::escape(s)
-}
 
 impl From<placement::Error> for S3Error {
     fn from(e: placement::Error) -> Self {

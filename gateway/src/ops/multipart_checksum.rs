@@ -6,6 +6,7 @@
 
 use placement::{ChecksumValue, PartRecord, UploadRecord};
 
+use super::receive::{algorithm_named, checksum_mismatch, refuse_not_yet, type_mismatch};
 use crate::checksum::{self, ChecksumAlgorithm, COMPOSITE, FULL_OBJECT};
 use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
@@ -13,7 +14,7 @@ use crate::xml::CompletedPart;
 
 /// The (algorithm, type) a CreateMultipartUpload asks for, validated.
 pub fn requested(req: &S3Request) -> S3Result<Option<(ChecksumAlgorithm, &'static str)>> {
-    let alg = super::receive::algorithm_named(req, "x-amz-checksum-algorithm")?;
+    let alg = algorithm_named(req, "x-amz-checksum-algorithm")?;
     let kind = req.header("x-amz-checksum-type");
     match (alg, kind) {
         (None, None) => Ok(None),
@@ -70,18 +71,15 @@ pub fn complete(
         ),
         _ => (ChecksumAlgorithm::Crc64Nvme, FULL_OBJECT),
     };
-    // A checksum of the whole object in another algorithm than the
-    // upload's cannot be checked.
-    super::receive::refuse_not_yet(req)?;
+    // The client's checksum of the whole object: only in an algorithm
+    // Granary computes, and only in the upload's (another cannot be
+    // checked).
+    refuse_not_yet(req)?;
     if let Some(other) = checksum::ALL
         .into_iter()
         .find(|a| *a != alg && req.header(a.header()).is_some())
     {
-        return Err(S3Error::InvalidRequest(format!(
-            "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
-            alg.name().to_lowercase(),
-            other.name().to_lowercase()
-        )));
+        return Err(type_mismatch(alg, other));
     }
     let mut raw = Vec::with_capacity(chosen.len());
     for p in chosen {
@@ -112,10 +110,7 @@ pub fn complete(
         })?;
         if let Some(given) = req.header(alg.header()) {
             if alg.decode_value(given).as_deref() != Some(full.as_slice()) {
-                return Err(S3Error::BadDigest(format!(
-                    "The {} you specified did not match the calculated checksum.",
-                    alg.name()
-                )));
+                return Err(checksum_mismatch(alg));
             }
         }
         checksum::encode(&full)
@@ -128,10 +123,7 @@ pub fn complete(
             let given = given.trim();
             let bare = value.rsplit_once('-').map_or(value.as_str(), |(b, _)| b);
             if given != value && given != bare {
-                return Err(S3Error::BadDigest(format!(
-                    "The {} you specified did not match the calculated checksum.",
-                    alg.name()
-                )));
+                return Err(checksum_mismatch(alg));
             }
         }
         value

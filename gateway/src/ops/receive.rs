@@ -48,6 +48,23 @@ pub fn algorithm_named(req: &S3Request, header: &str) -> S3Result<Option<Checksu
         .transpose()
 }
 
+/// BadDigest for a checksum in `alg` that does not match the data.
+pub fn checksum_mismatch(alg: ChecksumAlgorithm) -> S3Error {
+    S3Error::BadDigest(format!(
+        "The {} you specified did not match the calculated checksum.",
+        alg.name()
+    ))
+}
+
+/// InvalidRequest for a checksum in `got` where `want` is required.
+pub fn type_mismatch(want: ChecksumAlgorithm, got: ChecksumAlgorithm) -> S3Error {
+    S3Error::InvalidRequest(format!(
+        "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+        want.name().to_lowercase(),
+        got.name().to_lowercase()
+    ))
+}
+
 /// Refuses a checksum header or trailer of an algorithm in [`NOT_YET`].
 pub fn refuse_not_yet(req: &S3Request) -> S3Result<()> {
     for name in NOT_YET {
@@ -123,11 +140,7 @@ pub fn integrity_with(req: &S3Request, required: Option<ChecksumAlgorithm>) -> S
     }
     if let (Some(want), Some((got, _, _))) = (required, &chosen) {
         if want != *got {
-            return Err(S3Error::InvalidRequest(format!(
-                "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
-                want.name().to_lowercase(),
-                got.name().to_lowercase()
-            )));
+            return Err(type_mismatch(want, *got));
         }
     }
     let explicit = chosen.is_some();
@@ -159,10 +172,7 @@ impl Integrity {
             let mut h = self.algorithm.hasher();
             h.update(data);
             if &h.finalize() != expected {
-                return Err(S3Error::BadDigest(format!(
-                    "The {} you specified did not match the calculated checksum.",
-                    self.algorithm.name()
-                )));
+                return Err(checksum_mismatch(self.algorithm));
             }
         }
         Ok(())
@@ -280,10 +290,7 @@ pub async fn receive(
         integ.expected
     };
     if expected.is_some_and(|e| e != value) {
-        return Err(S3Error::BadDigest(format!(
-            "The {} you specified did not match the calculated checksum.",
-            alg.name()
-        )));
+        return Err(checksum_mismatch(alg));
     }
     Ok(Received {
         staged,
