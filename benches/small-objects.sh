@@ -19,37 +19,20 @@ sizes=${SIZES:-4096 65536}
 objects=${OBJECTS:-5000}
 seconds=${SECONDS_PER_RUN:-10}
 port=9210
-export AWS_ACCESS_KEY_ID=benchuser AWS_SECRET_ACCESS_KEY=benchsecret123
-export GRANARY_ROOT_USER=$AWS_ACCESS_KEY_ID GRANARY_ROOT_PASSWORD=$AWS_SECRET_ACCESS_KEY
+source "$here/benches/bench-env.sh"
 
 (cd "$here" && cargo build --release --quiet -p granary --bin granary && \
     cargo build --release --quiet -p granary-benches --bin granary-load)
-mkdir -p "$dir"
-server_pid=
-stop_server() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-    server_pid=
-    rm -rf "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4
-}
 trap stop_server EXIT
 
 load() {
-    "$target/release/granary-load" --endpoint "http://127.0.0.1:$port" --concurrency 64 \
+    "$load" --endpoint "http://127.0.0.1:$port" --concurrency 64 \
         --seconds "$seconds" --objects "$objects" "$@" | tail -2 | head -1
 }
 
 for size in $sizes; do
     for pack in 128 0; do
-        stop_server
-        "$target/release/granary" server "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4 \
-            --address 127.0.0.1:$port --read-cache-mib 0 --pack-threshold-kib $pack \
-            > "$dir/server.log" 2>&1 &
-        server_pid=$!
-        for _ in $(seq 100); do
-            curl -fs "http://127.0.0.1:$port/granary/health/ready" > /dev/null && break
-            sleep 0.1
-        done
-        kill -0 "$server_pid" || { cat "$dir/server.log"; exit 1; }
+        start_server "$target/release/granary" "$port" --read-cache-mib 0 --pack-threshold-kib "$pack"
         echo "== $size B, --pack-threshold-kib $pack"
         echo "put: $(load --op put --size "$size")"
         echo "files: $(find "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4 -type f | wc -l), space: $(du -sm "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4 | awk '{s += $1} END {print s}') MiB"

@@ -22,9 +22,8 @@ not import erasure-set or disk-engine; placement must not import lifecycle.
   scripts/check-structure.py --self-test  # also: the fixture's known cycle is found
 
 Cycles fail the check only for crates listed in ACYCLIC (placement's and
-the gateway's files form cycles today; the set engine's split removes
-them, and each crate joins the list then). Other crates' cycles are
-reported.
+the gateway's files still form cycles; each crate joins the list once its
+split removes them). Other crates' cycles are reported.
 """
 
 import pathlib

@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use erasure_set::Codec;
 use md5::{Digest, Md5};
-use placement::Codec;
 
 const BLOCKS: [usize; 3] = [64 << 10, 256 << 10, 1 << 20];
 

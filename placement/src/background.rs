@@ -13,7 +13,7 @@ use disk_engine::Disk;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::locks::{ask, release, renew, take, writer_lease_name};
+use erasure_set::{ask, release, renew, take, writer_lease_name};
 
 /// The name leased for background work.
 const BACKGROUND_NAME: &[u8] = b"\0granary-background";
@@ -79,7 +79,7 @@ pub(crate) fn keep_writer_lease(
     disks: Vec<Arc<dyn Disk>>,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    let owner = crate::store::instance();
+    let owner = erasure_set::instance();
     let names = vec![writer_lease_name(owner)];
     let what = "the writer lease";
     tokio::spawn(async move {

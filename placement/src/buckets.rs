@@ -4,11 +4,13 @@
 use std::time::Instant;
 
 use disk_engine::{ListStart, UploadListStart};
+use erasure_set::clock::now_ns;
+use erasure_set::record::{self, ObjectSummary};
 
 use crate::error::Error;
-use crate::record::{self, BucketRecord, ObjectSummary};
-use crate::set::now_ns;
-use crate::store::{Store, SYSTEM_NS};
+use crate::model::BucketRecord;
+use crate::model::SYSTEM_NS;
+use crate::store::Store;
 
 const BUCKET_PREFIX: &str = "buckets/";
 /// Bucket lookups remembered at most; the cache is cleared when full.
@@ -83,7 +85,7 @@ impl Store {
         self.list_system_docs(BUCKET_PREFIX)
             .await?
             .into_iter()
-            .map(|(_, value)| record::decode(&value))
+            .map(|(_, value)| Ok(record::decode(&value)?))
             .collect()
     }
 
@@ -111,7 +113,7 @@ impl Store {
                 }
             }
         }
-        let _guard = self.set.locks.lock(SYSTEM_NS, &key).await?;
+        let _guard = self.set.locks().lock(SYSTEM_NS, &key).await?;
         self.bucket(name).await?;
         self.ensure_empty(name).await?;
         self.remove_system_doc(&key).await?;

@@ -27,12 +27,14 @@ use std::sync::Arc;
 
 use disk_engine::rpc::{NodeAccess, NodeClient, RemoteDisk};
 use disk_engine::{DirState, DiskId, FormatRecord, Tier};
+use erasure_set::{
+    default_parity, open_set, LocalSet, OpenedSlot, SetError, SetWant, Slots, DEFAULT_COLD_PARITY,
+    MAX_SET_DISKS,
+};
 use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::local_set::{default_parity, DEFAULT_COLD_PARITY, MAX_SET_DISKS};
-use crate::set_format::{open_set, LocalSet, OpenedSlot, SetWant, Slots};
 
 /// Port of a node when a disk does not name one.
 pub const DEFAULT_NODE_PORT: u16 = 9100;
@@ -272,14 +274,14 @@ impl Slots for RemoteSlots {
         slot: usize,
         record: &FormatRecord,
         expect: Option<DiskId>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         let (node, d) = &self.disks[slot];
         self.runtime
             .block_on(node.format(&d.path, record, expect))
-            .map_err(|e| bad(format!("cannot format {d}: {e}")))
+            .map_err(|e| SetError::Setup(format!("cannot format {d}: {e}")))
     }
 
-    fn open(&self, slot: usize, record: &FormatRecord) -> Result<OpenedSlot, Error> {
+    fn open(&self, slot: usize, record: &FormatRecord) -> Result<OpenedSlot, SetError> {
         let (node, d) = &self.disks[slot];
         Ok(OpenedSlot {
             disk: Arc::new(RemoteDisk::new(node.clone(), &d.path, record)),
@@ -348,7 +350,7 @@ pub fn open_cluster_pool(
         default_parity: pool.parity,
         parity_name: "the cluster file's parity",
     };
-    open_set(&slots, &want)
+    Ok(open_set(&slots, &want)?)
 }
 
 #[cfg(test)]

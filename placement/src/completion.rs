@@ -18,15 +18,13 @@
 //! garbage collection.
 
 use disk_engine::{failpoint, Record};
+use erasure_set::record::{self, ObjectMeta, ObjectRecord, PartRef};
+use erasure_set::{Carried, Committed, DiskRecords, KeyState};
 use uuid::Uuid;
 
-use crate::commit::{Carried, Committed};
 use crate::error::Error;
+use crate::model::{PartRecord, UploadRecord, Versioning};
 use crate::objects::WriteOptions;
-use crate::record::{
-    self, ObjectMeta, ObjectRecord, PartRecord, PartRef, UploadRecord, Versioning,
-};
-use crate::set::{DiskRecords, KeyState};
 use crate::store::Store;
 
 impl Store {
@@ -63,7 +61,7 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.detached(move |me| async move {
-            let _guard = me.set.locks.lock(&bucket, &key).await?;
+            let _guard = me.set.locks().lock(&bucket, &key).await?;
             match me.completion_of(&bucket, &key, upload_id).await? {
                 Some(done) => me.finish_completion(&bucket, &key, upload_id, done).await,
                 None => Err(Error::NoSuchUpload),
@@ -81,7 +79,7 @@ impl Store {
         meta: ObjectMeta,
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         failpoint::hit("complete.before", "").await;
         // Read once under the lock: for an earlier completion, and for the
         // new version's place among the key's versions.
@@ -131,7 +129,7 @@ impl Store {
         opts: &WriteOptions,
         records: DiskRecords,
     ) -> Result<ObjectRecord, Error> {
-        let pool = upload.part_pool().unwrap_or(crate::tier::COLD_TIER);
+        let pool = upload.part_pool().unwrap_or(crate::model::COLD_TIER);
         let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
         let (versioning, state) = self.prepare_version_from(bucket, opts, records).await?;
         let tier = self

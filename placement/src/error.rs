@@ -2,10 +2,7 @@
 //! terms; the gateway alone maps these to S3 error codes.
 
 use disk_engine::DiskError;
-
-/// Error from a request body stream, passed through untouched so the caller
-/// can recover its own error type.
-pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+use erasure_set::{BodyError, SetError};
 
 /// What went wrong in the placement layer.
 #[derive(Debug, thiserror::Error)]
@@ -86,4 +83,22 @@ pub enum Error {
     /// A bug or an unexpected state.
     #[error("internal: {0}")]
     Internal(String),
+}
+
+impl From<SetError> for Error {
+    fn from(e: SetError) -> Error {
+        match e {
+            SetError::WriteQuorum { needed, got } => Error::WriteQuorum { needed, got },
+            SetError::ReadQuorum { needed, got } => Error::ReadQuorum { needed, got },
+            SetError::SetOffline(why) => Error::SetOffline(why),
+            SetError::DiskFull => Error::DiskFull,
+            SetError::Body(e) => Error::Body(e),
+            SetError::InvalidArgument(why) => Error::InvalidArgument(why),
+            SetError::Corrupt(why) => Error::Corrupt(why),
+            SetError::Setup(why) => Error::Setup(why),
+            SetError::Disk(e) => Error::Disk(e),
+            SetError::LockTimeout(why) => Error::LockTimeout(why),
+            SetError::Internal(why) => Error::Internal(why),
+        }
+    }
 }

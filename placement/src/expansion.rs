@@ -29,7 +29,8 @@ impl Store {
     /// The hot pool a new object's bytes go to: `None` for this one, else
     /// the tier name of a pool added later.
     pub(crate) async fn pool_for_new_data(&self, size_hint: Option<u64>) -> Option<String> {
-        if self.extra.read().is_empty() || size_hint.is_some_and(|s| s <= self.set.pack_threshold) {
+        if self.extra.read().is_empty() || size_hint.is_some_and(|s| s <= self.set.pack_threshold())
+        {
             return None;
         }
         let weights = self.free_space_by_pool().await;
@@ -76,7 +77,7 @@ async fn usable(store: &Store) -> u64 {
             disk_engine::DiskHealth::Offline { .. } => None,
         })
         .collect();
-    if free.len() < store.set.quorum.write {
+    if free.len() < store.set.quorum().write {
         return 0;
     }
     let data = (store.set.width() - store.set.parity_shards()) as u64;

@@ -37,6 +37,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use disk_engine::{failpoint, ScannedRecord, ScannedUpload, ShardFile};
+use erasure_set::record::{self, ObjectRecord};
+use erasure_set::{ask, instance, writer_lease_name, ErasureSet};
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
@@ -44,10 +46,8 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::locks::{ask, writer_lease_name};
-use crate::record::{self, ObjectRecord, PartRecord};
-use crate::set::ErasureSet;
-use crate::store::{instance, Store};
+use crate::model::PartRecord;
+use crate::store::Store;
 
 /// Items asked of a disk per listing page.
 const GC_PAGE: usize = 1000;
@@ -110,7 +110,7 @@ struct SetScan {
 }
 
 fn now_secs() -> u64 {
-    crate::clock::now_ns() / 1_000_000_000
+    erasure_set::clock::now_ns() / 1_000_000_000
 }
 
 impl Store {
@@ -254,7 +254,7 @@ impl Store {
         if owner == instance() {
             return true;
         }
-        if !self.set.locks.is_shared() {
+        if !self.set.locks().is_shared() {
             return false;
         }
         let disks = self.set.disks();

@@ -12,15 +12,16 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use disk_engine::ListStart;
+use erasure_set::record::ObjectSummary;
 use futures::StreamExt;
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::record::ObjectSummary;
-use crate::store::{Store, SYSTEM_NS};
-use crate::tier::TIER_NS;
+use crate::model::SYSTEM_NS;
+use crate::model::TIER_NS;
+use crate::store::Store;
 
 /// Keys per listing page of a pass.
 const HEAL_PAGE: usize = 1000;
@@ -132,7 +133,7 @@ impl Store {
     /// Objects of this pool acknowledged with fewer than k + m disks
     /// holding them, not healed since.
     pub fn objects_at_risk(&self) -> u64 {
-        self.set.at_risk.count()
+        self.set.at_risk().count()
     }
 
     /// Runs a pass every `interval` (`None`: only on demand), verifying at
@@ -158,11 +159,11 @@ impl Store {
         let pools: Vec<Arc<Store>> = self.tier_pools().into_iter().map(|(_, p)| p).collect();
         let mut stores: Vec<&Store> = vec![self];
         stores.extend(pools.iter().map(|p| &**p));
-        let marks: Vec<u64> = stores.iter().map(|s| s.set.at_risk.untracked()).collect();
+        let marks: Vec<u64> = stores.iter().map(|s| s.set.at_risk().untracked()).collect();
         // Objects at risk first: they are the ones one more failure loses.
         for store in &stores {
             let before = Rewritten::of(store);
-            for (ns, key) in store.set.at_risk.keys() {
+            for (ns, key) in store.set.at_risk().keys() {
                 if let Err(e) = store.set.heal_object(&ns, &key, &[]).await {
                     self.heal_failed(&ns, &key, e);
                 }
@@ -246,7 +247,7 @@ impl Store {
                 .iter()
                 .all(|d| matches!(d.health, disk_engine::DiskHealth::Online { .. }));
             if all_online {
-                store.set.at_risk.untracked_healed(mark);
+                store.set.at_risk().untracked_healed(mark);
             }
         }
         let mut p = self.healer.progress.lock();
@@ -273,7 +274,7 @@ impl Store {
         p.records_rewritten += now.records - before.records;
     }
 
-    fn heal_failed(&self, ns: &str, key: &str, e: crate::Error) {
+    fn heal_failed(&self, ns: &str, key: &str, e: impl std::fmt::Display) {
         let what = format!("{ns}/{key}");
         tracing::warn!(key = %what, error = %e, "healing failed");
         let mut p = self.healer.progress.lock();
@@ -361,7 +362,7 @@ impl Store {
         let mut all = true;
         for ns in namespaces {
             // One namespace at a time: this is background reading.
-            all &= self.set.agreement.compare_once(&ns).await;
+            all &= self.set.compare_heads_once(&ns).await;
         }
         all
     }

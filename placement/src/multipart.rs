@@ -6,14 +6,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use disk_engine::{failpoint, DiskError, PartEntry, UploadEntry, UploadListStart};
+use erasure_set::clock::now_ns;
+use erasure_set::record::{self, ChecksumValue, ObjectMeta, PartRef};
+use erasure_set::{BodyStream, ErasureSet, StagedData};
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::record::{self, ChecksumValue, ObjectMeta, PartRecord, PartRef, UploadRecord};
-use crate::set::{now_ns, ErasureSet};
+use crate::model::TIER_NS;
+use crate::model::{PartRecord, UploadRecord};
 use crate::store::Store;
-use crate::tier::TIER_NS;
-use crate::write::{BodyStream, StagedData};
 
 /// An upload as listed.
 #[derive(Clone, Debug)]
@@ -59,7 +60,7 @@ impl Store {
         self.bucket(bucket).await?;
         let upload_id = Uuid::now_v7();
         let pool = match cold {
-            true => Some(crate::tier::COLD_TIER.to_string()),
+            true => Some(crate::model::COLD_TIER.to_string()),
             false => self.pool_for_new_data(None).await,
         };
         let layout = match &pool {
@@ -115,13 +116,13 @@ impl Store {
             .filter(|r| matches!(r, Ok(_) | Err(DiskError::NotFound)))
             .count();
         let found: Vec<_> = results.into_iter().flatten().collect();
-        if found.len() >= self.set.quorum.read {
-            return record::decode(&found[0]);
+        if found.len() >= self.set.quorum().read {
+            return Ok(record::decode(&found[0])?);
         }
-        if answered >= self.set.quorum.read {
+        if answered >= self.set.quorum().read {
             return Err(Error::NoSuchUpload);
         }
-        Err(self.set.read_quorum_lost(answered))
+        Err(self.set.read_quorum_lost(answered).into())
     }
 
     /// The set an upload's parts are written to.
@@ -139,9 +140,10 @@ impl Store {
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
-        self.part_set(upload)?
+        Ok(self
+            .part_set(upload)?
             .write_data(upload.layout, body, size_hint, false)
-            .await
+            .await?)
     }
 
     /// Records a written part; a part of the same number is replaced and
@@ -198,7 +200,7 @@ impl Store {
             body: record::encode(&rec),
         };
         failpoint::hit("part.staged", "").await;
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         // The set `write_part_data` staged the data in.
         let part_set = self.part_set(upload)?;
         // Staged entries in the upload's own set go with the part records;
@@ -227,10 +229,10 @@ impl Store {
             .iter()
             .filter(|r| matches!(r, Err(DiskError::NotFound)))
             .count();
-        let outcome = if gone >= self.set.quorum.read {
+        let outcome = if gone >= self.set.quorum().read {
             Err(Error::NoSuchUpload)
         } else {
-            self.set.require_write_quorum(&results)
+            Ok(self.set.require_write_quorum(&results)?)
         };
         if let Err(e) = outcome {
             // Nothing is freed. Data no part record refers to goes now; the
@@ -329,7 +331,7 @@ impl Store {
             }
             let winner = bodies
                 .into_iter()
-                .filter(|(_, c)| *c >= self.set.quorum.read)
+                .filter(|(_, c)| *c >= self.set.quorum().read)
                 .filter_map(|(b, _)| record::decode::<PartRecord>(&b).ok())
                 .max_by_key(|p| p.mtime_ns);
             if let Some(p) = winner {
@@ -363,9 +365,9 @@ impl Store {
             .iter()
             .filter(|r| matches!(r, Ok(_) | Err(DiskError::NotFound)))
             .count();
-        if answered < self.set.quorum.write {
+        if answered < self.set.quorum().write {
             // The upload may still be there: nothing of it is freed.
-            return Err(self.set.write_quorum_lost(answered));
+            return Err(self.set.write_quorum_lost(answered).into());
         }
         let mut had = 0;
         let mut dropped = Vec::new();
@@ -405,7 +407,7 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         let records = self.set.read_records(bucket, key).await;
         if let Some(done) = self.completion_in(&records, upload_id)? {
             self.finish_completion(bucket, key, upload_id, done).await?;
@@ -464,7 +466,7 @@ impl Store {
             {
                 break;
             }
-            if count < self.set.quorum.read {
+            if count < self.set.quorum().read {
                 continue;
             }
             out.push(UploadInfo {

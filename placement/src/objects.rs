@@ -5,17 +5,18 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use disk_engine::{ListStart, Tier};
+use erasure_set::record::{ObjectMeta, ObjectRecord, ObjectSummary, PartRef};
+use erasure_set::{
+    version_key, BodyStream, Carried, Committed, DiskRecords, KeyState, ObjectPage, Objects,
+    Resolved, StagedData,
+};
 use futures::future::join_all;
 use uuid::Uuid;
 
-use crate::commit::{Carried, Committed};
-use crate::current::{ObjectPage, Objects};
 use crate::error::Error;
-use crate::read::ObjectStream;
-use crate::record::{ObjectMeta, ObjectRecord, ObjectSummary, PartRef, Versioning};
-use crate::set::{version_key, DiskRecords, KeyState, Resolved};
+use crate::model::Versioning;
 use crate::store::Store;
-use crate::write::{BodyStream, StagedData};
+use crate::stream::ObjectStream;
 
 /// One version of a key, by id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,11 +235,11 @@ impl Store {
                 Some(pool) => self.write_tier_data(&pool, body, size_hint).await,
                 None => {
                     let layout = self.set.layout_for(bucket, key);
-                    self.set.write_data(layout, body, size_hint, true).await
+                    Ok(self.set.write_data(layout, body, size_hint, true).await?)
                 }
             },
             Tier::Cold => {
-                self.write_tier_data(crate::tier::COLD_TIER, body, size_hint)
+                self.write_tier_data(crate::model::COLD_TIER, body, size_hint)
                     .await
             }
         }
@@ -283,7 +284,7 @@ impl Store {
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), &meta);
         let record = ObjectRecord::new_version(staged.layout, vec![part], false, meta, tags, None);
         let disks = staged.disks.clone();
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
         self.write_version(
             bucket,
@@ -315,7 +316,7 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
         disk_engine::failpoint::hit("tier.put.committed", "").await;
         let part = PartRef::single(size, None, false, &meta);
@@ -406,7 +407,7 @@ impl Store {
                 self.set.unstage(*id).await;
             }
         }
-        committed
+        Ok(committed?)
     }
 
     /// A version of `bucket/key`: the current one (`None`), which may be a
@@ -426,7 +427,7 @@ impl Store {
             Some(v) => find(&state, v).ok_or(Error::NoSuchVersion)?,
         };
         if (0..self.set.width()).any(|s| state.responded[s] && !found.holders[s]) {
-            self.set.repair.request(bucket, key, Vec::new());
+            self.set.repair_queue().request(bucket, key, Vec::new());
         }
         Ok(found.object.clone())
     }
@@ -451,7 +452,7 @@ impl Store {
     ) -> ObjectStream {
         match object.tiered.clone() {
             Some(tier) => self.read_tiered(tier, range),
-            None => self.set.read_object(bucket, key, object, range),
+            None => self.set.read_object(bucket, key, object, range).into(),
         }
     }
 
@@ -490,7 +491,7 @@ impl Store {
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
         let key = item.key.as_str();
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         if let Some(c) = &item.condition {
             c.check(&self.set.resolve_key(bucket, key).await?, None)?;
         }
@@ -528,7 +529,7 @@ impl Store {
         permanent: bool,
     ) -> Result<bool, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let Some(found) = find(&state, seen).filter(|r| r.object.mtime_ns == seen_mtime_ns) else {
             return Ok(false);
@@ -624,7 +625,7 @@ impl Store {
         if !batch.is_empty() {
             let _guards = self
                 .set
-                .locks
+                .locks()
                 .lock_all(bucket, batch.iter().map(|&i| items[i].key.as_str()))
                 .await?;
             // Whether each named version is a delete marker, for the reply,
@@ -661,7 +662,11 @@ impl Store {
             records.dedup();
             let removed = match records.is_empty() {
                 true => Ok(()),
-                false => self.set.delete_versions(bucket, records).await,
+                false => self
+                    .set
+                    .delete_versions(bucket, records)
+                    .await
+                    .map_err(Error::from),
             };
             if let Err(e) = removed {
                 for &i in &batch {
@@ -750,7 +755,7 @@ impl Store {
         change: impl FnOnce(&mut ObjectRecord),
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let found = match version {
             None => state.latest().ok_or(Error::NoSuchKey)?,
@@ -761,9 +766,10 @@ impl Store {
         }
         let mut object = found.object.clone();
         change(&mut object);
-        self.set
+        Ok(self
+            .set
             .rewrite_record(bucket, key, object, &found.holders, &state)
-            .await
+            .await?)
     }
 
     /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`

@@ -5,8 +5,8 @@
 use disk_engine::{Disk, DiskError, Fault, ShardIoMode};
 
 use crate::error::Error;
+use crate::model::Versioning;
 use crate::objects::{DeleteItem, VersionRef};
-use crate::record::Versioning;
 use crate::store_tests::{
     count_shards, data, get, put, rig_packing, set_versioning, wait_for_repairs, Rig, BLOCK,
 };

@@ -4,8 +4,8 @@
 //! concurrent ranged reads of one object.
 
 use disk_engine::ShardIoMode;
+use erasure_set::READ_BATCH_BYTES;
 
-use crate::read::READ_BATCH_BYTES;
 use crate::store_tests::{data, get, put, rig_with};
 
 const MODES: [ShardIoMode; 3] = [

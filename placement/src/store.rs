@@ -4,36 +4,25 @@
 //! this type without the gateway noticing.
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use disk_engine::{Disk, DiskHealth};
+use erasure_set::{
+    spawn_repair_worker, CacheStats, ErasureSet, RepairQueue, RepairStats, DEFAULT_BLOCK_SIZE,
+    DEFAULT_PACK_THRESHOLD, DEFAULT_READ_CACHE_BYTES,
+};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use uuid::Uuid;
 
-use crate::cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
 use crate::error::Error;
-use crate::packed::DEFAULT_PACK_THRESHOLD;
-use crate::record::BucketRecord;
-use crate::repair::{spawn_repair_worker, RepairQueue, RepairStats};
-use crate::set::{ErasureSet, DEFAULT_BLOCK_SIZE};
+use crate::model::BucketRecord;
 use crate::tier::{spawn_tier_worker, TierBackend};
 
-/// Namespace of cluster-wide state (buckets), stored erasure-coded like any
-/// object. Its name is not a valid bucket name, so no bucket can collide.
-pub(crate) const SYSTEM_NS: &str = ".granary.sys";
 /// How long a bucket lookup is trusted without asking the disks again.
 pub(crate) const BUCKET_CACHE_TTL: Duration = Duration::from_secs(2);
-
-/// This process's instance id: the owner of the data it stages (see
-/// `gc.rs`), fresh at every start.
-pub fn instance() -> Uuid {
-    static INSTANCE: OnceLock<Uuid> = OnceLock::new();
-    *INSTANCE.get_or_init(Uuid::new_v4)
-}
 
 /// The object store: buckets, objects, multipart uploads, over erasure sets.
 pub struct Store {
@@ -121,7 +110,7 @@ impl Store {
         let shutdown = CancellationToken::new();
         let worker = spawn_repair_worker(Arc::downgrade(&set), rx, shutdown.clone());
         let (release, released) = tokio::sync::mpsc::unbounded_channel();
-        let _ = set.tier_release.set(release);
+        set.release_tier_objects_to(release);
         Ok(Arc::new_cyclic(|me| {
             let tiers = spawn_tier_worker(me.clone(), released, shutdown.clone());
             let healer = Arc::new(crate::heal::Healer::default());
@@ -150,7 +139,7 @@ impl Store {
 
     /// A store over an opened set (see [`crate::open_local_set`]); an
     /// offline set gives a store whose every request answers why.
-    pub fn for_set(set: crate::LocalSet, opts: StoreOptions) -> Result<Arc<Store>, Error> {
+    pub fn for_set(set: erasure_set::LocalSet, opts: StoreOptions) -> Result<Arc<Store>, Error> {
         let store = Store::new(set.disks, set.parity, opts)?;
         if let Some(why) = set.offline {
             store.mark_offline(why);
@@ -187,7 +176,7 @@ impl Store {
     /// Declares the set offline (its disks were not opened): every lost
     /// quorum answers `why` (see [`Error::SetOffline`]).
     pub fn mark_offline(&self, why: String) {
-        let _ = self.set.offline.set(why);
+        self.set.mark_offline(why);
     }
 
     /// Why this pool's set is offline, if it is.
@@ -197,14 +186,14 @@ impl Store {
 
     /// Hot-object cache counters.
     pub fn cache_stats(&self) -> CacheStats {
-        self.set.cache.stats()
+        self.set.cache_stats()
     }
 
     /// Reclaims the space of deleted and overwritten packed objects on
     /// every online disk now (compaction does it gradually otherwise).
     /// Returns how many disks finished; reads and writes go on meanwhile.
     pub async fn collect_packed_garbage(&self) -> usize {
-        let done = futures::future::join_all(self.set.disks.iter().map(|d| async move {
+        let done = futures::future::join_all(self.set.disks().iter().map(|d| async move {
             match d.collect_pieces().await {
                 Ok(()) => true,
                 Err(e) => {
@@ -221,12 +210,12 @@ impl Store {
     /// too: from now on every object lock is also leased on a majority of
     /// the set's disks (see `locks.rs`).
     pub fn share_locks(&self) {
-        self.set.locks.share(self.set.disks.clone());
+        self.set.locks().share(self.set.disks().to_vec());
         let task = self
             .background
-            .contend(self.set.disks.clone(), self.shutdown.clone());
+            .contend(self.set.disks().to_vec(), self.shutdown.clone());
         let lease =
-            crate::background::keep_writer_lease(self.set.disks.clone(), self.shutdown.clone());
+            crate::background::keep_writer_lease(self.set.disks().to_vec(), self.shutdown.clone());
         self.workers.lock().extend([task, lease]);
     }
 
@@ -240,23 +229,23 @@ impl Store {
 
     /// Objects waiting in the repair queue.
     pub fn repair_backlog(&self) -> usize {
-        self.set.repair.backlog()
+        self.set.repair_queue().backlog()
     }
 
     /// Repair counters.
     pub fn repair_stats(&self) -> Arc<RepairStats> {
-        self.set.repair.stats.clone()
+        self.set.repair_queue().stats.clone()
     }
 
     /// Listing pages served from pages read ahead.
     pub fn listing_read_ahead_hits(&self) -> u64 {
-        self.set.list_ahead.hits()
+        self.set.list_ahead_hits()
     }
 
     /// Listing pages read from one disk's heads (where the disks are
     /// known to agree).
     pub fn listing_one_disk_pages(&self) -> u64 {
-        self.set.agreement.one_disk_pages()
+        self.set.one_disk_pages()
     }
 
     /// Every disk slot with its health.
@@ -267,7 +256,7 @@ impl Store {
             .enumerate()
             .map(|(slot, health)| DiskStatus {
                 slot,
-                label: self.set.disks[slot].label().to_string(),
+                label: self.set.disks()[slot].label().to_string(),
                 health,
             })
             .collect()
@@ -282,7 +271,7 @@ impl Store {
             .iter()
             .filter(|h| matches!(h, DiskHealth::Online { .. }))
             .count();
-        online >= self.set.quorum.write
+        online >= self.set.quorum().write
     }
 
     /// Stops background work and waits for it, after the commits under way.

@@ -8,13 +8,12 @@ use bytes::Bytes;
 use disk_engine::{
     Disk, Fault, FaultyDisk, LocalDisk, LocalDiskOptions, ShardId, ShardIoMode, Tier,
 };
+use erasure_set::record::ObjectMeta;
+use erasure_set::{open_local_set, BodyStream, LocalSetConfig};
 use futures::StreamExt;
 
 use crate::error::Error;
-use crate::local_set::{open_local_set, LocalSetConfig};
-use crate::record::ObjectMeta;
 use crate::store::{Store, StoreOptions};
-use crate::write::BodyStream;
 use crate::{ListStart, VersionRef, Versioning, WriteCondition, WriteOptions};
 
 pub(crate) struct Rig {
@@ -55,7 +54,7 @@ pub(crate) fn rig_packing(
         disk: LocalDiskOptions {
             fsync: false,
             io,
-            listing_of: Some(crate::projection::listing_of_body),
+            listing_of: Some(erasure_set::listing_of_body),
         },
     })
     .unwrap();
@@ -304,8 +303,8 @@ async fn put_ghost_on_disk_0(r: &Rig) {
     let stray = disk_engine::Record {
         version: disk_engine::VersionId::NULL,
         stamp: r.store.set().next_stamp(),
-        body: crate::record::encode(&object),
-        listing: crate::projection::encode(&object),
+        body: erasure_set::record::encode(&object),
+        listing: erasure_set::encode_projection(&object),
     };
     r.local[0]
         .put_record(b"b", b"ghost", disk_engine::RecordPut::of(stray))
@@ -434,7 +433,7 @@ async fn listings_from_heads_match_the_records_through_versions_and_a_missing_di
 async fn a_listing_from_some_disks_shows_what_reads_show_after_interrupted_writes() {
     let r = rig(4, None);
     assert_eq!(
-        crate::listing::heads_readers(4, r.store.set().quorum().read),
+        erasure_set::heads_readers(4, r.store.set().quorum().read),
         3
     );
     r.store.create_bucket("b", "us-east-1").await.unwrap();
@@ -464,8 +463,8 @@ async fn a_listing_from_some_disks_shows_what_reads_show_after_interrupted_write
             let rec = disk_engine::Record {
                 version: disk_engine::VersionId::NULL,
                 stamp: r.store.set().next_stamp(),
-                body: crate::record::encode(&object),
-                listing: crate::projection::encode(&object),
+                body: erasure_set::record::encode(&object),
+                listing: erasure_set::encode_projection(&object),
             };
             let name = format!("{kind}/{i:02}/cut");
             for &d in disks {
@@ -530,7 +529,7 @@ async fn a_page_read_ahead_is_used_only_if_nothing_was_written_since() {
         put(&r, k, b"x").await.unwrap();
     }
     let store = &r.store;
-    let hits = || store.set().list_ahead.hits();
+    let hits = || store.set().list_ahead_hits();
     let page = |after: &'static str| page_after(&r, after, 2);
     // Read ahead, nothing written: the page read ahead is served.
     r.store
@@ -572,8 +571,8 @@ async fn a_client_paging_through_keys_is_read_ahead_in_chunks_of_pages() {
         put(&r, &format!("k{i:02}"), b"x").await.unwrap();
     }
     let store = &r.store;
-    let hits = || store.set().list_ahead.hits();
-    let chunks = || store.set().list_ahead.chunks();
+    let hits = || store.set().list_ahead_hits();
+    let chunks = || store.set().list_ahead_chunks();
     let page = |after: &'static str| page_after(&r, after, 4);
     // A client asking for 3 keys at a time (the set is asked for one more,
     // to tell whether more follow) is read ahead 12 keys at a time: the
@@ -664,7 +663,7 @@ async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_mi
     assert_eq!(listed_from_one_disk(&r, "x/").await, ["x/1"]);
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 1);
     // Once the key is healed and compared again, its pages read one disk.
-    assert!(r.store.set().agreement.recheck("b").await);
+    assert!(r.store.set().recheck_doubts("b").await);
     assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(
         r.store.listing_one_disk_pages(),
@@ -672,7 +671,7 @@ async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_mi
         "not healed yet"
     );
     r.store.set().heal_object("b", "b", &[]).await.unwrap();
-    assert!(r.store.set().agreement.recheck("b").await);
+    assert!(r.store.set().recheck_doubts("b").await);
     assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 2);
 }
@@ -752,7 +751,7 @@ async fn paging_through_chunks_read_ahead_lists_every_visible_key_once() {
         }
     }
     let store = &r.store;
-    let hits = || store.set().list_ahead.hits();
+    let hits = || store.set().list_ahead_hits();
     for max in [1, 2, 3, 4, 5, 7, 13, 100] {
         let before = hits();
         assert_eq!(page_through(&r, max).await, visible, "pages of {max}");

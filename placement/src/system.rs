@@ -2,10 +2,12 @@
 //! (buckets, users): erasure-set records with their value inline, read and
 //! written with the same quorums as objects.
 
+use erasure_set::record::{ObjectMeta, ObjectRecord};
+use erasure_set::ErasureLayout;
+
 use crate::error::Error;
-use crate::layout::ErasureLayout;
-use crate::record::{ObjectMeta, ObjectRecord};
-use crate::store::{Store, SYSTEM_NS};
+use crate::model::SYSTEM_NS;
+use crate::store::Store;
 
 impl Store {
     /// Reads a document; `None` when absent. Queues a repair when some
@@ -16,7 +18,7 @@ impl Store {
             return Ok(None);
         };
         if (0..self.set.width()).any(|s| state.responded[s] && !v.holders[s]) {
-            self.set.repair.request(SYSTEM_NS, path, Vec::new());
+            self.set.repair_queue().request(SYSTEM_NS, path, Vec::new());
         }
         v.object
             .inline
@@ -32,7 +34,7 @@ impl Store {
         path: &str,
         change: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, Error>,
     ) -> Result<(), Error> {
-        let _guard = self.set.locks.lock(SYSTEM_NS, path).await?;
+        let _guard = self.set.locks().lock(SYSTEM_NS, path).await?;
         let current = self.get_system_doc(path).await?;
         match change(current)? {
             Some(value) => self.write_system_doc(path, value).await,
@@ -98,9 +100,9 @@ impl Store {
             delete_marker: false,
             size: 0,
             layout: ErasureLayout {
-                data: self.set.data as u8,
-                parity: self.set.parity as u8,
-                block_size: self.set.block_size,
+                data: self.set.data_shards() as u8,
+                parity: self.set.parity_shards() as u8,
+                block_size: self.set.block_size(),
                 rotation: 0,
             },
             parts: Vec::new(),
@@ -119,7 +121,7 @@ impl Store {
                 obj,
                 &all,
                 false,
-                crate::commit::Carried::default(),
+                erasure_set::Carried::default(),
                 None,
             )
             .await?;
@@ -128,8 +130,9 @@ impl Store {
 
     /// Deletes a document; the caller holds the path's lock.
     pub(crate) async fn remove_system_doc(&self, path: &str) -> Result<(), Error> {
-        self.set
+        Ok(self
+            .set
             .delete_version(SYSTEM_NS, path, disk_engine::VersionId::NULL)
-            .await
+            .await?)
     }
 }

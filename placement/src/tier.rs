@@ -15,33 +15,19 @@ use std::ops::Range;
 use std::sync::{Arc, Weak};
 
 use disk_engine::VersionId;
+use erasure_set::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
+use erasure_set::{BodyStream, Carried, ErasureLayout, KeyState, StagedData};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::commit::Carried;
 use crate::error::Error;
-use crate::layout::ErasureLayout;
-use crate::read::ObjectStream;
-use crate::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
-use crate::set::KeyState;
+use crate::model::{COLD_TIER, OWNER_BUCKET, OWNER_KEY, POOL_TIER_PREFIX, TIER_NS};
 use crate::store::Store;
+use crate::stream::ObjectStream;
 use crate::transition::Destination;
-use crate::write::{BodyStream, StagedData};
 use disk_engine::Tier;
-
-/// Name of the cold pool's tier in version records.
-pub const COLD_TIER: &str = "cold";
-/// Prefix of the names of hot pools added after the first ("pool-1", …):
-/// a new object's bytes may go to one of them, as a tier object.
-pub const POOL_TIER_PREFIX: &str = "pool-";
-/// Namespace of tier objects in the pools that hold them. Not a valid
-/// bucket name.
-pub(crate) const TIER_NS: &str = ".granary.tier";
-/// Metadata names of a tier object's owner.
-pub(crate) const OWNER_BUCKET: &str = "owner-bucket";
-pub(crate) const OWNER_KEY: &str = "owner-key";
 
 impl Store {
     /// Makes `cold` this store's cold pool.
@@ -242,7 +228,7 @@ impl Store {
     ) -> Result<(), Error> {
         let pool = self.require_pool(&tier.tier)?;
         let name = tier.id.to_string();
-        let _guard = pool.set.locks.lock(TIER_NS, &name).await?;
+        let _guard = pool.set.locks().lock(TIER_NS, &name).await?;
         // A tier object's id is new: there is no earlier write of it.
         let fresh = KeyState::empty();
         pool.set
@@ -265,17 +251,7 @@ impl Store {
         let Some(pool) = self.tier_pool(&tier.tier) else {
             return;
         };
-        let name = tier.id.to_string();
-        let item = vec![(name.into_bytes(), VersionId::NULL)];
-        let mut agreement = pool.set.agreement.writing(TIER_NS, [&item[0].0[..]]);
-        let results = pool
-            .set
-            .each_disk(|_, d| {
-                let item = item.clone();
-                async move { d.delete_records(TIER_NS.as_bytes(), item).await }
-            })
-            .await;
-        agreement.reached_every_disk(results.iter().all(|r| r.is_ok()));
+        pool.set.forget(TIER_NS, &tier.id.to_string()).await;
     }
 
     /// The shard ids a tier object's parts use (none for remote tiers
@@ -307,7 +283,7 @@ impl Store {
                 .ok_or_else(|| Error::Corrupt(format!("tier object {name} is missing")))?
                 .object
                 .clone();
-            Ok(pool.set.read_object(TIER_NS, &name, object, range))
+            Ok(pool.set.read_object(TIER_NS, &name, object, range).into())
         })
     }
 }
@@ -335,10 +311,11 @@ fn tier_record(
 /// Deletes one tier object from its pool (and frees its data).
 async fn delete_tier_object(pool: &Store, id: Uuid) -> Result<(), Error> {
     let name = id.to_string();
-    let _guard = pool.set.locks.lock(TIER_NS, &name).await?;
-    pool.set
+    let _guard = pool.set.locks().lock(TIER_NS, &name).await?;
+    Ok(pool
+        .set
         .delete_version(TIER_NS, &name, VersionId::NULL)
-        .await
+        .await?)
 }
 
 /// Deletes the tier objects the store's versions release.

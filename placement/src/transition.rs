@@ -18,16 +18,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use erasure_set::record::{ObjectRecord, PartRef, TierRef};
+use erasure_set::{version_key, BodyError, BodyStream};
 use futures::StreamExt;
 use parking_lot::Mutex;
 
-use crate::error::{BodyError, Error};
+use crate::error::Error;
+use crate::model::{COLD_TIER, TIER_NS};
 use crate::objects::VersionRef;
-use crate::record::{ObjectRecord, PartRef, TierRef};
-use crate::set::version_key;
 use crate::store::Store;
-use crate::tier::{TierBackend, COLD_TIER, TIER_NS};
-use crate::write::BodyStream;
+use crate::tier::TierBackend;
 use disk_engine::{ListStart, Tier};
 
 /// Marks a tier object as being written by a transition until dropped.
@@ -226,7 +226,7 @@ impl Store {
         before: &ObjectRecord,
         after: ObjectRecord,
     ) -> Result<bool, Error> {
-        let _guard = self.set.locks.lock(bucket, key).await?;
+        let _guard = self.set.locks().lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let wanted = version_key(before.version_id);
         let unchanged = state
@@ -248,7 +248,7 @@ impl Store {
     /// belong to a write or transition still in progress). Returns how
     /// many were deleted.
     pub async fn sweep_tier_objects(&self, grace: Duration) -> Result<usize, Error> {
-        let cutoff = crate::set::now_ns().saturating_sub(grace.as_nanos() as u64);
+        let cutoff = erasure_set::clock::now_ns().saturating_sub(grace.as_nanos() as u64);
         let mut deleted = 0;
         for (name, pool) in self.tier_pools() {
             deleted += self.sweep_pool(&name, &pool, cutoff).await?;
@@ -268,7 +268,7 @@ impl Store {
                 }
             };
             for (id, bucket, key) in stale {
-                let Ok(_guard) = self.set.locks.lock(&bucket, &key).await else {
+                let Ok(_guard) = self.set.locks().lock(&bucket, &key).await else {
                     continue;
                 };
                 if !self.in_flight.lock().contains(&id) && !self.refers_to(&bucket, &key, id).await
@@ -326,15 +326,15 @@ impl Store {
                         .map(|(_, v)| v.clone())
                 };
                 let (Some(bucket), Some(key)) = (
-                    owner(crate::tier::OWNER_BUCKET),
-                    owner(crate::tier::OWNER_KEY),
+                    owner(crate::model::OWNER_BUCKET),
+                    owner(crate::model::OWNER_KEY),
                 ) else {
                     continue;
                 };
                 // Under the owner key's lock: a PUT of a cold object commits
                 // its tier object and then its version under it, so this
                 // never sees one between the two.
-                let Ok(_guard) = self.set.locks.lock(&bucket, &key).await else {
+                let Ok(_guard) = self.set.locks().lock(&bucket, &key).await else {
                     continue;
                 };
                 if self.in_flight.lock().contains(&id) || self.refers_to(&bucket, &key, id).await {

@@ -3,124 +3,26 @@
 //! rebuilds the damaged shards from the healthy ones and rewrites the
 //! missing records.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use disk_engine::{PutRecordOutcome, RecordPut, ShardId, ShardWriter};
 use futures::future::join_all;
-use parking_lot::Mutex;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::error::Error;
+use crate::error::SetError;
 use crate::layout::{PartGeometry, StripeRun};
 use crate::packed::{self, Pieces};
 use crate::record::ObjectRecord;
+use crate::repair_queue::RepairReceiver;
 use crate::set::{ErasureSet, Resolved};
 
-/// Objects waiting for repair; further requests are dropped (and logged)
-/// until the worker catches up — a later read will queue them again.
-const REPAIR_QUEUE_DEPTH: usize = 1024;
 /// Stripes verified or rebuilt per step when repairing a shard.
 const REPAIR_BATCH_STRIPES: u64 = 16;
-/// Background checks of unread shards running at once (see
-/// `check_unread_shards`).
-pub(crate) const PRESENCE_CHECKS: usize = 4;
 /// Parts of one object whose shards a presence check looks at.
 const PRESENCE_CHECK_PARTS: usize = 64;
-
-/// One object to repair, with the (shard id, disk slot) pairs a read found
-/// damaged.
-#[derive(Debug)]
-pub struct RepairRequest {
-    ns: String,
-    key: String,
-    damaged: Vec<(Uuid, usize)>,
-}
-
-/// Counters an admin can read.
-#[derive(Debug, Default)]
-pub struct RepairStats {
-    /// Requests accepted into the queue.
-    pub queued: AtomicU64,
-    /// Requests dropped because the queue was full.
-    pub dropped: AtomicU64,
-    /// Objects whose repair finished.
-    pub repaired: AtomicU64,
-    /// Shard files rewritten.
-    pub shards_rewritten: AtomicU64,
-    /// Records rewritten on disks that lacked them.
-    pub records_rewritten: AtomicU64,
-    /// Repairs that failed.
-    pub failed: AtomicU64,
-    /// Writes acknowledged while some disk of the set did not take them:
-    /// below full redundancy until healed.
-    pub degraded_writes: AtomicU64,
-}
-
-/// The sending side of the repair queue, held by the set.
-pub struct RepairQueue {
-    tx: mpsc::Sender<RepairRequest>,
-    pending: Mutex<HashSet<(String, String)>>,
-    /// Counters.
-    pub stats: Arc<RepairStats>,
-}
-
-/// The receiving side, handed to [`spawn_repair_worker`].
-pub struct RepairReceiver(mpsc::Receiver<RepairRequest>);
-
-impl RepairQueue {
-    /// Objects queued and not yet repaired.
-    pub fn backlog(&self) -> usize {
-        self.pending.lock().len()
-    }
-
-    /// A new bounded queue and its receiver.
-    pub fn new() -> (RepairQueue, RepairReceiver) {
-        let (tx, rx) = mpsc::channel(REPAIR_QUEUE_DEPTH);
-        (
-            RepairQueue {
-                tx,
-                pending: Mutex::new(HashSet::new()),
-                stats: Arc::default(),
-            },
-            RepairReceiver(rx),
-        )
-    }
-
-    /// Asks for `ns/key` to be repaired. Never blocks.
-    pub fn request(&self, ns: &str, key: &str, damaged: Vec<(Uuid, usize)>) {
-        let name = (ns.to_string(), key.to_string());
-        if !self.pending.lock().insert(name) {
-            return;
-        }
-        let req = RepairRequest {
-            ns: ns.to_string(),
-            key: key.to_string(),
-            damaged,
-        };
-        match self.tx.try_send(req) {
-            Ok(()) => {
-                self.stats.queued.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                let req = e.into_inner();
-                self.pending.lock().remove(&(req.ns, req.key));
-                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("repair queue full; a later read will queue the object again");
-            }
-        }
-    }
-
-    fn done(&self, ns: &str, key: &str) {
-        self.pending
-            .lock()
-            .remove(&(ns.to_string(), key.to_string()));
-    }
-}
 
 /// Starts the worker that drains the repair queue until `shutdown`.
 pub fn spawn_repair_worker(
@@ -188,7 +90,7 @@ impl ErasureSet {
         ns: &str,
         key: &str,
         damaged: &[(Uuid, usize)],
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         let _guard = self.locks.lock(ns, key).await?;
         let state = self.resolve_key(ns, key).await?;
         let mut failed = 0;
@@ -198,7 +100,7 @@ impl ErasureSet {
                 .await?;
         }
         if failed > 0 {
-            return Err(Error::Internal(format!(
+            return Err(SetError::Internal(format!(
                 "{failed} repair writes failed (see the log)"
             )));
         }
@@ -211,7 +113,7 @@ impl ErasureSet {
     /// Resolves the keys whose disks' heads were found to differ, and
     /// notes at risk those with a visible version some disk lacks (see
     /// `at_risk.rs`). A key that cannot be resolved now stays a suspect.
-    pub(crate) async fn confirm_at_risk(&self) {
+    pub async fn confirm_at_risk(&self) {
         for (ns, key) in self.at_risk.take_suspects() {
             match self.resolve_key(&ns, &key).await {
                 Ok(state) if state.versions.iter().any(|v| v.holders.contains(&false)) => {
@@ -230,14 +132,14 @@ impl ErasureSet {
         v: &Resolved,
         responded: &[bool],
         damaged: &[(Uuid, usize)],
-    ) -> Result<usize, Error> {
+    ) -> Result<usize, SetError> {
         let obj = &v.object;
         let mut failed = 0;
         for part in &obj.parts {
             let Some(data_id) = part.data_id else {
                 continue;
             };
-            let geo = PartGeometry::of(part, obj.layout);
+            let geo = part.geometry(obj.layout);
             let bad = self.verify_shards(data_id, &geo, responded).await;
             let targets: Vec<bool> = (0..self.width())
                 .map(|slot| bad[slot] || (responded[slot] && damaged.contains(&(data_id, slot))))
@@ -325,7 +227,7 @@ impl ErasureSet {
     /// After a read that went well, checks in the background that the shards
     /// the read did not need (parity; every shard with `all`, for a read
     /// served from the hot-object cache) are present and whole, and
-    /// queues a repair when one is not. At most [`PRESENCE_CHECKS`] run at
+    /// queues a repair when one is not. At most [`crate::repair_queue::PRESENCE_CHECKS`] run at
     /// once; further ones are skipped, which samples them under load.
     pub(crate) fn check_unread_shards(
         self: &Arc<Self>,
@@ -349,7 +251,7 @@ impl ErasureSet {
             .parts
             .iter()
             .take(PRESENCE_CHECK_PARTS)
-            .filter_map(|p| p.data_id.map(|id| (id, PartGeometry::of(p, object.layout))))
+            .filter_map(|p| p.data_id.map(|id| (id, p.geometry(object.layout))))
             .collect();
         tokio::spawn(async move {
             let mut damaged = Vec::new();
@@ -387,7 +289,7 @@ impl ErasureSet {
         geo: &PartGeometry,
         run: &StripeRun,
         targets: &[bool],
-    ) -> Result<(Vec<Bytes>, Vec<(u64, u64)>), Error> {
+    ) -> Result<(Vec<Bytes>, Vec<(u64, u64)>), SetError> {
         let layout = geo.layout;
         let n = layout.width();
         let (off, len) = (run.offset, run.len);
@@ -414,7 +316,7 @@ impl ErasureSet {
         let full =
             tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &run_spans, n))
                 .await
-                .map_err(|e| Error::Internal(format!("rebuild: {e}")))??;
+                .map_err(|e| SetError::Internal(format!("rebuild: {e}")))??;
         Ok((full, spans))
     }
 
@@ -425,7 +327,7 @@ impl ErasureSet {
         id: Uuid,
         geo: &PartGeometry,
         targets: &[bool],
-    ) -> Result<usize, Error> {
+    ) -> Result<usize, SetError> {
         let layout = geo.layout;
         let run = geo
             .runs(0..geo.stripes(), 1)
@@ -467,7 +369,7 @@ impl ErasureSet {
         data_id: Uuid,
         geo: &PartGeometry,
         targets: &[bool],
-    ) -> Result<usize, Error> {
+    ) -> Result<usize, SetError> {
         let layout = geo.layout;
         let mut writers: Vec<Option<Box<dyn ShardWriter>>> = self
             .create_shards(data_id, layout, targets)

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::cache::{Source, Unit, UnitKey};
-use crate::error::Error;
+use crate::error::SetError;
 use crate::layout::{ErasureLayout, PartGeometry, StripeRun};
 use crate::packed;
 use crate::record::ObjectRecord;
@@ -29,7 +29,7 @@ use crate::set::ErasureSet;
 
 /// Stripe data per read unit (per shard: this ÷ k), about 4 MiB: the unit
 /// of disk reads, of read-ahead and of the hot-object cache.
-pub(crate) const READ_BATCH_BYTES: u64 = 4 << 20;
+pub const READ_BATCH_BYTES: u64 = 4 << 20;
 /// Units queued ahead of the consumer.
 const READ_AHEAD_BATCHES: usize = 1;
 /// Reads answered from the hot-object cache per background check of all
@@ -39,69 +39,16 @@ const CACHED_READS_PER_CHECK: u64 = 16;
 /// Reads answered from the cache, for sampling their checks.
 static CACHED_READS: AtomicU64 = AtomicU64::new(0);
 
-/// Stream of an object's bytes; ends early with an error if the data cannot
-/// be read correctly (never with wrong bytes).
+/// Stream of an object's bytes as the set reads them (a producer task reads
+/// ahead of it); ends early with an error if the data cannot be read
+/// correctly (never with wrong bytes).
 pub struct ObjectStream {
-    rx: mpsc::Receiver<Result<Vec<Bytes>, Error>>,
+    rx: mpsc::Receiver<Result<Vec<Bytes>, SetError>>,
     pending: VecDeque<Bytes>,
 }
 
-impl ObjectStream {
-    /// A stream whose source is found first (e.g. a tier object's record
-    /// is resolved): an error finding it is the stream's only item.
-    pub(crate) fn deferred<F>(source: F) -> ObjectStream
-    where
-        F: std::future::Future<Output = Result<ObjectStream, Error>> + Send + 'static,
-    {
-        let (tx, rx) = mpsc::channel(READ_AHEAD_BATCHES);
-        tokio::spawn(async move {
-            match source.await {
-                Err(e) => {
-                    let _ = tx.send(Err(e)).await;
-                }
-                Ok(mut inner) => {
-                    while let Some(item) = inner.rx.recv().await {
-                        if tx.send(item).await.is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        ObjectStream {
-            rx,
-            pending: VecDeque::new(),
-        }
-    }
-}
-
-impl ObjectStream {
-    /// An object stream fed by any stream of chunks (a tier outside the
-    /// deployment).
-    pub fn from_stream<S>(source: S) -> ObjectStream
-    where
-        S: Stream<Item = Result<Bytes, Error>> + Send + 'static,
-    {
-        use futures::StreamExt;
-        let (tx, rx) = mpsc::channel(READ_AHEAD_BATCHES);
-        tokio::spawn(async move {
-            let mut source = std::pin::pin!(source);
-            while let Some(item) = source.next().await {
-                let failed = item.is_err();
-                if tx.send(item.map(|b| vec![b])).await.is_err() || failed {
-                    break;
-                }
-            }
-        });
-        ObjectStream {
-            rx,
-            pending: VecDeque::new(),
-        }
-    }
-}
-
 impl Stream for ObjectStream {
-    type Item = Result<Bytes, Error>;
+    type Item = Result<Bytes, SetError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
@@ -165,7 +112,7 @@ impl ErasureSet {
                 let Some(data_id) = part.data_id else {
                     continue;
                 };
-                let geo = PartGeometry::of(part, object.layout);
+                let geo = part.geometry(object.layout);
                 let local = (part_range.start - (offset - part.size))
                     ..(part_range.end - (offset - part.size));
                 let stripe = geo.layout.stripe_size();
@@ -229,7 +176,7 @@ impl ErasureSet {
         unit: u64,
         per_unit: u64,
         want: &Range<u64>,
-    ) -> Result<(Vec<Bytes>, Damage, bool), Error> {
+    ) -> Result<(Vec<Bytes>, Damage, bool), SetError> {
         let stripe = geo.layout.stripe_size();
         let stripes = unit * per_unit..((unit + 1) * per_unit).min(geo.stripes());
         let unit_range = stripes.start * stripe..(stripes.end * stripe).min(geo.size);
@@ -268,7 +215,7 @@ impl ErasureSet {
         geo: &PartGeometry,
         run: &StripeRun,
         want: &Range<u64>,
-    ) -> Result<(Vec<Bytes>, Damage), Error> {
+    ) -> Result<(Vec<Bytes>, Damage), SetError> {
         let layout = geo.layout;
         let k = layout.data as usize;
         let n = layout.width();
@@ -305,7 +252,7 @@ impl ErasureSet {
             self.gather(&shards, &rest, &mut g).await;
             let good = g.shards.iter().filter(|s| s.is_some()).count();
             if good < k {
-                return Err(Error::ReadQuorum {
+                return Err(SetError::ReadQuorum {
                     needed: k,
                     got: good,
                 });
@@ -316,7 +263,7 @@ impl ErasureSet {
             let rebuilt =
                 tokio::task::spawn_blocking(move || codec.reconstruct_run(&present, &spans, k))
                     .await
-                    .map_err(|e| Error::Internal(format!("reconstruct: {e}")))??;
+                    .map_err(|e| SetError::Internal(format!("reconstruct: {e}")))??;
             for (i, b) in rebuilt.into_iter().enumerate() {
                 if g.shards[i].is_none() {
                     g.shards[i] = Some(b);

@@ -1,17 +1,20 @@
-//! Versioned records the placement layer stores on disks: object versions,
-//! multipart uploads and parts, buckets.
+//! Version records and their order: an object version (its layout, parts,
+//! metadata and an opaque tier reference), what a listing shows of it, and
+//! how versions of a key are ordered. Records of other kinds (placement's
+//! buckets, uploads and parts) use the same encoding.
 //!
 //! Each is serialised as one format byte followed by MessagePack with field
 //! names, so fields can be added with defaults; a new format byte gets an
 //! explicit migration in [`decode`].
 
 use bytes::Bytes;
+use disk_engine::VersionId;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::error::Error;
-use crate::layout::ErasureLayout;
+use crate::error::SetError;
+use crate::layout::{ErasureLayout, PartGeometry};
 
 const RECORD_FORMAT_V1: u8 = 1;
 
@@ -23,14 +26,26 @@ pub fn encode<T: Serialize>(value: &T) -> Bytes {
 }
 
 /// Decodes a record written by [`encode`].
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, SetError> {
     match bytes.split_first() {
         Some((&RECORD_FORMAT_V1, rest)) => {
-            rmp_serde::from_slice(rest).map_err(|e| Error::Corrupt(e.to_string()))
+            rmp_serde::from_slice(rest).map_err(|e| SetError::Corrupt(e.to_string()))
         }
-        Some((v, _)) => Err(Error::Corrupt(format!("unknown record format {v}"))),
-        None => Err(Error::Corrupt("empty record".into())),
+        Some((v, _)) => Err(SetError::Corrupt(format!("unknown record format {v}"))),
+        None => Err(SetError::Corrupt("empty record".into())),
     }
+}
+
+/// Where a version stands among its key's versions (the newest is the
+/// greatest): by creation time, not by the stamp, which a tag update
+/// renews; then by id.
+pub(crate) fn version_order(mtime_ns: u64, version: VersionId) -> (u64, VersionId) {
+    (mtime_ns, version)
+}
+
+/// The record key of a version: the null version or a version id.
+pub fn version_key(id: Option<Uuid>) -> VersionId {
+    id.map_or(VersionId::NULL, |u| VersionId(*u.as_bytes()))
 }
 
 /// A full-object or composite checksum supplied by a client (algorithm name
@@ -147,12 +162,7 @@ pub struct TierRef {
 
 impl PartRef {
     /// The one part of an object written by a single request.
-    pub(crate) fn single(
-        size: u64,
-        data_id: Option<Uuid>,
-        packed: bool,
-        meta: &ObjectMeta,
-    ) -> PartRef {
+    pub fn single(size: u64, data_id: Option<Uuid>, packed: bool, meta: &ObjectMeta) -> PartRef {
         PartRef {
             number: 1,
             size,
@@ -162,12 +172,21 @@ impl PartRef {
             checksum: meta.checksum.clone(),
         }
     }
+
+    /// The geometry of this part of an object written with `layout`.
+    pub fn geometry(&self, layout: ErasureLayout) -> PartGeometry {
+        PartGeometry {
+            size: self.size,
+            layout,
+            packed: self.packed,
+        }
+    }
 }
 
 impl ObjectRecord {
     /// A new version of `parts` (its id and time are set when it is
     /// committed).
-    pub(crate) fn new_version(
+    pub fn new_version(
         layout: ErasureLayout,
         parts: Vec<PartRef>,
         multipart: bool,
@@ -227,113 +246,4 @@ pub struct SummaryMeta {
     /// Storage class name.
     #[serde(default)]
     pub storage_class: Option<String>,
-}
-
-/// State of an in-progress multipart upload.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UploadRecord {
-    /// When the upload was created, ns since the epoch.
-    pub initiated_ns: u64,
-    /// Layout every part is written with.
-    pub layout: ErasureLayout,
-    /// Metadata the finished object will carry (ETag filled at completion).
-    pub meta: ObjectMeta,
-    /// Tags the finished object will carry.
-    #[serde(default)]
-    pub tags: Vec<(String, String)>,
-    /// Checksum algorithm every part carries (the gateway's name for it).
-    #[serde(default)]
-    pub checksum_algorithm: Option<String>,
-    /// Checksum type of the finished object ("COMPOSITE" or "FULL_OBJECT").
-    #[serde(default)]
-    pub checksum_type: Option<String>,
-    /// The parts are written to the cold pool (a cold storage class); the
-    /// finished object is a tier object there.
-    #[serde(default)]
-    pub cold: bool,
-    /// The pool (tier name) the parts are written to when not this one:
-    /// the cold pool, or a hot pool added later. The finished object is a
-    /// tier object there. Uploads written before pools were named carry
-    /// only `cold`.
-    #[serde(default)]
-    pub pool: Option<String>,
-}
-
-impl UploadRecord {
-    /// The tier name of the pool holding the parts (`None`: this pool).
-    pub fn part_pool(&self) -> Option<&str> {
-        match (&self.pool, self.cold) {
-            (Some(p), _) => Some(p),
-            (None, true) => Some(crate::tier::COLD_TIER),
-            (None, false) => None,
-        }
-    }
-}
-
-/// One uploaded part of a multipart upload.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PartRecord {
-    /// The part's data.
-    pub part: PartRef,
-    /// When the part was uploaded, ns since the epoch.
-    pub mtime_ns: u64,
-    /// Which disk slots hold its shards.
-    pub disks: Vec<bool>,
-}
-
-/// Versioning state of a bucket.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Versioning {
-    /// Never enabled: writes replace the null version.
-    #[default]
-    Unversioned,
-    /// Every write creates a new version.
-    Enabled,
-    /// Writes replace the null version; older versions stay.
-    Suspended,
-}
-
-/// A bucket, stored in the system namespace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BucketRecord {
-    /// Bucket name.
-    pub name: String,
-    /// Creation time, ns since the epoch.
-    pub created_ns: u64,
-    /// Region the bucket was created in.
-    #[serde(default)]
-    pub region: String,
-    /// Versioning state.
-    #[serde(default)]
-    pub versioning: Versioning,
-    /// Configuration documents by kind ("policy", "cors", "tagging", ...),
-    /// as the gateway stored them; this layer does not interpret them.
-    #[serde(default)]
-    pub config: std::collections::BTreeMap<String, String>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trip_and_unknown_format() {
-        let r = BucketRecord {
-            name: "b".into(),
-            created_ns: 5,
-            region: "us-east-1".into(),
-            versioning: Versioning::Enabled,
-            config: [("policy".to_string(), "{}".to_string())].into(),
-        };
-        let e = encode(&r);
-        assert_eq!(decode::<BucketRecord>(&e).unwrap(), r);
-        let mut bad = e.to_vec();
-        bad[0] = 9;
-        assert!(matches!(
-            decode::<BucketRecord>(&bad),
-            Err(Error::Corrupt(_))
-        ));
-        assert!(decode::<BucketRecord>(&[]).is_err());
-        assert!(decode::<BucketRecord>(&e[..e.len() - 2]).is_err());
-    }
 }

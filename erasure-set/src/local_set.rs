@@ -10,7 +10,7 @@ use disk_engine::{
 };
 use uuid::Uuid;
 
-use crate::error::Error;
+use crate::error::SetError;
 pub use crate::set_format::LocalSet;
 use crate::set_format::{open_set, OpenedSlot, SetWant, Slots};
 
@@ -52,8 +52,8 @@ pub fn default_parity(n: usize) -> usize {
     }
 }
 
-fn setup(msg: String) -> Error {
-    Error::Setup(msg)
+fn setup(msg: String) -> SetError {
+    SetError::Setup(msg)
 }
 
 fn show(p: &Path) -> String {
@@ -61,7 +61,7 @@ fn show(p: &Path) -> String {
 }
 
 /// Opens (formatting where needed) the set described by `cfg`. Blocking.
-pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, Error> {
+pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, SetError> {
     let n = cfg.dirs.len();
     if n == 0 || n > MAX_SET_DISKS {
         return Err(setup(format!(
@@ -120,7 +120,7 @@ impl Slots for LocalSlots<'_> {
         slot: usize,
         record: &FormatRecord,
         _expect: Option<DiskId>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         // Local directories are this process's alone (each disk is locked
         // once opened), so there is no one to race.
         Ok(record.write_to(&self.0.dirs[slot])?)
@@ -136,7 +136,7 @@ impl Slots for LocalSlots<'_> {
         Some(me.dev() != parent.dev() || me.ino() == parent.ino())
     }
 
-    fn open(&self, slot: usize, _record: &FormatRecord) -> Result<OpenedSlot, Error> {
+    fn open(&self, slot: usize, _record: &FormatRecord) -> Result<OpenedSlot, SetError> {
         let dir = &self.0.dirs[slot];
         Ok(match probe_dir(dir) {
             DirState::Missing => {

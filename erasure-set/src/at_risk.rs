@@ -27,7 +27,7 @@ const MAX_TRACKED: usize = 1_000_000;
 
 /// One set's objects at risk.
 #[derive(Default)]
-pub(crate) struct AtRisk {
+pub struct AtRisk {
     keys: Mutex<BTreeSet<(String, String)>>,
     /// Keys whose heads differ between the disks, to resolve.
     suspects: Mutex<BTreeSet<(String, String)>>,
@@ -67,23 +67,23 @@ impl AtRisk {
     }
 
     /// The keys at risk, for a pass to heal first.
-    pub(crate) fn keys(&self) -> Vec<(String, String)> {
+    pub fn keys(&self) -> Vec<(String, String)> {
         self.keys.lock().iter().cloned().collect()
     }
 
     /// Objects at risk (listed or only counted).
-    pub(crate) fn count(&self) -> u64 {
+    pub fn count(&self) -> u64 {
         self.keys.lock().len() as u64 + self.untracked.load(Relaxed)
     }
 
     /// The count of writes not listed, when a pass starts.
-    pub(crate) fn untracked(&self) -> u64 {
+    pub fn untracked(&self) -> u64 {
         self.untracked.load(Relaxed)
     }
 
     /// A pass that started when `mark` writes were untracked covered them
     /// with every disk online.
-    pub(crate) fn untracked_healed(&self, mark: u64) {
+    pub fn untracked_healed(&self, mark: u64) {
         self.untracked.fetch_sub(mark, Relaxed);
     }
 }

@@ -58,15 +58,6 @@ pub struct PartGeometry {
 }
 
 impl PartGeometry {
-    /// The geometry of `part` of an object written with `layout`.
-    pub fn of(part: &crate::record::PartRef, layout: ErasureLayout) -> PartGeometry {
-        PartGeometry {
-            size: part.size,
-            layout,
-            packed: part.packed,
-        }
-    }
-
     /// Number of stripes.
     pub fn stripes(&self) -> u64 {
         self.size.div_ceil(self.layout.stripe_size())

@@ -19,7 +19,7 @@ use futures::future::join_all;
 use tokio::sync::{Mutex, MutexGuard};
 use uuid::Uuid;
 
-use crate::error::Error;
+use crate::error::SetError;
 
 /// Number of lock stripes; two names share a lock only when they hash alike.
 const KEY_LOCK_STRIPES: usize = 1024;
@@ -66,7 +66,8 @@ impl Drop for Lease {
     }
 }
 
-pub(crate) async fn release(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
+/// Gives back the leases on `names` that `owner` holds on `disks`.
+pub async fn release(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>, owner: Uuid) {
     join_all(disks.iter().map(|d| d.release_leases(names.clone(), owner))).await;
 }
 
@@ -97,7 +98,7 @@ impl KeyLocks {
     }
 
     /// Waits for and takes the lock of `ns/key`.
-    pub async fn lock(&self, ns: &str, key: &str) -> Result<KeyGuard<'_>, Error> {
+    pub async fn lock(&self, ns: &str, key: &str) -> Result<KeyGuard<'_>, SetError> {
         self.lock_all(ns, std::iter::once(key)).await
     }
 
@@ -110,7 +111,7 @@ impl KeyLocks {
         &self,
         ns: &str,
         keys: impl Iterator<Item = &'a str>,
-    ) -> Result<KeyGuard<'_>, Error> {
+    ) -> Result<KeyGuard<'_>, SetError> {
         let keys: Vec<&str> = keys.collect();
         let mut wanted: Vec<usize> = keys.iter().map(|k| stripe(ns, k)).collect();
         wanted.sort_unstable();
@@ -135,7 +136,7 @@ impl KeyLocks {
 
 /// Leases `names` on a majority of `disks`, retrying with backoff while
 /// another owner holds them.
-async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<Lease, Error> {
+async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<Lease, SetError> {
     let quorum = disks.len() / 2 + 1;
     let owner = Uuid::new_v4();
     let deadline = Instant::now() + LOCK_WAIT;
@@ -153,13 +154,13 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
         }
         release(disks.clone(), names.clone(), owner).await;
         if answered < quorum {
-            return Err(Error::WriteQuorum {
+            return Err(SetError::WriteQuorum {
                 needed: quorum,
                 got: answered,
             });
         }
         if Instant::now() >= deadline {
-            return Err(Error::LockTimeout(format!(
+            return Err(SetError::LockTimeout(format!(
                 "another writer held the object's lock for over {} s",
                 LOCK_WAIT.as_secs()
             )));
@@ -172,7 +173,7 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
 
 /// Asks every disk for (or to renew) the leases for `ttl`; returns how many
 /// granted them and how many answered at all.
-pub(crate) async fn ask(
+pub async fn ask(
     disks: &[Arc<dyn Disk>],
     names: &[Vec<u8>],
     owner: Uuid,
@@ -192,7 +193,7 @@ pub(crate) async fn ask(
 
 /// Takes the leases `names` for `owner` on `disks` (`LEASE` long); warns,
 /// naming `what`, when fewer than a majority granted them.
-pub(crate) async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid, what: &str) {
+pub async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid, what: &str) {
     let quorum = disks.len() / 2 + 1;
     let (granted, _) = ask(disks, names, owner, LEASE).await;
     if granted < quorum {
@@ -205,7 +206,7 @@ pub(crate) async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid
 }
 
 /// Renews held leases every `RENEW` until dropped.
-pub(crate) async fn renew(
+pub async fn renew(
     disks: Arc<Vec<Arc<dyn Disk>>>,
     names: Vec<Vec<u8>>,
     owner: Uuid,
@@ -229,7 +230,7 @@ fn rand_below(n: u64) -> u64 {
 
 /// The lease a process holds while it runs, on the disks it writes: its
 /// staged data stays protected from garbage collection while it does.
-pub(crate) fn writer_lease_name(owner: Uuid) -> Vec<u8> {
+pub fn writer_lease_name(owner: Uuid) -> Vec<u8> {
     format!("\0granary-writer\0{owner}").into_bytes()
 }
 

@@ -13,17 +13,19 @@ use futures::future::join_all;
 use uuid::Uuid;
 
 use crate::agreement::Agreement;
+use crate::at_risk::AtRisk;
 use crate::cache::ReadCache;
 use crate::codec::Codec;
-use crate::error::Error;
+use crate::error::SetError;
 use crate::layout::{ErasureLayout, Quorum};
 use crate::list_ahead::ListAhead;
 use crate::locks::KeyLocks;
-use crate::record::{self, ObjectRecord, ObjectSummary, TierRef};
-use crate::repair::RepairQueue;
+pub use crate::record::version_key;
+use crate::record::{self, version_order, ObjectRecord, ObjectSummary, TierRef};
+use crate::repair_queue::RepairQueue;
 
 /// Each disk's records of one key, or why it did not answer.
-pub(crate) type DiskRecords = Vec<Result<Vec<Record>, DiskError>>;
+pub type DiskRecords = Vec<Result<Vec<Record>, DiskError>>;
 
 /// Default bytes per shard block. Reed–Solomon runs fastest on 64–256 KiB
 /// blocks (they stay in cache) and one CRC64 per block costs nothing.
@@ -61,21 +63,23 @@ pub struct ErasureSet {
     /// `set_format.rs`): its lost quorums answer this instead.
     pub(crate) offline: std::sync::OnceLock<String>,
     /// Objects acknowledged with some disk missing their write.
-    pub(crate) at_risk: Arc<crate::at_risk::AtRisk>,
+    pub(crate) at_risk: Arc<AtRisk>,
 }
 
 /// A version as the set resolved it: the record and which disks hold it.
 /// `T` is what of the record is decoded: all of it, or what a listing shows.
 #[derive(Clone, Debug)]
-pub(crate) struct Resolved<T = ObjectRecord> {
+pub struct Resolved<T = ObjectRecord> {
+    /// The stored record.
     pub record: Record,
+    /// Its body, decoded.
     pub object: T,
     /// Disk slots holding exactly this write.
     pub holders: Vec<bool>,
 }
 
 /// Outcome of resolving one key across the set.
-pub(crate) struct KeyState<T = ObjectRecord> {
+pub struct KeyState<T = ObjectRecord> {
     /// Visible versions, newest first.
     pub versions: Vec<Resolved<T>>,
     /// Disk slots that answered.
@@ -86,7 +90,7 @@ pub(crate) struct KeyState<T = ObjectRecord> {
 }
 
 /// A decoding of a version record that resolution can order.
-pub(crate) trait VersionBody: serde::de::DeserializeOwned + Send {
+pub trait VersionBody: serde::de::DeserializeOwned + Send {
     /// Creation time, ns since the epoch.
     fn mtime_ns(&self) -> u64;
 }
@@ -121,7 +125,7 @@ impl<T: VersionBody> KeyState<T> {
     }
 
     /// The state of a key no disk holds anything of (a new tier object).
-    pub(crate) fn empty() -> KeyState<T> {
+    pub fn empty() -> KeyState<T> {
         KeyState {
             versions: Vec::new(),
             responded: Vec::new(),
@@ -137,7 +141,7 @@ impl KeyState {
     }
 
     /// The data ids the visible versions refer to, but `except`'s.
-    pub(crate) fn data_ids(&self, except: Option<VersionId>) -> Vec<Uuid> {
+    pub fn data_ids(&self, except: Option<VersionId>) -> Vec<Uuid> {
         self.versions
             .iter()
             .filter(|v| Some(v.record.version) != except)
@@ -164,18 +168,6 @@ fn agreed_records(results: &[Result<Vec<Record>, DiskError>]) -> Option<usize> {
         .then_some(first)
 }
 
-/// Where a version stands among its key's versions (the newest is the
-/// greatest): by creation time, not by the stamp, which a tag update
-/// renews; then by id.
-pub(crate) fn version_order(mtime_ns: u64, version: VersionId) -> (u64, VersionId) {
-    (mtime_ns, version)
-}
-
-/// The record key of a version: the null version or a version id.
-pub(crate) fn version_key(id: Option<Uuid>) -> VersionId {
-    id.map_or(VersionId::NULL, |u| VersionId(*u.as_bytes()))
-}
-
 pub(crate) use crate::clock::now_ns;
 
 impl ErasureSet {
@@ -187,15 +179,15 @@ impl ErasureSet {
         read_cache_bytes: u64,
         pack_threshold: u64,
         repair: RepairQueue,
-    ) -> Result<ErasureSet, Error> {
+    ) -> Result<ErasureSet, SetError> {
         let n = disks.len();
         if n == 0 || parity >= n {
-            return Err(Error::InvalidArgument(format!(
+            return Err(SetError::InvalidArgument(format!(
                 "{n} disks cannot hold {parity} parity shards"
             )));
         }
         let data = n - parity;
-        let at_risk = Arc::new(crate::at_risk::AtRisk::default());
+        let at_risk = Arc::new(AtRisk::default());
         let agreement = Arc::new(Agreement::new(disks.clone(), at_risk.clone()));
         Ok(ErasureSet {
             list_ahead: ListAhead::new(agreement.clone()),
@@ -211,7 +203,9 @@ impl ErasureSet {
             locks: KeyLocks::new(),
             cache: ReadCache::new(read_cache_bytes),
             repair,
-            presence_checks: Arc::new(tokio::sync::Semaphore::new(crate::repair::PRESENCE_CHECKS)),
+            presence_checks: Arc::new(tokio::sync::Semaphore::new(
+                crate::repair_queue::PRESENCE_CHECKS,
+            )),
             tier_release: std::sync::OnceLock::new(),
             last_mtime: AtomicU64::new(0),
             offline: std::sync::OnceLock::new(),
@@ -244,6 +238,79 @@ impl ErasureSet {
         &self.disks
     }
 
+    /// Bytes per shard block of new objects.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Largest object written packed (0: never).
+    pub fn pack_threshold(&self) -> u64 {
+        self.pack_threshold
+    }
+
+    /// The locks on the set's names: every commit to a key holds its lock.
+    pub fn locks(&self) -> &KeyLocks {
+        &self.locks
+    }
+
+    /// The on-read repair queue.
+    pub fn repair_queue(&self) -> &RepairQueue {
+        &self.repair
+    }
+
+    /// The objects acknowledged with fewer than every disk.
+    pub fn at_risk(&self) -> &AtRisk {
+        &self.at_risk
+    }
+
+    /// Compares the disks' heads of namespace `ns` unless that was done
+    /// since this process started; whether `ns` is known to agree but for
+    /// its keys in doubt (see `agreement.rs`).
+    pub async fn compare_heads_once(&self, ns: &str) -> bool {
+        self.agreement.compare_once(ns).await
+    }
+
+    /// Compares each key of namespace `ns` in doubt on every disk, taking
+    /// those that agree out of doubt; whether all of them agreed.
+    pub async fn recheck_doubts(&self, ns: &str) -> bool {
+        self.agreement.recheck(ns).await
+    }
+
+    /// Listing chunks read ahead so far.
+    pub fn list_ahead_chunks(&self) -> u64 {
+        self.list_ahead.chunks()
+    }
+
+    /// Listing pages read from one disk's heads (where the disks are known
+    /// to agree).
+    pub fn one_disk_pages(&self) -> u64 {
+        self.agreement.one_disk_pages()
+    }
+
+    /// The hot-object cache's counters.
+    pub fn cache_stats(&self) -> crate::cache::CacheStats {
+        self.cache.stats()
+    }
+
+    /// Listing pages served from read-ahead.
+    pub fn list_ahead_hits(&self) -> u64 {
+        self.list_ahead.hits()
+    }
+
+    /// Sends every tier reference no version refers to any more to `release`
+    /// (whoever owns the tiers deletes its object); false when already set.
+    pub fn release_tier_objects_to(
+        &self,
+        release: tokio::sync::mpsc::UnboundedSender<TierRef>,
+    ) -> bool {
+        self.tier_release.set(release).is_ok()
+    }
+
+    /// Marks the set offline: its lost quorums answer `why`.
+    pub fn mark_offline(&self, why: String) {
+        let _ = self.offline.set(why);
+    }
+
     /// Layout for a new object under `bucket/key`: shard order rotates by a
     /// stable hash of the name so parity spreads over the disks.
     pub fn layout_for(&self, bucket: &str, key: &str) -> ErasureLayout {
@@ -261,7 +328,7 @@ impl ErasureSet {
     }
 
     /// Runs `f` against every disk concurrently; results in slot order.
-    pub(crate) async fn each_disk<T, F, Fut>(&self, f: F) -> Vec<Result<T, DiskError>>
+    pub async fn each_disk<T, F, Fut>(&self, f: F) -> Vec<Result<T, DiskError>>
     where
         F: Fn(usize, Arc<dyn Disk>) -> Fut,
         Fut: Future<Output = Result<T, DiskError>>,
@@ -320,7 +387,7 @@ impl ErasureSet {
 
     /// Checks that a write quorum of disks is online with room for
     /// `incoming` more bytes of object data (spread over k data shards).
-    pub(crate) async fn check_space(&self, incoming: u64) -> Result<(), Error> {
+    pub(crate) async fn check_space(&self, incoming: u64) -> Result<(), SetError> {
         let per_disk = incoming.div_ceil(self.data as u64);
         let health = self.health().await;
         let online = health
@@ -337,21 +404,21 @@ impl ErasureSet {
             return Err(self.write_quorum_lost(online));
         }
         if roomy < self.quorum.write {
-            return Err(Error::DiskFull);
+            return Err(SetError::DiskFull);
         }
         Ok(())
     }
 
     /// `WriteQuorum` (`DiskFull` when a disk was full) unless a write
     /// quorum of `results` succeeded.
-    pub(crate) fn require_write_quorum<T>(
+    pub fn require_write_quorum<T>(
         &self,
         results: &[Result<T, DiskError>],
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         let ok = results.iter().filter(|r| r.is_ok()).count();
         if ok < self.quorum.write {
             if results.iter().any(|r| matches!(r, Err(DiskError::Full))) {
-                return Err(Error::DiskFull);
+                return Err(SetError::DiskFull);
             }
             return Err(self.write_quorum_lost(ok));
         }
@@ -359,10 +426,7 @@ impl ErasureSet {
     }
 
     /// `ReadQuorum` unless a read quorum of `results` are answers.
-    pub(crate) fn require_read_quorum<T>(
-        &self,
-        results: &[Result<T, DiskError>],
-    ) -> Result<(), Error> {
+    pub fn require_read_quorum<T>(&self, results: &[Result<T, DiskError>]) -> Result<(), SetError> {
         let answered = results.iter().filter(|r| r.is_ok()).count();
         if answered < self.quorum.read {
             return Err(self.read_quorum_lost(answered));
@@ -372,10 +436,10 @@ impl ErasureSet {
 
     /// A write that reached `got` disks, fewer than the write quorum:
     /// `WriteQuorum`, or why the set is offline.
-    pub(crate) fn write_quorum_lost(&self, got: usize) -> Error {
+    pub fn write_quorum_lost(&self, got: usize) -> SetError {
         match self.offline.get() {
-            Some(why) => Error::SetOffline(why.clone()),
-            None => Error::WriteQuorum {
+            Some(why) => SetError::SetOffline(why.clone()),
+            None => SetError::WriteQuorum {
                 needed: self.quorum.write,
                 got,
             },
@@ -384,10 +448,10 @@ impl ErasureSet {
 
     /// A read that `got` disks answered, fewer than the read quorum:
     /// `ReadQuorum`, or why the set is offline.
-    pub(crate) fn read_quorum_lost(&self, got: usize) -> Error {
+    pub fn read_quorum_lost(&self, got: usize) -> SetError {
         match self.offline.get() {
-            Some(why) => Error::SetOffline(why.clone()),
-            None => Error::ReadQuorum {
+            Some(why) => SetError::SetOffline(why.clone()),
+            None => SetError::ReadQuorum {
                 needed: self.quorum.read,
                 got,
             },
@@ -403,21 +467,21 @@ impl ErasureSet {
     /// visible: a write is visible when at least R disks hold it; a version
     /// is ambiguous (an error) when no write of it reaches R but one might
     /// have been acknowledged on disks that did not answer.
-    pub(crate) async fn resolve_key(&self, ns: &str, key: &str) -> Result<KeyState, Error> {
+    pub async fn resolve_key(&self, ns: &str, key: &str) -> Result<KeyState, SetError> {
         self.resolve_records(self.read_records(ns, key).await)
     }
 
     /// Every disk's records of `key`, as read (see [`Self::resolve_records`]).
-    pub(crate) async fn read_records(&self, ns: &str, key: &str) -> DiskRecords {
+    pub async fn read_records(&self, ns: &str, key: &str) -> DiskRecords {
         self.each_disk(|_, d| async move { d.get_records(ns.as_bytes(), key.as_bytes()).await })
             .await
     }
 
     /// Resolution over per-disk record lists (see [`Self::resolve_key`]).
-    pub(crate) fn resolve_records<T: VersionBody>(
+    pub fn resolve_records<T: VersionBody>(
         &self,
         results: Vec<Result<Vec<Record>, DiskError>>,
-    ) -> Result<KeyState<T>, Error> {
+    ) -> Result<KeyState<T>, SetError> {
         let n = self.width();
         self.require_read_quorum(&results)?;
         let responded: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();

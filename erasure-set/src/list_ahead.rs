@@ -32,7 +32,7 @@ use tokio::task::AbortHandle;
 
 use crate::agreement::Agreement;
 use crate::current::Objects;
-use crate::listing::{CurrentPage, HeadsSource};
+use crate::heads::{CurrentPage, HeadsSource};
 
 /// Chunks read ahead at once, over all listings in progress.
 const SLOTS: usize = 8;
@@ -232,7 +232,6 @@ impl ListAhead {
     }
 
     /// How many chunks were started.
-    #[cfg(test)]
     pub fn chunks(&self) -> u64 {
         self.inner.chunks.load(Ordering::Relaxed)
     }

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use crate::error::Error;
+use crate::error::SetError;
 
 /// Default cache size.
 pub const DEFAULT_READ_CACHE_BYTES: u64 = 1 << 30;
@@ -156,10 +156,14 @@ impl ReadCache {
     /// The unit from the cache, from a read already in flight, or from
     /// `read`. If the request that is reading goes away or fails, one of the
     /// waiting requests reads instead.
-    pub async fn get_or_read<F, Fut>(&self, key: UnitKey, read: F) -> Result<(Unit, Source), Error>
+    pub async fn get_or_read<F, Fut>(
+        &self,
+        key: UnitKey,
+        read: F,
+    ) -> Result<(Unit, Source), SetError>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Unit, Error>>,
+        Fut: Future<Output = Result<Unit, SetError>>,
     {
         let guard = {
             let mut st = self.state.lock();
@@ -185,7 +189,7 @@ impl ReadCache {
                 async move {
                     let unit = read.await?;
                     self.keep(key, unit.clone());
-                    Ok::<_, Error>(unit)
+                    Ok::<_, SetError>(unit)
                 }
             })
             .await?
@@ -313,7 +317,7 @@ mod tests {
     async fn failed_read_lets_the_next_reader_try_and_size_is_bounded() {
         let cache = ReadCache::new(10);
         let r = cache
-            .get_or_read(key(1), || async { Err(Error::Internal("boom".into())) })
+            .get_or_read(key(1), || async { Err(SetError::Internal("boom".into())) })
             .await;
         assert!(r.is_err());
         let (u, src) = cache

@@ -17,7 +17,7 @@ use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::error::{BodyError, Error};
+use crate::error::{BodyError, SetError};
 use crate::layout::ErasureLayout;
 use crate::packed::Pieces;
 use crate::record::TierRef;
@@ -57,7 +57,7 @@ impl StagedData {
     /// Hands the data over to a commit that is about to write records
     /// referring to it: from now on dropping it deletes nothing. Returns
     /// the staged ids those records remove in their own writes.
-    pub(crate) fn hand_over(&mut self) -> Vec<Uuid> {
+    pub fn hand_over(&mut self) -> Vec<Uuid> {
         match (self.owner.take(), self.data_id) {
             (Some(_), Some(id)) => vec![id],
             _ => Vec::new(),
@@ -83,6 +83,13 @@ struct Writing {
     armed: bool,
 }
 
+/// This process's instance id, fresh at every start: the owner of the data
+/// it stages, which garbage collection may remove once its owner is gone.
+pub fn instance() -> Uuid {
+    static INSTANCE: std::sync::OnceLock<Uuid> = std::sync::OnceLock::new();
+    *INSTANCE.get_or_init(Uuid::new_v4)
+}
+
 impl Drop for Writing {
     fn drop(&mut self) {
         if self.armed {
@@ -94,8 +101,8 @@ impl Drop for Writing {
 impl ErasureSet {
     /// Records `id` as staged by this process on every disk, before any
     /// of its data is written; fails unless a write quorum of disks did.
-    pub(crate) async fn stage(&self, id: Uuid) -> Result<(), Error> {
-        let owner = crate::store::instance();
+    pub(crate) async fn stage(&self, id: Uuid) -> Result<(), SetError> {
+        let owner = instance();
         let results = self
             .each_disk(|_, d| async move { d.stage(vec![id], owner).await })
             .await;
@@ -106,7 +113,7 @@ impl ErasureSet {
     /// (with their hot-object cache units) and its staged entries, on every
     /// disk, in the background. What a crash interrupts here, garbage
     /// collection finishes.
-    pub(crate) fn discard_later(self: &Arc<Self>, id: Uuid) {
+    pub fn discard_later(self: &Arc<Self>, id: Uuid) {
         let set = self.clone();
         let Ok(h) = tokio::runtime::Handle::try_current() else {
             return;
@@ -118,15 +125,15 @@ impl ErasureSet {
     }
 
     /// Removes the staged entries of `id` on every disk (best effort).
-    pub(crate) async fn unstage(&self, id: Uuid) {
+    pub async fn unstage(&self, id: Uuid) {
         self.each_disk(|_, d| async move { d.unstage(vec![id]).await })
             .await;
     }
 }
 
-fn quorum_error(set: &ErasureSet, alive: usize, errors: &[DiskError]) -> Error {
+fn quorum_error(set: &ErasureSet, alive: usize, errors: &[DiskError]) -> SetError {
     if errors.iter().any(|e| matches!(e, DiskError::Full)) {
-        Error::DiskFull
+        SetError::DiskFull
     } else {
         set.write_quorum_lost(alive)
     }
@@ -134,7 +141,7 @@ fn quorum_error(set: &ErasureSet, alive: usize, errors: &[DiskError]) -> Error {
 
 type Writers = Vec<Option<Box<dyn ShardWriter>>>;
 /// The write stage's task: returns the writers (to finish) and the errors seen.
-type WriteStage = tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), Error>>;
+type WriteStage = tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), SetError>>;
 /// The running pipeline: where encoded stripes go, and the stage that takes them.
 type Pipeline = Option<(mpsc::Sender<Vec<Bytes>>, WriteStage)>;
 
@@ -146,7 +153,7 @@ async fn write_stage(
     mut writers: Writers,
     mut rx: mpsc::Receiver<Vec<Bytes>>,
     mut errors: Vec<DiskError>,
-) -> Result<(Writers, Vec<DiskError>), Error> {
+) -> Result<(Writers, Vec<DiskError>), SetError> {
     while let Some(shards) = rx.recv().await {
         let results = join_all(writers.iter_mut().enumerate().map(|(slot, w)| {
             let block = shards[layout.shard_of_disk(slot)].clone();
@@ -187,7 +194,7 @@ impl ErasureSet {
         mut body: BodyStream,
         size_hint: Option<u64>,
         packable: bool,
-    ) -> Result<StagedData, Error> {
+    ) -> Result<StagedData, SetError> {
         self.check_space(size_hint.unwrap_or(0)).await?;
         if let Some(size) = size_hint.filter(|s| packable && *s <= self.pack_threshold) {
             return self.pack(layout, body, size).await;
@@ -205,9 +212,9 @@ impl ErasureSet {
         let mut buf = BytesMut::new();
         let mut pipeline: Pipeline = None;
 
-        let result: Result<(), Error> = async {
+        let result: Result<(), SetError> = async {
             loop {
-                let chunk = body.next().await.transpose().map_err(Error::Body)?;
+                let chunk = body.next().await.transpose().map_err(SetError::Body)?;
                 let eof = chunk.is_none();
                 let mut chunk = chunk.unwrap_or_default();
                 size += chunk.len() as u64;
@@ -259,7 +266,7 @@ impl ErasureSet {
         }
         let (writers, mut errors) = task
             .await
-            .map_err(|e| Error::Internal(format!("write stage: {e}")))??;
+            .map_err(|e| SetError::Internal(format!("write stage: {e}")))??;
         let finished = join_all(writers.into_iter().map(|w| async move {
             match w {
                 Some(w) => Some(w.finish().await),
@@ -314,11 +321,11 @@ impl ErasureSet {
         layout: ErasureLayout,
         mut body: BodyStream,
         declared: u64,
-    ) -> Result<StagedData, Error> {
+    ) -> Result<StagedData, SetError> {
         let mut buf = BytesMut::with_capacity(declared as usize);
-        while let Some(chunk) = body.next().await.transpose().map_err(Error::Body)? {
+        while let Some(chunk) = body.next().await.transpose().map_err(SetError::Body)? {
             if (buf.len() + chunk.len()) as u64 > declared {
-                return Err(Error::InvalidArgument(format!(
+                return Err(SetError::InvalidArgument(format!(
                     "the body is longer than the {declared} bytes declared"
                 )));
             }
@@ -349,7 +356,7 @@ impl ErasureSet {
         layout: ErasureLayout,
         data_id: Uuid,
         stripe: Bytes,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         if pipeline.is_none() {
             *pipeline = Some(self.open_writers(layout, data_id).await?);
         }
@@ -360,14 +367,14 @@ impl ErasureSet {
             disk_engine::at_bulk_priority(|| codec.encode(&stripe, block_len))
         })
         .await
-        .map_err(|e| Error::Internal(format!("encode: {e}")))?;
+        .map_err(|e| SetError::Internal(format!("encode: {e}")))?;
         if tx.send(shards).await.is_err() {
             // The write stage stopped: surface its error.
             let (_, task) = pipeline.take().expect("pipeline open");
             return Err(match task.await {
                 Ok(Err(e)) => e,
-                Ok(Ok(_)) => Error::Internal("write stage ended early".into()),
-                Err(e) => Error::Internal(format!("write stage: {e}")),
+                Ok(Ok(_)) => SetError::Internal("write stage ended early".into()),
+                Err(e) => SetError::Internal(format!("write stage: {e}")),
             });
         }
         Ok(())
@@ -377,7 +384,7 @@ impl ErasureSet {
         self: &Arc<Self>,
         layout: ErasureLayout,
         data_id: Uuid,
-    ) -> Result<(mpsc::Sender<Vec<Bytes>>, WriteStage), Error> {
+    ) -> Result<(mpsc::Sender<Vec<Bytes>>, WriteStage), SetError> {
         // Staged before its first byte is written: shard files appear
         // under their id only when finished, after this.
         let all = vec![true; self.width()];

@@ -25,11 +25,11 @@ use std::sync::Arc;
 use disk_engine::{DirState, Disk, DiskId, FormatRecord, LocalDisk, OfflineDisk, Tier};
 use uuid::Uuid;
 
-use crate::error::Error;
+use crate::error::SetError;
 use crate::layout::Quorum;
 
 /// How one kind of disk slot is reached. Blocking.
-pub(crate) trait Slots {
+pub trait Slots {
     /// Number of slots (the set's width).
     fn count(&self) -> usize;
     /// The slot's location, for messages.
@@ -43,11 +43,11 @@ pub(crate) trait Slots {
         slot: usize,
         record: &FormatRecord,
         expect: Option<DiskId>,
-    ) -> Result<(), Error>;
+    ) -> Result<(), SetError>;
     /// The disk of a slot after formatting, `record` being the format the
     /// set expects there; `None` for a local slot that cannot be opened now
     /// (it is then offline).
-    fn open(&self, slot: usize, record: &FormatRecord) -> Result<OpenedSlot, Error>;
+    fn open(&self, slot: usize, record: &FormatRecord) -> Result<OpenedSlot, SetError>;
     /// Whether the slot is a mount point of its own (`None`: unknown, as
     /// for a node's disk).
     fn mount_point(&self, _slot: usize) -> Option<bool> {
@@ -61,13 +61,16 @@ pub(crate) trait Slots {
 }
 
 /// A slot's disk once the set is open.
-pub(crate) struct OpenedSlot {
+pub struct OpenedSlot {
+    /// The disk, wherever it is.
     pub disk: Arc<dyn Disk>,
+    /// The same disk when it is a local directory (its shard I/O mode and
+    /// usage are read from it).
     pub local: Option<Arc<LocalDisk>>,
 }
 
 /// What the caller wants the set to be.
-pub(crate) struct SetWant {
+pub struct SetWant {
     /// Parity shards; `None` for the default for the width.
     pub parity: Option<usize>,
     /// Tier of the pool.
@@ -106,12 +109,12 @@ pub fn set_name(pool: u32) -> String {
     format!("erasure set 1 of pool {pool}")
 }
 
-fn setup(msg: String) -> Error {
-    Error::Setup(msg)
+fn setup(msg: String) -> SetError {
+    SetError::Setup(msg)
 }
 
 /// Opens (formatting where needed) the set behind `slots`.
-pub(crate) fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Error> {
+pub fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, SetError> {
     let n = slots.count();
     let states: Vec<DirState> = (0..n).map(|i| slots.probe(i)).collect();
     for (slot, st) in states.iter().enumerate() {
@@ -322,7 +325,7 @@ fn set_offline_reason(
     )
 }
 
-fn format_new(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, Error> {
+fn format_new(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, SetError> {
     let n = slots.count();
     let parity = want.parity.unwrap_or(want.default_parity);
     let mut formats = FormatRecord::new_set(want.tier, (n - parity) as u32, parity as u32);
@@ -346,7 +349,7 @@ fn open_all(
     deployment_id: Uuid,
     expected: &[FormatRecord],
     failed_mounts: &[usize],
-) -> Result<LocalSet, Error> {
+) -> Result<LocalSet, SetError> {
     let mut disks = Vec::new();
     let mut local = Vec::new();
     for (slot, record) in expected.iter().enumerate() {
@@ -399,11 +402,11 @@ mod tests {
             slot: usize,
             _: &FormatRecord,
             _: Option<DiskId>,
-        ) -> Result<(), Error> {
+        ) -> Result<(), SetError> {
             self.written.lock().push(slot);
             Ok(())
         }
-        fn open(&self, slot: usize, _: &FormatRecord) -> Result<OpenedSlot, Error> {
+        fn open(&self, slot: usize, _: &FormatRecord) -> Result<OpenedSlot, SetError> {
             Ok(OpenedSlot {
                 disk: Arc::new(OfflineDisk::new(self.show(slot), "opened")),
                 local: None,

@@ -35,7 +35,7 @@ use disk_engine::{
 use futures::future::join_all;
 use uuid::Uuid;
 
-use crate::error::Error;
+use crate::error::SetError;
 use crate::packed::{self, Pieces};
 use crate::record::{self, ObjectRecord, TierRef};
 use crate::set::{now_ns, version_key, ErasureSet, KeyState};
@@ -47,7 +47,7 @@ const RESTAMPS: usize = 2;
 
 /// What travels in a version's record write besides the record.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct Carried<'a> {
+pub struct Carried<'a> {
     /// A packed object's pieces, one per disk.
     pub pieces: Option<&'a Pieces>,
     /// Staged data ids the record refers to: their entries go in the same
@@ -58,7 +58,7 @@ pub(crate) struct Carried<'a> {
 }
 
 /// A record write that reached its write quorum.
-pub(crate) struct Committed {
+pub struct Committed {
     /// The version as stored.
     pub object: ObjectRecord,
     /// The parts of the completed upload each disk removed, by slot.
@@ -80,7 +80,7 @@ impl ErasureSet {
     }
 
     /// A fresh stamp: modification times never go backwards in this process.
-    pub(crate) fn next_stamp(&self) -> Stamp {
+    pub fn next_stamp(&self) -> Stamp {
         let now = now_ns();
         let mut last = self.last_mtime.load(Ordering::Relaxed);
         loop {
@@ -107,7 +107,7 @@ impl ErasureSet {
     /// is the key as the caller resolved it under the lock, if it did).
     /// The caller holds the key lock. See [`Self::write_record`].
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn commit_record(
+    pub async fn commit_record(
         &self,
         ns: &str,
         key: &str,
@@ -116,7 +116,7 @@ impl ErasureSet {
         versioned: bool,
         carried: Carried<'_>,
         seen: Option<&KeyState>,
-    ) -> Result<Committed, Error> {
+    ) -> Result<Committed, SetError> {
         let resolved;
         let state = match seen {
             Some(s) => s,
@@ -137,14 +137,14 @@ impl ErasureSet {
     /// modification time, e.g. new tags) under a fresh stamp, so it wins
     /// over the copy it replaces on every disk. The caller holds the key lock
     /// and resolved the key under it (`seen`).
-    pub(crate) async fn rewrite_record(
+    pub async fn rewrite_record(
         &self,
         ns: &str,
         key: &str,
         object: ObjectRecord,
         targets: &[bool],
         seen: &KeyState,
-    ) -> Result<ObjectRecord, Error> {
+    ) -> Result<ObjectRecord, SetError> {
         let stamp = self.stamp_past(seen);
         let keep = seen.data_ids(Some(version_key(object.version_id)));
         self.write_record(
@@ -165,13 +165,13 @@ impl ErasureSet {
     /// disk with what `carried` brings, where it is missing: repeating a
     /// write that reached some disks before (a retried completion) makes it
     /// whole without making it a new write.
-    pub(crate) async fn repeat_record(
+    pub async fn repeat_record(
         &self,
         ns: &str,
         key: &str,
         record: Record,
         carried: Carried<'_>,
-    ) -> Result<Committed, Error> {
+    ) -> Result<Committed, SetError> {
         let object: ObjectRecord = record::decode(&record.body)?;
         let all = vec![true; self.width()];
         self.write_record(ns, key, object, &all, record.stamp, carried, false, None)
@@ -197,7 +197,7 @@ impl ErasureSet {
         carried: Carried<'_>,
         restamp: bool,
         keep: Option<Vec<Uuid>>,
-    ) -> Result<Committed, Error> {
+    ) -> Result<Committed, SetError> {
         let layout = object.layout;
         for attempt in 0..=RESTAMPS {
             let rec = Record {
@@ -263,7 +263,7 @@ impl ErasureSet {
                 self.roll_back(ns, key, &rec, &results).await;
             }
             return Err(if full {
-                Error::DiskFull
+                SetError::DiskFull
             } else {
                 self.write_quorum_lost(stored)
             });
@@ -383,7 +383,7 @@ impl ErasureSet {
 
     /// Deletes one disk's shard file or piece `id`, and drops it from the
     /// hot-object cache.
-    pub(crate) async fn free_data(&self, slot: usize, id: Uuid, packed: bool) {
+    pub async fn free_data(&self, slot: usize, id: Uuid, packed: bool) {
         self.cache.forget(id);
         if let Err(e) = packed::delete_data(&self.disks[slot], id, packed).await {
             tracing::warn!(disk = self.disks[slot].label(), error = %e, "could not free object data");
@@ -391,7 +391,7 @@ impl ErasureSet {
     }
 
     /// Frees the shard files of data `id` on every disk at once.
-    pub(crate) async fn free_everywhere(&self, id: Uuid) {
+    pub async fn free_everywhere(&self, id: Uuid) {
         self.cache.forget(id);
         let results = self
             .each_disk(|_, d| async move { d.delete_shard(ShardId(id)).await })
@@ -406,7 +406,7 @@ impl ErasureSet {
     /// Hands tier objects no version refers to any more to the tier worker
     /// (each once, however many disks reported it). One that is lost here
     /// (a crash first) is found by the tier sweep.
-    pub(crate) fn release_tiered(&self, mut refs: Vec<TierRef>) {
+    pub fn release_tiered(&self, mut refs: Vec<TierRef>) {
         refs.sort_by_key(|t| t.id);
         refs.dedup();
         if let Some(tx) = self.tier_release.get() {
@@ -416,14 +416,31 @@ impl ErasureSet {
         }
     }
 
+    /// Removes `key`'s null-version record from every disk, best effort,
+    /// but not its data: what it referred to stays for whoever owns it now
+    /// (the parts of an upload whose completion failed stay with the
+    /// upload). A disk that missed it keeps the record, which its next
+    /// heal compares.
+    pub async fn forget(&self, ns: &str, key: &str) {
+        let item = vec![(key.as_bytes().to_vec(), VersionId::NULL)];
+        let mut agreement = self.agreement.writing(ns, [&item[0].0[..]]);
+        let results = self
+            .each_disk(|_, d| {
+                let item = item.clone();
+                async move { d.delete_records(ns.as_bytes(), item).await }
+            })
+            .await;
+        agreement.reached_every_disk(results.iter().all(|r| r.is_ok()));
+    }
+
     /// Deletes one version from every disk; acknowledged when a write quorum
     /// of disks answered. Frees each disk's shard files of that version.
-    pub(crate) async fn delete_version(
+    pub async fn delete_version(
         &self,
         ns: &str,
         key: &str,
         version: VersionId,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         self.delete_versions(ns, vec![(key.as_bytes().to_vec(), version)])
             .await
     }
@@ -432,11 +449,11 @@ impl ErasureSet {
     /// key's lock. Only once a write quorum of disks removed them is their
     /// data freed (rule 3), and on each disk only what no version left
     /// there refers to.
-    pub(crate) async fn delete_versions(
+    pub async fn delete_versions(
         &self,
         ns: &str,
         items: Vec<(Vec<u8>, VersionId)>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         let mut writing = self
             .agreement
             .writing(ns, items.iter().map(|(k, _)| &k[..]));

@@ -4,7 +4,7 @@
 use bytes::{Bytes, BytesMut};
 use reed_solomon_erasure::galois_8::ReedSolomon;
 
-use crate::error::Error;
+use crate::error::SetError;
 
 /// Encodes stripes into k + m shard blocks and rebuilds missing ones.
 pub struct Codec {
@@ -15,16 +15,16 @@ pub struct Codec {
 
 impl Codec {
     /// A codec for k data and m parity shards.
-    pub fn new(data: usize, parity: usize) -> Result<Codec, Error> {
+    pub fn new(data: usize, parity: usize) -> Result<Codec, SetError> {
         if data == 0 || data + parity > 256 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(SetError::InvalidArgument(format!(
                 "unsupported erasure layout {data}+{parity}"
             )));
         }
         let rs = if data > 1 && parity > 0 {
             Some(
                 ReedSolomon::new(data, parity)
-                    .map_err(|e| Error::InvalidArgument(format!("codec: {e:?}")))?,
+                    .map_err(|e| SetError::InvalidArgument(format!("codec: {e:?}")))?,
             )
         } else {
             None
@@ -73,10 +73,10 @@ impl Codec {
         &self,
         shards: &mut [Option<Vec<u8>>],
         data_only: bool,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SetError> {
         let present = shards.iter().filter(|s| s.is_some()).count();
         if present < self.data {
-            return Err(Error::ReadQuorum {
+            return Err(SetError::ReadQuorum {
                 needed: self.data,
                 got: present,
             });
@@ -88,7 +88,7 @@ impl Codec {
                 } else {
                     rs.reconstruct(shards)
                 };
-                r.map_err(|e| Error::Internal(format!("reconstruct: {e:?}")))
+                r.map_err(|e| SetError::Internal(format!("reconstruct: {e:?}")))
             }
             None => {
                 let src = shards
@@ -119,7 +119,7 @@ impl Codec {
         present: &[Option<Bytes>],
         spans: &[(u64, u64)],
         want: usize,
-    ) -> Result<Vec<Bytes>, Error> {
+    ) -> Result<Vec<Bytes>, SetError> {
         let total: u64 = spans.iter().map(|s| s.1).sum();
         let mut out: Vec<Vec<u8>> = vec![Vec::with_capacity(total as usize); want];
         for &(at, len) in spans {
@@ -196,7 +196,7 @@ mod tests {
         v[2] = None;
         assert!(matches!(
             codec.reconstruct(&mut v, true),
-            Err(Error::ReadQuorum { needed: 2, got: 1 })
+            Err(SetError::ReadQuorum { needed: 2, got: 1 })
         ));
     }
 }

@@ -45,7 +45,7 @@ struct Entry {
 
 impl Objects {
     /// Room for `keys` keys.
-    pub(crate) fn with_capacity(keys: usize) -> Objects {
+    pub fn with_capacity(keys: usize) -> Objects {
         Objects {
             names: String::with_capacity(keys * 32),
             text: String::with_capacity(keys * 32),
@@ -53,7 +53,8 @@ impl Objects {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// Keys held.
+    pub fn len(&self) -> usize {
         self.entries.len()
     }
 
@@ -101,7 +102,7 @@ impl Objects {
     }
 
     /// Appends a key with a decoded summary of its current version.
-    pub(crate) fn push_summary(&mut self, name: &str, s: &ObjectSummary) {
+    pub fn push_summary(&mut self, name: &str, s: &ObjectSummary) {
         let view = SummaryView {
             version_id: s.version_id,
             mtime_ns: s.mtime_ns,
@@ -197,7 +198,8 @@ pub struct ObjectPage {
 }
 
 impl ObjectPage {
-    pub(crate) fn new(objects: Arc<Objects>, range: Range<usize>, next: Option<String>) -> Self {
+    /// The keys `range` of `objects`, continued after `next`.
+    pub fn new(objects: Arc<Objects>, range: Range<usize>, next: Option<String>) -> Self {
         ObjectPage {
             objects,
             range,

@@ -424,7 +424,7 @@ impl Agreement {
             .into_iter()
             .collect::<Result<_, _>>()
             .ok()?;
-        let (differ, next) = crate::listing::differing(&pages).ok()?;
+        let (differ, next) = crate::merge::differing(&pages).ok()?;
         let span = Span::new(ns, opts, next.as_deref());
         let mut st = self.state.lock();
         let raw = differ;
