@@ -16,7 +16,10 @@ children while they import its helpers is a cycle.
 
 Crate rules (from each crate's Cargo.toml and its `use` of other crates):
 erasure-set must not import placement, lifecycle or gateway; gateway must
-not import erasure-set or disk-engine; placement must not import lifecycle.
+not import erasure-set or disk-engine; placement must not import lifecycle
+or the remote tier; lifecycle must not import the remote tier; the remote
+tier must not import the gateway, lifecycle or the layers under placement;
+the outbound signer imports no crate of the workspace.
 
   scripts/check-structure.py              # report; exit 1 on a broken rule
   scripts/check-structure.py --self-test  # also: the fixture's known cycle is found
@@ -34,10 +37,28 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 FORBIDDEN = {
     "erasure-set": {"placement", "lifecycle", "gateway"},
     "gateway": {"erasure-set", "disk-engine"},
-    "placement": {"lifecycle"},
+    "placement": {"lifecycle", "remote-tier"},
+    "lifecycle": {"remote-tier"},
+    "remote-tier": {"gateway", "lifecycle", "erasure-set", "disk-engine"},
+    "request-signer": {
+        "disk-engine",
+        "erasure-set",
+        "placement",
+        "lifecycle",
+        "remote-tier",
+        "gateway",
+    },
 }
 # Crates whose files must not import each other in a cycle.
-ACYCLIC = {"granary", "disk-engine", "lifecycle", "granary-benches", "erasure-set"}
+ACYCLIC = {
+    "granary",
+    "disk-engine",
+    "lifecycle",
+    "granary-benches",
+    "erasure-set",
+    "remote-tier",
+    "request-signer",
+}
 
 
 def strip(src):

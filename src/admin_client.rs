@@ -2,20 +2,16 @@
 //! with SigV4 under the root key, for every `granary admin` command.
 
 use std::path::Path;
-use std::time::SystemTime;
 
 use anyhow::{bail, Context};
-use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
-};
+use request_signer::{Payload, Signer};
 use serde_json::Value;
 
 /// A signed client of the admin API.
 pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
-    region: String,
-    key: (String, String),
+    signer: Signer,
 }
 
 impl Client {
@@ -37,8 +33,7 @@ impl Client {
         Ok(Client {
             http: builder.build()?,
             base: format!("{}/granary/admin/v1/", endpoint.trim_end_matches('/')),
-            region: region.to_string(),
-            key,
+            signer: Signer::s3(&key.0, &key.1, region),
         })
     }
 
@@ -51,49 +46,13 @@ impl Client {
     ) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.base);
         let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-        let host = reqwest::Url::parse(&url)?
-            .host_str()
-            .context("endpoint has no host")?
-            .to_string();
-        let host = match reqwest::Url::parse(&url)?.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host,
-        };
-        let identity = aws_credential_types::Credentials::new(
-            &self.key.0,
-            &self.key.1,
-            None,
-            None,
-            "granary-admin",
-        )
-        .into();
-        let mut settings = SigningSettings::default();
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        let params = aws_sigv4::sign::v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("s3")
-            .time(SystemTime::now())
-            .settings(settings)
-            .build()?
-            .into();
-        let headers = [
-            ("host", host.as_str()),
-            ("content-type", "application/json"),
-        ];
-        let signable = SignableRequest::new(
-            method,
-            &url,
-            headers.iter().copied(),
-            SignableBody::Bytes(&body),
-        )?;
-        let (instructions, _) = sign(signable, &params)?.into_parts();
-        let mut req = http::Request::builder().method(method).uri(&url);
-        for (k, v) in headers {
-            req = req.header(k, v);
-        }
-        let mut req = req.body(body)?;
-        instructions.apply_to_request_http1x(&mut req);
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("content-type", "application/json")
+            .body(Vec::new())?;
+        self.signer.sign(&mut req, Payload::Bytes(&body))?;
+        *req.body_mut() = body;
         let resp = self
             .http
             .execute(reqwest::Request::try_from(req)?)

@@ -17,6 +17,8 @@
 
 mod atomic;
 mod commit;
+#[cfg(test)]
+mod conformance;
 mod disk;
 mod error;
 pub mod failpoint;
@@ -28,6 +30,8 @@ mod io;
 mod keys;
 mod leases;
 mod local;
+#[cfg(test)]
+mod local_tests;
 mod meta;
 mod offline;
 mod presence;

@@ -30,15 +30,17 @@
 use std::sync::atomic::Ordering;
 
 use disk_engine::{
-    failpoint, DiskError, PartEntry, PutRecordOutcome, Record, RecordPut, ShardId, Stamp, VersionId,
+    failpoint, DiskError, PutRecordOutcome, Record, RecordPut, ShardId, Stamp, VersionId,
 };
 use futures::future::join_all;
 use uuid::Uuid;
 
 use crate::error::SetError;
 use crate::packed::{self, Pieces};
+use crate::quorum::Tally;
 use crate::record::{self, ObjectRecord, TierRef};
 use crate::set::{now_ns, version_key, ErasureSet, KeyState};
+use crate::uploads::DroppedPart;
 
 /// Times a write is stamped again when a disk already holds a newer
 /// write of the same version (only another writer racing without the
@@ -62,7 +64,7 @@ pub struct Committed {
     /// The version as stored.
     pub object: ObjectRecord,
     /// The parts of the completed upload each disk removed, by slot.
-    pub completed: Vec<(usize, PartEntry)>,
+    pub completed: Vec<DroppedPart>,
 }
 
 impl ErasureSet {
@@ -233,11 +235,18 @@ impl ErasureSet {
                 .count();
             writing.reached_every_disk(stored == self.width());
             drop(writing);
-            if stored >= self.quorum.write {
+            let tally = Tally {
+                ok: stored,
+                absent: 0,
+                full: results
+                    .iter()
+                    .any(|r| matches!(r, Some(Err(DiskError::Full)))),
+            };
+            let Err(refused) = self.decide_write(tally) else {
                 return Ok(self
                     .committed(ns, key, object, rec, results, stored, keep)
                     .await);
-            }
+            };
             let newer = results
                 .iter()
                 .filter_map(|r| match r {
@@ -253,20 +262,13 @@ impl ErasureSet {
                 }
                 continue;
             }
-            let full = results
-                .iter()
-                .any(|r| matches!(r, Some(Err(DiskError::Full))));
             // Rule 4: below R nobody can have read it. A completion is left
             // as it is: its upload is gone from those disks, and a retry
             // of it finds the record and finishes it.
             if stored < self.quorum.read && carried.completes.is_none() {
                 self.roll_back(ns, key, &rec, &results).await;
             }
-            return Err(if full {
-                SetError::DiskFull
-            } else {
-                self.write_quorum_lost(stored)
-            });
+            return Err(refused);
         }
         unreachable!("the last attempt returns")
     }
@@ -474,10 +476,12 @@ impl ErasureSet {
         writing.reached_every_disk(ok == self.width());
         drop(writing);
         failpoint::hit("set.delete.quorum", "").await;
-        if ok < self.quorum.write {
-            // The versions may still be visible: nothing they refer to goes.
-            return Err(self.write_quorum_lost(ok));
-        }
+        // Short of a write quorum the versions may still be visible:
+        // nothing they refer to goes.
+        self.decide_write(Tally {
+            ok,
+            ..Tally::default()
+        })?;
         let released = join_all(results.into_iter().enumerate().map(|(slot, r)| {
             let items = &items;
             async move {

@@ -170,54 +170,10 @@ pub struct Segment {
     pub run_offset: u64,
 }
 
-/// Write and read quorums of a k + m set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Quorum {
-    /// Disks that must durably hold a write before it is acknowledged.
-    pub write: usize,
-    /// Disks that must agree on a record (and shards needed to read data).
-    pub read: usize,
-}
-
-impl Quorum {
-    /// The design's quorums: W = k (k + 1 when k = m), R = k. Where k < m
-    /// (three-way mirrors, or a `--parity` above half) W is raised to a
-    /// majority and R so that R + W > k + m: any read quorum then meets every
-    /// acknowledged write.
-    pub fn for_layout(data: usize, parity: usize) -> Quorum {
-        let n = data + parity;
-        let write = if data == parity {
-            data + 1
-        } else {
-            data.max(n / 2 + 1)
-        }
-        .min(n);
-        let read = data.max(n + 1 - write);
-        Quorum { write, read }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn quorums_match_the_design() {
-        assert_eq!(Quorum::for_layout(1, 0), Quorum { write: 1, read: 1 });
-        assert_eq!(Quorum::for_layout(1, 1), Quorum { write: 2, read: 1 });
-        assert_eq!(Quorum::for_layout(1, 2), Quorum { write: 2, read: 2 });
-        assert_eq!(Quorum::for_layout(2, 2), Quorum { write: 3, read: 2 });
-        assert_eq!(Quorum::for_layout(4, 2), Quorum { write: 4, read: 4 });
-        assert_eq!(Quorum::for_layout(8, 4), Quorum { write: 8, read: 8 });
-        for k in 1..12 {
-            for m in 0..8 {
-                let q = Quorum::for_layout(k, m);
-                assert!(q.read + q.write > k + m, "{k}+{m}: {q:?}");
-                assert!(q.write <= k + m && q.read >= k);
-            }
-        }
-    }
 
     proptest! {
         #[test]

@@ -25,6 +25,7 @@ pub mod clock;
 mod codec;
 mod commit;
 mod current;
+mod decision;
 mod error;
 mod heads;
 mod layout;
@@ -35,12 +36,14 @@ mod locks;
 mod merge;
 mod packed;
 mod projection;
+mod quorum;
 mod read;
 pub mod record;
 mod repair;
 mod repair_queue;
 mod set;
 mod set_format;
+mod uploads;
 mod write;
 
 pub use at_risk::AtRisk;
@@ -50,7 +53,7 @@ pub use commit::{Carried, Committed};
 pub use current::{ObjectPage, Objects};
 pub use error::{BodyError, SetError};
 pub use heads::{heads_readers, CurrentPage};
-pub use layout::{ErasureLayout, PartGeometry, Quorum};
+pub use layout::{ErasureLayout, PartGeometry};
 pub use listing::ResolvedPage;
 pub use local_set::{
     default_parity, open_local_set, LocalSet, LocalSetConfig, DEFAULT_COLD_PARITY, MAX_SET_DISKS,
@@ -58,6 +61,7 @@ pub use local_set::{
 pub use locks::{ask, release, renew, take, writer_lease_name, KeyLocks};
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use projection::{encode as encode_projection, listing_of_body, Etag, SummaryView};
+pub use quorum::{horizon, Quorum, Tally};
 pub use read::{ObjectStream, READ_BATCH_BYTES};
 pub use record::{ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRef, TierRef};
 pub use repair::spawn_repair_worker;
@@ -66,4 +70,5 @@ pub use set::{
     version_key, DiskRecords, ErasureSet, KeyState, Resolved, VersionBody, DEFAULT_BLOCK_SIZE,
 };
 pub use set_format::{open_set, OpenedSlot, SetWant, Slots};
+pub use uploads::{DroppedPart, PartNotStored, PartRefused};
 pub use write::{instance, BodyStream, StagedData};

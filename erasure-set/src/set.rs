@@ -17,9 +17,10 @@ use crate::at_risk::AtRisk;
 use crate::cache::ReadCache;
 use crate::codec::Codec;
 use crate::error::SetError;
-use crate::layout::{ErasureLayout, Quorum};
+use crate::layout::ErasureLayout;
 use crate::list_ahead::ListAhead;
 use crate::locks::KeyLocks;
+use crate::quorum::Quorum;
 pub use crate::record::version_key;
 use crate::record::{self, version_order, ObjectRecord, ObjectSummary, TierRef};
 use crate::repair_queue::RepairQueue;
@@ -407,55 +408,6 @@ impl ErasureSet {
             return Err(SetError::DiskFull);
         }
         Ok(())
-    }
-
-    /// `WriteQuorum` (`DiskFull` when a disk was full) unless a write
-    /// quorum of `results` succeeded.
-    pub fn require_write_quorum<T>(
-        &self,
-        results: &[Result<T, DiskError>],
-    ) -> Result<(), SetError> {
-        let ok = results.iter().filter(|r| r.is_ok()).count();
-        if ok < self.quorum.write {
-            if results.iter().any(|r| matches!(r, Err(DiskError::Full))) {
-                return Err(SetError::DiskFull);
-            }
-            return Err(self.write_quorum_lost(ok));
-        }
-        Ok(())
-    }
-
-    /// `ReadQuorum` unless a read quorum of `results` are answers.
-    pub fn require_read_quorum<T>(&self, results: &[Result<T, DiskError>]) -> Result<(), SetError> {
-        let answered = results.iter().filter(|r| r.is_ok()).count();
-        if answered < self.quorum.read {
-            return Err(self.read_quorum_lost(answered));
-        }
-        Ok(())
-    }
-
-    /// A write that reached `got` disks, fewer than the write quorum:
-    /// `WriteQuorum`, or why the set is offline.
-    pub fn write_quorum_lost(&self, got: usize) -> SetError {
-        match self.offline.get() {
-            Some(why) => SetError::SetOffline(why.clone()),
-            None => SetError::WriteQuorum {
-                needed: self.quorum.write,
-                got,
-            },
-        }
-    }
-
-    /// A read that `got` disks answered, fewer than the read quorum:
-    /// `ReadQuorum`, or why the set is offline.
-    pub fn read_quorum_lost(&self, got: usize) -> SetError {
-        match self.offline.get() {
-            Some(why) => SetError::SetOffline(why.clone()),
-            None => SetError::ReadQuorum {
-                needed: self.quorum.read,
-                got,
-            },
-        }
     }
 
     /// Why the set is offline, if it is.

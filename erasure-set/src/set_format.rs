@@ -26,7 +26,7 @@ use disk_engine::{DirState, Disk, DiskId, FormatRecord, LocalDisk, OfflineDisk, 
 use uuid::Uuid;
 
 use crate::error::SetError;
-use crate::layout::Quorum;
+use crate::quorum::Quorum;
 
 /// How one kind of disk slot is reached. Blocking.
 pub trait Slots {

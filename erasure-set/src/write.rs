@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::error::{BodyError, SetError};
 use crate::layout::ErasureLayout;
 use crate::packed::Pieces;
+use crate::quorum::Tally;
 use crate::record::TierRef;
 use crate::set::ErasureSet;
 
@@ -131,14 +132,6 @@ impl ErasureSet {
     }
 }
 
-fn quorum_error(set: &ErasureSet, alive: usize, errors: &[DiskError]) -> SetError {
-    if errors.iter().any(|e| matches!(e, DiskError::Full)) {
-        SetError::DiskFull
-    } else {
-        set.write_quorum_lost(alive)
-    }
-}
-
 type Writers = Vec<Option<Box<dyn ShardWriter>>>;
 /// The write stage's task: returns the writers (to finish) and the errors seen.
 type WriteStage = tokio::task::JoinHandle<Result<(Writers, Vec<DiskError>), SetError>>;
@@ -173,9 +166,7 @@ async fn write_stage(
             }
         }
         let alive = writers.iter().filter(|w| w.is_some()).count();
-        if alive < set.quorum.write {
-            return Err(quorum_error(&set, alive, &errors));
-        }
+        set.decide_write(Tally::writing(alive, &errors))?;
     }
     Ok((writers, errors))
 }
@@ -286,9 +277,7 @@ impl ErasureSet {
             }
         }
         let alive = disks.iter().filter(|d| **d).count();
-        if alive < self.quorum.write {
-            return Err(quorum_error(self, alive, &errors));
-        }
+        self.decide_write(Tally::writing(alive, &errors))?;
         writing.armed = false;
         Ok(StagedData {
             data_id: Some(data_id),
@@ -406,9 +395,7 @@ impl ErasureSet {
             }
         }
         let alive = writers.iter().filter(|w| w.is_some()).count();
-        if alive < self.quorum.write {
-            return Err(quorum_error(self, alive, &errors));
-        }
+        self.decide_write(Tally::writing(alive, &errors))?;
         let (tx, rx) = mpsc::channel(WRITE_AHEAD_STRIPES);
         let task = tokio::spawn(write_stage(self.clone(), layout, writers, rx, errors));
         Ok((tx, task))

@@ -104,7 +104,7 @@ async fn set_checkpoints(gw: &Gateway, bucket: &str, doc: Option<String>) -> Res
                 json!(lifecycle::bucket_checkpoints(&b).unwrap_or_default()),
             )
         }
-        Err(e) => s3_error(crate::ops::named(e, bucket, None)),
+        Err(e) => s3_error(S3Error::from(e)),
     }
 }
 
@@ -397,7 +397,7 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
         (&Method::POST, ["lifecycle", "run", bucket]) => match &gw.lifecycle {
             Some(scanner) => {
                 if let Err(e) = gw.store.bucket(bucket).await {
-                    return s3_error(crate::ops::named(e, bucket, None));
+                    return s3_error(S3Error::from(e));
                 }
                 let (scanner, name) = (scanner.clone(), bucket.to_string());
                 tokio::spawn(async move {
@@ -415,7 +415,7 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
             };
             match scanner.plan(bucket, days).await {
                 Ok(plan) => reply(StatusCode::OK, json!(plan)),
-                Err(e) => s3_error(crate::ops::named(e, bucket, None)),
+                Err(e) => s3_error(S3Error::from(e)),
             }
         }
         (&Method::GET, ["lifecycle", "checkpoints", bucket]) => {
@@ -424,7 +424,7 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
                     StatusCode::OK,
                     json!(lifecycle::bucket_checkpoints(&b).unwrap_or_default()),
                 ),
-                Err(e) => s3_error(crate::ops::named(e, bucket, None)),
+                Err(e) => s3_error(S3Error::from(e)),
             }
         }
         (&Method::PUT, ["lifecycle", "checkpoints", bucket]) => {
@@ -461,7 +461,7 @@ pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Bo
                 Ok(b) => b,
                 Err(e) => return s3_error(e),
             };
-            let cfg = match serde_json::from_slice::<lifecycle::RemoteTierConfig>(&bytes) {
+            let cfg = match serde_json::from_slice::<remote_tier::RemoteTierConfig>(&bytes) {
                 Ok(c) => c,
                 Err(e) => return error(StatusCode::BAD_REQUEST, "InvalidArgument", e),
             };

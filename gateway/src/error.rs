@@ -437,8 +437,8 @@ impl From<placement::Error> for S3Error {
     fn from(e: placement::Error) -> Self {
         use placement::Error as P;
         match e {
-            P::NoSuchBucket => S3Error::NoSuchBucket(String::new()),
-            P::NoSuchKey => S3Error::NoSuchKey(String::new()),
+            P::NoSuchBucket { bucket } => S3Error::NoSuchBucket(bucket),
+            P::NoSuchKey { key, .. } => S3Error::NoSuchKey(key),
             P::NoSuchUpload => S3Error::NoSuchUpload,
             P::NoSuchVersion => S3Error::NoSuchVersion,
             P::IsDeleteMarker => S3Error::MethodNotAllowed(
@@ -446,8 +446,8 @@ impl From<placement::Error> for S3Error {
             ),
             P::PreconditionFailed => S3Error::PreconditionFailed("If-Match"),
             P::ConditionalConflict => S3Error::ConditionalRequestConflict,
-            P::BucketExists => S3Error::BucketAlreadyOwnedByYou(String::new()),
-            P::BucketNotEmpty => S3Error::BucketNotEmpty(String::new()),
+            P::BucketExists { bucket } => S3Error::BucketAlreadyOwnedByYou(bucket),
+            P::BucketNotEmpty { bucket } => S3Error::BucketNotEmpty(bucket),
             P::DiskFull => S3Error::InsufficientStorage,
             P::TierUnavailable(why) | P::LockTimeout(why) | P::SetOffline(why) => {
                 S3Error::ServiceUnavailable(why)

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use lifecycle::{RemoteTier, RemoteTierConfig};
+use remote_tier::{RemoteTier, RemoteTierConfig};
 use serde_json::{json, Value};
 
 use crate::Gateway;

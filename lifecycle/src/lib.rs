@@ -10,17 +10,20 @@
 //!
 //! The gateway uses [`config`] for the bucket API and [`eval`] for the
 //! `x-amz-expiration` header; the server runs a [`Scanner`].
+//!
+//! It must not know S3 over HTTP, the disks or erasure sets, or where a
+//! tier keeps its data: it works through placement's `Store` (a
+//! transition names a storage class; the store finds the pool or the
+//! remote tier behind it), and it reaches no endpoint itself.
 
 mod checkpoint_pass;
 pub mod checkpoints;
 pub mod config;
 pub mod eval;
-mod remote;
 mod scanner;
 
 pub use config::{parse, Classes, ConfigError, LifecycleConfig};
 pub use eval::Clock;
-pub use remote::{RemoteTier, RemoteTierConfig};
 pub use scanner::{
     bucket_checkpoints, bucket_config, BucketStatus, ConfigCache, Plan, PlanEntry, RuleStats,
     Scanner, ScannerOptions, CONFIG_KEY, MIN_SIZE_KEY,

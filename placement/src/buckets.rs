@@ -32,7 +32,9 @@ impl Store {
         };
         let value = record::encode(&bucket).to_vec();
         self.update_system_doc(&bucket_key(name), |current| match current {
-            Some(_) => Err(Error::BucketExists),
+            Some(_) => Err(Error::BucketExists {
+                bucket: name.to_string(),
+            }),
             None => Ok(Some(value)),
         })
         .await?;
@@ -49,7 +51,8 @@ impl Store {
     ) -> Result<BucketRecord, Error> {
         let mut updated = None;
         self.update_system_doc(&bucket_key(name), |current| {
-            let mut bucket: BucketRecord = record::decode(&current.ok_or(Error::NoSuchBucket)?)?;
+            let mut bucket: BucketRecord =
+                record::decode(&current.ok_or_else(|| Error::no_such_bucket(name))?)?;
             change(&mut bucket)?;
             let value = record::encode(&bucket).to_vec();
             updated = Some(bucket);
@@ -70,7 +73,7 @@ impl Store {
         let value = self
             .get_system_doc(&bucket_key(name))
             .await?
-            .ok_or(Error::NoSuchBucket)?;
+            .ok_or_else(|| Error::no_such_bucket(name))?;
         let b: BucketRecord = record::decode(&value)?;
         let mut cache = self.bucket_cache.lock();
         if cache.len() >= BUCKET_CACHE_ENTRIES {
@@ -129,7 +132,9 @@ impl Store {
             .await?;
         loop {
             if !page.keys.is_empty() {
-                return Err(Error::BucketNotEmpty);
+                return Err(Error::BucketNotEmpty {
+                    bucket: name.to_string(),
+                });
             }
             match page.next.take() {
                 Some(k) => {

@@ -102,7 +102,9 @@ impl Store {
             upload.tags.clone(),
             None,
         );
-        let (versioning, state) = self.prepare_version_from(bucket, opts, records).await?;
+        let (versioning, state) = self
+            .prepare_version_from(bucket, key, opts, records)
+            .await?;
         let committed = self
             .commit_completion(bucket, key, upload_id, record, versioning, &state)
             .await?;
@@ -131,7 +133,9 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let pool = upload.part_pool().unwrap_or(crate::model::COLD_TIER);
         let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
-        let (versioning, state) = self.prepare_version_from(bucket, opts, records).await?;
+        let (versioning, state) = self
+            .prepare_version_from(bucket, key, opts, records)
+            .await?;
         let tier = self
             .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
             .await?;

@@ -8,17 +8,31 @@ use erasure_set::{BodyError, SetError};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The bucket does not exist.
-    #[error("no such bucket")]
-    NoSuchBucket,
+    #[error("no such bucket: {bucket}")]
+    NoSuchBucket {
+        /// The bucket.
+        bucket: String,
+    },
     /// The bucket already exists.
-    #[error("bucket already exists")]
-    BucketExists,
+    #[error("bucket already exists: {bucket}")]
+    BucketExists {
+        /// The bucket.
+        bucket: String,
+    },
     /// The bucket still holds objects.
-    #[error("bucket is not empty")]
-    BucketNotEmpty,
+    #[error("bucket is not empty: {bucket}")]
+    BucketNotEmpty {
+        /// The bucket.
+        bucket: String,
+    },
     /// No visible version of the key exists.
-    #[error("no such key")]
-    NoSuchKey,
+    #[error("no such key: {bucket}/{key}")]
+    NoSuchKey {
+        /// The key's bucket.
+        bucket: String,
+        /// The key.
+        key: String,
+    },
     /// The requested version of the key does not exist.
     #[error("no such version")]
     NoSuchVersion,
@@ -83,6 +97,23 @@ pub enum Error {
     /// A bug or an unexpected state.
     #[error("internal: {0}")]
     Internal(String),
+}
+
+impl Error {
+    /// `NoSuchBucket` for `bucket`.
+    pub fn no_such_bucket(bucket: &str) -> Error {
+        Error::NoSuchBucket {
+            bucket: bucket.to_string(),
+        }
+    }
+
+    /// `NoSuchKey` for `bucket/key`.
+    pub fn no_such_key(bucket: &str, key: &str) -> Error {
+        Error::NoSuchKey {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+        }
+    }
 }
 
 impl From<SetError> for Error {

@@ -2,13 +2,12 @@
 //! shard files of their own, and completion as one version record that lists
 //! the chosen parts in order.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use disk_engine::{failpoint, DiskError, PartEntry, UploadEntry, UploadListStart};
+use disk_engine::{failpoint, PartEntry, UploadEntry, UploadListStart};
 use erasure_set::clock::now_ns;
 use erasure_set::record::{self, ChecksumValue, ObjectMeta, PartRef};
-use erasure_set::{BodyStream, ErasureSet, StagedData};
+use erasure_set::{BodyStream, DroppedPart, ErasureSet, PartRefused, StagedData};
 use uuid::Uuid;
 
 use crate::error::Error;
@@ -85,14 +84,7 @@ impl Store {
             upload_id,
             body: record::encode(&rec),
         };
-        let results = self
-            .set
-            .each_disk(|_, d| {
-                let entry = entry.clone();
-                async move { d.put_upload(bucket.as_bytes(), entry).await }
-            })
-            .await;
-        self.set.require_write_quorum(&results)?;
+        self.set.put_upload(bucket, entry).await?;
         Ok(upload_id)
     }
 
@@ -104,25 +96,10 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<UploadRecord, Error> {
         self.bucket(bucket).await?;
-        let results = self
-            .set
-            .each_disk(|_, d| async move {
-                d.get_upload(bucket.as_bytes(), key.as_bytes(), upload_id)
-                    .await
-            })
-            .await;
-        let answered = results
-            .iter()
-            .filter(|r| matches!(r, Ok(_) | Err(DiskError::NotFound)))
-            .count();
-        let found: Vec<_> = results.into_iter().flatten().collect();
-        if found.len() >= self.set.quorum().read {
-            return Ok(record::decode(&found[0])?);
+        match self.set.get_upload(bucket, key, upload_id).await? {
+            Some(body) => Ok(record::decode(&body)?),
+            None => Err(Error::NoSuchUpload),
         }
-        if answered >= self.set.quorum().read {
-            return Err(Error::NoSuchUpload);
-        }
-        Err(self.set.read_quorum_lost(answered).into())
     }
 
     /// The set an upload's parts are written to.
@@ -208,55 +185,34 @@ impl Store {
         let staged_ids = staged.hand_over();
         let here = upload.part_pool().is_none();
         let unstage = if here { staged_ids.clone() } else { Vec::new() };
-        let results = self
+        let replaced = match self
             .set
-            .each_disk(|_, d| {
-                let (entry, unstage) = (entry.clone(), unstage.clone());
-                async move {
-                    let r = d
-                        .put_part(bucket.as_bytes(), key.as_bytes(), upload_id, entry, unstage)
-                        .await;
-                    if r.is_ok() {
-                        failpoint::hit("part.stored", d.label()).await;
+            .put_part(bucket, key, upload_id, entry, unstage)
+            .await
+        {
+            Ok(replaced) => replaced,
+            Err(refused) => {
+                // Nothing is freed. Data no part record refers to goes now;
+                // the rest is judged by the part records that landed.
+                for id in staged_ids {
+                    if refused.stored == 0 {
+                        part_set.discard_later(id);
+                    } else {
+                        part_set.unstage(id).await;
                     }
-                    r
                 }
-            })
-            .await;
-        failpoint::hit("part.recorded", "").await;
-        let stored = results.iter().filter(|r| r.is_ok()).count();
-        let gone = results
-            .iter()
-            .filter(|r| matches!(r, Err(DiskError::NotFound)))
-            .count();
-        let outcome = if gone >= self.set.quorum().read {
-            Err(Error::NoSuchUpload)
-        } else {
-            Ok(self.set.require_write_quorum(&results)?)
-        };
-        if let Err(e) = outcome {
-            // Nothing is freed. Data no part record refers to goes now; the
-            // rest is judged by the part records that landed.
-            for id in staged_ids {
-                if stored == 0 {
-                    part_set.discard_later(id);
-                } else {
-                    part_set.unstage(id).await;
-                }
+                return Err(match refused.why {
+                    PartRefused::UploadGone => Error::NoSuchUpload,
+                    PartRefused::Set(e) => e.into(),
+                });
             }
-            return Err(e);
-        }
+        };
         if !here {
             for id in &staged_ids {
                 part_set.unstage(*id).await;
             }
         }
         let pool = upload.part_pool();
-        let replaced: Vec<(usize, PartEntry)> = results
-            .into_iter()
-            .enumerate()
-            .filter_map(|(slot, r)| r.ok().flatten().map(|old| (slot, old)))
-            .collect();
         let keep = [staged.data_id.unwrap_or_default()];
         self.free_parts(pool, replaced, &keep).await;
         Ok(rec)
@@ -268,7 +224,7 @@ impl Store {
     pub(crate) async fn free_parts(
         &self,
         pool: Option<&str>,
-        dropped: Vec<(usize, PartEntry)>,
+        dropped: Vec<DroppedPart>,
         keep: &[Uuid],
     ) {
         let mut elsewhere = Vec::new();
@@ -305,41 +261,18 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<PartRecord>, bool), Error> {
         self.get_upload(bucket, key, upload_id).await?;
-        let results = self
-            .set
-            .each_disk(|_, d| async move { d.list_parts(upload_id, after, max).await })
-            .await;
-        let mut horizon: Option<u32> = None;
-        let mut votes: HashMap<u32, HashMap<Vec<u8>, usize>> = HashMap::new();
-        for (parts, more) in results.iter().flatten() {
-            if *more {
-                let last = parts.last().map(|p| p.number).unwrap_or(after);
-                horizon = Some(horizon.map_or(last, |h| h.min(last)));
-            }
-            for p in parts {
-                *votes
-                    .entry(p.number)
-                    .or_default()
-                    .entry(p.body.to_vec())
-                    .or_default() += 1;
-            }
-        }
-        let mut out = Vec::new();
-        for (number, bodies) in votes {
-            if horizon.is_some_and(|h| number > h) {
-                continue;
-            }
-            let winner = bodies
-                .into_iter()
-                .filter(|(_, c)| *c >= self.set.quorum().read)
-                .filter_map(|(b, _)| record::decode::<PartRecord>(&b).ok())
-                .max_by_key(|p| p.mtime_ns);
-            if let Some(p) = winner {
-                out.push(p);
-            }
-        }
-        out.sort_by_key(|p| p.part.number);
-        Ok((out, horizon.is_some()))
+        let (numbers, more) = self.set.list_parts(upload_id, after, max).await?;
+        // Of a part written twice, the newer write.
+        let out = numbers
+            .into_iter()
+            .filter_map(|(_, bodies)| {
+                bodies
+                    .iter()
+                    .filter_map(|b| record::decode::<PartRecord>(b).ok())
+                    .max_by_key(|p| p.mtime_ns)
+            })
+            .collect();
+        Ok((out, more))
     }
 
     /// Removes the upload's records from every disk; once a write quorum of
@@ -354,32 +287,11 @@ impl Store {
         pool: Option<&str>,
         keep: &[Uuid],
     ) -> Result<(), Error> {
-        let results = self
-            .set
-            .each_disk(|_, d| async move {
-                d.delete_upload(bucket.as_bytes(), key.as_bytes(), upload_id)
-                    .await
-            })
-            .await;
-        let answered = results
-            .iter()
-            .filter(|r| matches!(r, Ok(_) | Err(DiskError::NotFound)))
-            .count();
-        if answered < self.set.quorum().write {
-            // The upload may still be there: nothing of it is freed.
-            return Err(self.set.write_quorum_lost(answered).into());
-        }
-        let mut had = 0;
-        let mut dropped = Vec::new();
-        for (slot, r) in results.into_iter().enumerate() {
-            if let Ok(parts) = r {
-                had += 1;
-                dropped.extend(parts.into_iter().map(|p| (slot, p)));
-            }
-        }
-        if had == 0 {
+        // Short of a write quorum the upload may still be there: nothing of
+        // it is freed.
+        let Some(dropped) = self.set.delete_upload(bucket, key, upload_id).await? else {
             return Err(Error::NoSuchUpload);
-        }
+        };
         self.free_parts(pool, dropped, keep).await;
         Ok(())
     }
@@ -428,53 +340,17 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<UploadInfo>, bool), Error> {
         self.bucket(bucket).await?;
-        let results = self
-            .set
-            .each_disk(|_, d| {
-                let start = start.clone();
-                async move {
-                    d.list_uploads(bucket.as_bytes(), prefix.as_bytes(), start, max)
-                        .await
-                }
+        let (entries, more) = self.set.list_uploads(bucket, prefix, start, max).await?;
+        let out = entries
+            .into_iter()
+            .map(|u| {
+                Ok(UploadInfo {
+                    key: String::from_utf8_lossy(&u.key).into_owned(),
+                    upload_id: u.upload_id,
+                    record: record::decode(&u.body)?,
+                })
             })
-            .await;
-        self.set.require_read_quorum(&results)?;
-        let mut horizon: Option<(Vec<u8>, Uuid)> = None;
-        let mut counts: std::collections::BTreeMap<(Vec<u8>, Uuid), (usize, bytes::Bytes)> =
-            Default::default();
-        for (ups, more) in results.iter().flatten() {
-            if *more {
-                if let Some(u) = ups.last() {
-                    let last = (u.key.clone(), u.upload_id);
-                    if horizon.as_ref().is_none_or(|h| &last < h) {
-                        horizon = Some(last);
-                    }
-                }
-            }
-            for u in ups {
-                counts
-                    .entry((u.key.clone(), u.upload_id))
-                    .or_insert((0, u.body.clone()))
-                    .0 += 1;
-            }
-        }
-        let mut out = Vec::new();
-        for ((key, upload_id), (count, body)) in counts {
-            if horizon
-                .as_ref()
-                .is_some_and(|h| &(key.clone(), upload_id) > h)
-            {
-                break;
-            }
-            if count < self.set.quorum().read {
-                continue;
-            }
-            out.push(UploadInfo {
-                key: String::from_utf8_lossy(&key).into_owned(),
-                upload_id,
-                record: record::decode(&body)?,
-            });
-        }
-        Ok((out, horizon.is_some()))
+            .collect::<Result<_, Error>>()?;
+        Ok((out, more))
     }
 }

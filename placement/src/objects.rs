@@ -94,7 +94,12 @@ impl DeleteCondition {
     /// one) go ahead. A missing version fails `If-Match` with `NoSuchKey`;
     /// the size and time checks alone pass on it (nothing is there to
     /// differ, as on directory buckets).
-    fn check(&self, state: &KeyState, version: Option<VersionRef>) -> Result<(), Error> {
+    fn check(
+        &self,
+        (bucket, key): (&str, &str),
+        state: &KeyState,
+        version: Option<VersionRef>,
+    ) -> Result<(), Error> {
         let target = match version {
             Some(v) => find(state, v),
             None => state.latest(),
@@ -102,7 +107,7 @@ impl DeleteCondition {
         .filter(|v| !v.object.delete_marker);
         let Some(t) = target else {
             return match self.if_match {
-                Some(_) => Err(Error::NoSuchKey),
+                Some(_) => Err(Error::no_such_key(bucket, key)),
                 None => Ok(()),
             };
         };
@@ -180,7 +185,11 @@ fn find(state: &KeyState, v: VersionRef) -> Option<&Resolved> {
 }
 
 /// Checks a write's precondition against the key's state.
-fn check_condition(state: &KeyState, opts: &WriteOptions) -> Result<(), Error> {
+fn check_condition(
+    (bucket, key): (&str, &str),
+    state: &KeyState,
+    opts: &WriteOptions,
+) -> Result<(), Error> {
     let Some(cond) = &opts.condition else {
         return Ok(());
     };
@@ -195,7 +204,7 @@ fn check_condition(state: &KeyState, opts: &WriteOptions) -> Result<(), Error> {
     match (cond, current) {
         (WriteCondition::IfNoneMatch, None) => Ok(()),
         (WriteCondition::IfNoneMatch, Some(v)) => Err(conflict_or_failed(v)),
-        (WriteCondition::IfMatch(_), None) => Err(Error::NoSuchKey),
+        (WriteCondition::IfMatch(_), None) => Err(Error::no_such_key(bucket, key)),
         (WriteCondition::IfMatch(etag), Some(v)) if *etag == v.object.meta.etag => Ok(()),
         (WriteCondition::IfMatch(_), Some(v)) => Err(conflict_or_failed(v)),
         (WriteCondition::IfNoneMatchEtag(etag), Some(v)) if *etag == v.object.meta.etag => {
@@ -346,7 +355,7 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<(Versioning, KeyState), Error> {
         let records = self.set.read_records(bucket, key).await;
-        self.prepare_version_from(bucket, opts, records).await
+        self.prepare_version_from(bucket, key, opts, records).await
     }
 
     /// [`Self::prepare_version`] from the key's records already read under
@@ -354,12 +363,13 @@ impl Store {
     pub(crate) async fn prepare_version_from(
         &self,
         bucket: &str,
+        key: &str,
         opts: &WriteOptions,
         records: DiskRecords,
     ) -> Result<(Versioning, KeyState), Error> {
         let versioning = self.bucket(bucket).await?.versioning;
         let state = self.set.resolve_records(records)?;
-        check_condition(&state, opts)?;
+        check_condition((bucket, key), &state, opts)?;
         Ok((versioning, state))
     }
 
@@ -423,7 +433,9 @@ impl Store {
         self.bucket(bucket).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let found = match version {
-            None => state.latest().ok_or(Error::NoSuchKey)?,
+            None => state
+                .latest()
+                .ok_or_else(|| Error::no_such_key(bucket, key))?,
             Some(v) => find(&state, v).ok_or(Error::NoSuchVersion)?,
         };
         if (0..self.set.width()).any(|s| state.responded[s] && !found.holders[s]) {
@@ -437,7 +449,7 @@ impl Store {
     pub async fn head_object(&self, bucket: &str, key: &str) -> Result<ObjectRecord, Error> {
         let v = self.get_version(bucket, key, None).await?;
         if v.delete_marker {
-            return Err(Error::NoSuchKey);
+            return Err(Error::no_such_key(bucket, key));
         }
         Ok(v)
     }
@@ -493,7 +505,11 @@ impl Store {
         let key = item.key.as_str();
         let _guard = self.set.locks().lock(bucket, key).await?;
         if let Some(c) = &item.condition {
-            c.check(&self.set.resolve_key(bucket, key).await?, None)?;
+            c.check(
+                (bucket, key),
+                &self.set.resolve_key(bucket, key).await?,
+                None,
+            )?;
         }
         self.add_delete_marker_locked(bucket, key, versioning).await
     }
@@ -637,7 +653,7 @@ impl Store {
                 }
                 let state = self.set.resolve_key(bucket, &item.key).await?;
                 if let Some(c) = &item.condition {
-                    c.check(&state, item.version)?;
+                    c.check((bucket, &item.key), &state, item.version)?;
                 }
                 Ok(item
                     .version
@@ -758,7 +774,9 @@ impl Store {
         let _guard = self.set.locks().lock(bucket, key).await?;
         let state = self.set.resolve_key(bucket, key).await?;
         let found = match version {
-            None => state.latest().ok_or(Error::NoSuchKey)?,
+            None => state
+                .latest()
+                .ok_or_else(|| Error::no_such_key(bucket, key))?,
             Some(v) => find(&state, v).ok_or(Error::NoSuchVersion)?,
         };
         if found.object.delete_marker {

@@ -130,7 +130,7 @@ async fn overwrite_delete_and_failed_writes_leave_no_pieces() {
     }
     assert!(matches!(
         r.store.head_object("b", "lost").await,
-        Err(Error::NoSuchKey)
+        Err(Error::NoSuchKey { .. })
     ));
     for l in &r.local {
         assert_eq!(l.get_records(b"b", b"lost").await.unwrap().len(), 0);
@@ -177,7 +177,7 @@ async fn multi_delete_removes_a_batch_and_answers_in_order() {
         let key = format!("k{i:03}");
         let got = get(&r, &key, 0..(100 + i) as u64).await;
         if i % 2 == 0 {
-            assert!(matches!(got, Err(Error::NoSuchKey)), "{key}");
+            assert!(matches!(got, Err(Error::NoSuchKey { .. })), "{key}");
             for l in &r.local {
                 assert!(matches!(l.read_piece(*id).await, Err(DiskError::NotFound)));
             }
@@ -202,7 +202,7 @@ async fn multi_delete_removes_a_batch_and_answers_in_order() {
     assert!(!out[1].as_ref().unwrap().delete_marker);
     assert!(matches!(
         r.store.head_object("b", "k001").await,
-        Err(Error::NoSuchKey)
+        Err(Error::NoSuchKey { .. })
     ));
     assert_eq!(get(&r, "v", 0..3).await.unwrap(), b"two");
     assert!(matches!(

@@ -232,7 +232,7 @@ async fn writes_need_a_write_quorum_and_report_full_disks() {
     r.faulty[2].set_faults(vec![]);
     assert!(matches!(
         r.store.head_object("b", "two-down").await,
-        Err(Error::NoSuchKey)
+        Err(Error::NoSuchKey { .. })
     ));
     // The object written while a disk was offline is healed onto it by a read.
     assert_eq!(
@@ -258,7 +258,7 @@ async fn writes_need_a_write_quorum_and_report_full_disks() {
     assert!(matches!(err, Error::DiskFull), "{err:?}");
     assert!(matches!(
         r.store.head_object("b", "full").await,
-        Err(Error::NoSuchKey)
+        Err(Error::NoSuchKey { .. })
     ));
     tokio::time::sleep(Duration::from_millis(100)).await;
     for l in &r.local {
@@ -289,7 +289,7 @@ async fn overwrite_and_delete_free_the_old_shards() {
     r.store.delete_object("b", "k", None).await.unwrap();
     assert!(matches!(
         r.store.head_object("b", "k").await,
-        Err(Error::NoSuchKey)
+        Err(Error::NoSuchKey { .. })
     ));
     for l in &r.local {
         assert!(!l.shard_path(new).exists());
@@ -337,7 +337,7 @@ async fn listing_merges_disks_and_hides_unacknowledged_records() {
     assert_eq!(keys, vec!["b/2"]);
     assert!(matches!(
         r.store.delete_bucket("b").await,
-        Err(Error::BucketNotEmpty)
+        Err(Error::BucketNotEmpty { .. })
     ));
     assert_eq!(r.store.list_buckets().await.unwrap().len(), 1);
 }
@@ -499,7 +499,7 @@ async fn a_listing_from_some_disks_shows_what_reads_show_after_interrupted_write
                 let listed = by_reads.iter().any(|(k, _)| *k == name);
                 match r.store.head_object("b", &name).await {
                     Ok(_) => assert!(listed, "{name}"),
-                    Err(Error::NoSuchKey) => assert!(!listed, "{name}"),
+                    Err(Error::NoSuchKey { .. }) => assert!(!listed, "{name}"),
                     Err(e) => panic!("{name}: {e}"),
                 }
             }
@@ -943,7 +943,7 @@ async fn versions_and_delete_markers() {
     );
     assert!(matches!(
         r.store.head_object("b", "k").await,
-        Err(Error::NoSuchKey)
+        Err(Error::NoSuchKey { .. })
     ));
     assert!(r
         .store
@@ -1016,7 +1016,7 @@ async fn write_conditions() {
         since_ns,
     };
     let missing = put_with(&r, "k", b"x", "e9", &if_match("e9", u64::MAX)).await;
-    assert!(matches!(missing, Err(Error::NoSuchKey)));
+    assert!(matches!(missing, Err(Error::NoSuchKey { .. })));
     put_with(&r, "k", b"first", "e1", &if_none(u64::MAX))
         .await
         .unwrap();

@@ -223,7 +223,7 @@ fn query_escape(s: &str) -> String {
 /// SigV4-signed GETs without the SDK's response decoding.
 struct RawClient {
     http: reqwest::Client,
-    credentials: aws_credential_types::Credentials,
+    signer: request_signer::Signer,
 }
 
 impl RawClient {
@@ -232,7 +232,7 @@ impl RawClient {
         let secret = std::env::var("AWS_SECRET_ACCESS_KEY").expect("AWS_SECRET_ACCESS_KEY");
         RawClient {
             http: reqwest::Client::new(),
-            credentials: aws_credential_types::Credentials::new(key, secret, None, None, "load"),
+            signer: request_signer::Signer::s3(&key, &secret, "us-east-1"),
         }
     }
 
@@ -251,46 +251,18 @@ impl RawClient {
         body: Bytes,
         body_sha256: Option<&str>,
     ) -> Result<Bytes, String> {
-        use aws_sigv4::http_request::{
-            sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
-        };
-        let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-        let host = match parsed.port() {
-            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or_default()),
-            None => parsed.host_str().unwrap_or_default().to_string(),
-        };
-        let identity = self.credentials.clone().into();
-        let mut settings = SigningSettings::default();
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        let params = aws_sigv4::sign::v4::SigningParams::builder()
-            .identity(&identity)
-            .region("us-east-1")
-            .name("s3")
-            .time(std::time::SystemTime::now())
-            .settings(settings)
-            .build()
-            .map_err(|e| e.to_string())?
-            .into();
-        let length = body.len().to_string();
-        let mut headers = vec![("host", host.as_str())];
-        if method != "GET" {
-            headers.push(("content-length", length.as_str()));
-        }
-        let payload = match body_sha256 {
-            Some(hash) => SignableBody::Precomputed(hash.to_string()),
-            None => SignableBody::UnsignedPayload,
-        };
-        let signable = SignableRequest::new(method, url, headers.iter().copied(), payload)
-            .map_err(|e| e.to_string())?;
-        let (instructions, _) = sign(signable, &params)
-            .map_err(|e| e.to_string())?
-            .into_parts();
         let mut req = http::Request::builder().method(method).uri(url);
-        for (k, v) in headers {
-            req = req.header(k, v);
+        if method != "GET" {
+            req = req.header("content-length", body.len());
         }
         let mut req = req.body(body).map_err(|e| e.to_string())?;
-        instructions.apply_to_request_http1x(&mut req);
+        let payload = match body_sha256 {
+            Some(hash) => request_signer::Payload::Sha256(hash),
+            None => request_signer::Payload::Unsigned,
+        };
+        self.signer
+            .sign(&mut req, payload)
+            .map_err(|e| e.to_string())?;
         let req = reqwest::Request::try_from(req).map_err(|e| e.to_string())?;
         let resp = self.http.execute(req).await.map_err(|e| e.to_string())?;
         let status = resp.status();

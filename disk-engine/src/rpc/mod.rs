@@ -26,4 +26,4 @@ pub(crate) const STREAM_WINDOW: u32 = 8 << 20;
 pub(crate) const CONNECTION_WINDOW: u32 = 64 << 20;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

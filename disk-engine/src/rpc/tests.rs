@@ -43,6 +43,19 @@ async fn node_with(
     (addr, stop)
 }
 
+/// A node serving `dir`, formatted as the one disk of a set, and the
+/// remote disk that reaches it (served until the sender is dropped).
+pub(crate) async fn formatted_remote(
+    dir: &std::path::Path,
+) -> (RemoteDisk, tokio::sync::oneshot::Sender<()>) {
+    let (addr, stop) = node(&[dir.to_path_buf()]).await;
+    let client = NodeClient::new(&addr, ClusterSecret::new(SECRET).unwrap());
+    let label = dir.display().to_string();
+    let f = FormatRecord::new_set(Tier::Hot, 1, 0).remove(0);
+    client.format(&label, &f, None).await.unwrap();
+    (RemoteDisk::new(client, &label, &f), stop)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_disk_behaves_like_the_local_one() {
     let root = tempfile::tempdir().unwrap();

@@ -10,7 +10,7 @@ use http::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use super::get::requested_object;
-use super::{empty, named, read_document, xml};
+use super::{empty, read_document, xml};
 use crate::error::{S3Error, S3Result};
 use crate::headers::reject_unsupported;
 use crate::request::S3Request;
@@ -111,10 +111,7 @@ fn not_private() -> S3Error {
 
 /// GetBucketAcl.
 pub async fn get_bucket(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    gw.store.bucket(req.bucket()).await?;
     Ok(xml(StatusCode::OK, private(gw)))
 }
 
@@ -149,12 +146,7 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
         return Err(S3Error::MalformedAclError);
     }
     match req.key.as_deref() {
-        None => gw
-            .store
-            .bucket(req.bucket())
-            .await
-            .map(|_| ())
-            .map_err(|e| named(e, req.bucket(), None))?,
+        None => gw.store.bucket(req.bucket()).await.map(|_| ())?,
         Some(key) => {
             requested_object(gw, req, key).await?;
         }

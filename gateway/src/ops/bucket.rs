@@ -6,7 +6,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use http::{Response, StatusCode};
 
-use super::{empty, named, xml};
+use super::{empty, xml};
 use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, reject_unsupported};
 use crate::names::validate_bucket_name;
@@ -115,8 +115,8 @@ pub async fn create(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respo
     match gw.store.create_bucket(name, &gw.config.region).await {
         Ok(_) => {}
         // In us-east-1, S3 answers 200 to re-creating a bucket you own.
-        Err(placement::Error::BucketExists) if gw.config.region == "us-east-1" => {}
-        Err(e) => return Err(named(e, name, None)),
+        Err(placement::Error::BucketExists { .. }) if gw.config.region == "us-east-1" => {}
+        Err(e) => return Err(e.into()),
     }
     Ok(Response::builder()
         .status(StatusCode::OK)
@@ -127,11 +127,7 @@ pub async fn create(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respo
 
 /// HeadBucket.
 pub async fn head(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let b = gw
-        .store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    let b = gw.store.bucket(req.bucket()).await?;
     Ok(Response::builder()
         .status(StatusCode::OK)
         .header(
@@ -148,20 +144,13 @@ pub async fn head(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 
 /// DeleteBucket.
 pub async fn delete(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    gw.store
-        .delete_bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    gw.store.delete_bucket(req.bucket()).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// GetBucketLocation: empty for us-east-1, as S3 answers.
 pub async fn location(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let b = gw
-        .store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    let b = gw.store.bucket(req.bucket()).await?;
     let region = if b.region.is_empty() {
         gw.config.region.clone()
     } else {

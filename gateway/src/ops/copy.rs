@@ -14,7 +14,7 @@ use placement::{
 };
 
 use super::receive::{algorithm_named, MAX_PUT_BYTES};
-use super::{named, write_error};
+use super::write_error;
 use crate::checksum::{self, ChecksumAlgorithm};
 use crate::conditions::{check_copy_source, write_condition};
 use crate::error::{S3Error, S3Result};
@@ -99,8 +99,7 @@ pub async fn copy_source_object(
     let obj = gw
         .store
         .get_version(&src.bucket, &src.key, src.version)
-        .await
-        .map_err(|e| named(e, &src.bucket, Some(&src.key)))?;
+        .await?;
     if obj.delete_marker {
         return Err(match src.version {
             Some(_) => S3Error::InvalidRequest(
@@ -153,8 +152,7 @@ pub async fn stream_copy(
                 .await
         }
         CopyTarget::Part(upload) => gw.store.write_part_data(upload, body, Some(size)).await,
-    }
-    .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    }?;
     let digests = Arc::try_unwrap(tap)
         .map_err(|_| S3Error::Internal("copy stream still referenced".into()))?
         .finish()
@@ -261,7 +259,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         .store
         .put_object(req.bucket(), req.key(), copied.staged, meta, tags, &opts)
         .await
-        .map_err(|e| write_error(e, &condition, req.bucket(), req.key()))?;
+        .map_err(|e| write_error(e, &condition))?;
     let doc = CopyObjectResult {
         etag: quoted(&stored.meta.etag),
         last_modified: iso8601(stored.mtime_ns),

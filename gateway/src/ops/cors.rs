@@ -3,7 +3,7 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{empty, named, read_document, set_bucket_document, xml};
+use super::{empty, read_document, set_bucket_document, xml};
 use crate::cors::{self, CorsConfiguration};
 use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
@@ -16,11 +16,7 @@ pub const BUCKET_CORS: &str = "cors";
 
 /// The bucket's CORS configuration, if any.
 pub async fn configuration(gw: &Gateway, bucket: &str) -> S3Result<Option<CorsConfiguration>> {
-    let b = gw
-        .store
-        .bucket(bucket)
-        .await
-        .map_err(|e| named(e, bucket, None))?;
+    let b = gw.store.bucket(bucket).await?;
     b.config
         .get(BUCKET_CORS)
         .map(|doc| cors::parse(doc.as_bytes()))

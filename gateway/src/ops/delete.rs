@@ -4,7 +4,7 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use placement::{DeleteItem, DeleteOutcome, VersionRef};
 
-use super::{named, xml};
+use super::xml;
 use crate::conditions::{delete_condition, entry_condition, reads_etag};
 use crate::error::{S3Error, S3Result};
 use crate::headers::now_ns;
@@ -35,11 +35,7 @@ pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<B
         version,
         condition,
     };
-    let out = gw
-        .store
-        .delete_object_if(req.bucket(), item)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let out = gw.store.delete_object_if(req.bucket(), item).await?;
     let mut resp = Response::builder().status(StatusCode::NO_CONTENT);
     if let Some(v) = out.version {
         resp = resp.header("x-amz-version-id", versions::format(v));
@@ -93,10 +89,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
             "The XML you provided was not well-formed or did not validate against our published schema (between 1 and {MAX_DELETE_KEYS} keys)"
         )));
     }
-    gw.store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    gw.store.bucket(req.bucket()).await?;
     let mut result = DeleteResult {
         xmlns: NS,
         deleted: Vec::new(),
@@ -157,8 +150,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
     let mut outcomes = gw
         .store
         .delete_objects(req.bucket(), &wanted)
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?
+        .await?
         .into_iter();
     for (
         DeleteItem {
@@ -173,7 +165,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
             outcomes
                 .next()
                 .expect("one outcome per allowed key")
-                .map_err(|e| named(e, req.bucket(), Some(&key)))
+                .map_err(S3Error::from)
         });
         match outcome {
             Ok(_) if parsed.quiet => {}

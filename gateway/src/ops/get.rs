@@ -9,7 +9,6 @@ use futures::StreamExt;
 use http::{Response, StatusCode};
 use placement::{ObjectRecord, Versioning};
 
-use super::named;
 use crate::conditions::check_read;
 use crate::error::{S3Error, S3Result};
 use crate::headers::{apply_overrides, http_date, object_headers};
@@ -84,11 +83,7 @@ pub fn delete_marker_error(marker: &ObjectRecord, key: &str, by_version: bool) -
 /// a delete marker answers as S3 does (404, or 405 when named).
 pub async fn requested_object(gw: &Gateway, req: &S3Request, key: &str) -> S3Result<ObjectRecord> {
     let version = versions::requested(req)?;
-    let obj = gw
-        .store
-        .get_version(req.bucket(), key, version)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(key)))?;
+    let obj = gw.store.get_version(req.bucket(), key, version).await?;
     if obj.delete_marker {
         return Err(delete_marker_error(&obj, key, version.is_some()));
     }
@@ -123,13 +118,7 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
         ));
     }
     let obj = requested_object(gw, req, key).await?;
-    let versioned = gw
-        .store
-        .bucket(bucket)
-        .await
-        .map_err(|e| named(e, bucket, None))?
-        .versioning
-        != Versioning::Unversioned;
+    let versioned = gw.store.bucket(bucket).await?.versioning != Versioning::Unversioned;
     check_read(
         &req.parts.headers,
         &obj.meta.etag,
@@ -188,7 +177,7 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
     // Read the first bytes before committing to a status.
     let first = match stream.next().await {
         Some(Ok(b)) => b,
-        Some(Err(e)) => return Err(named(e, bucket, Some(key))),
+        Some(Err(e)) => return Err(e.into()),
         None => {
             return Err(S3Error::Internal(
                 "object stream ended before its data".into(),

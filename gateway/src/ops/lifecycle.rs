@@ -9,7 +9,7 @@ use lifecycle::eval::{expiration_header, Version};
 use lifecycle::{ConfigError, LifecycleConfig, CONFIG_KEY, MIN_SIZE_KEY};
 use placement::ObjectRecord;
 
-use super::{empty, named, read_document, xml};
+use super::{empty, read_document, xml};
 use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
 use crate::Gateway;
@@ -31,11 +31,7 @@ impl From<ConfigError> for S3Error {
 
 /// The bucket's lifecycle configuration, if any.
 pub async fn configuration(gw: &Gateway, bucket: &str) -> S3Result<Option<Arc<LifecycleConfig>>> {
-    let b = gw
-        .store
-        .bucket(bucket)
-        .await
-        .map_err(|e| named(e, bucket, None))?;
+    let b = gw.store.bucket(bucket).await?;
     Ok(gw.lifecycle_configs.get(&b))
 }
 
@@ -77,8 +73,7 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
             b.config.insert(MIN_SIZE_KEY.into(), min);
             Ok(())
         })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+        .await?;
     if let Some(scanner) = &gw.lifecycle {
         scanner.trigger();
     }
@@ -93,8 +88,7 @@ pub async fn delete(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
             b.config.remove(MIN_SIZE_KEY);
             Ok(())
         })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+        .await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 

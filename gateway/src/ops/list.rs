@@ -10,7 +10,7 @@ use http::{Response, StatusCode};
 use placement::{ListStart, ObjectPage};
 
 use super::list_xml::{ContentsEntry, ListingXml};
-use super::{named, xml};
+use super::xml;
 use crate::auth::sigv4::uri_encode;
 use crate::error::{S3Error, S3Result};
 use crate::headers::STANDARD;
@@ -136,8 +136,7 @@ async fn list(gw: &Gateway, bucket: &str, p: &ListParams) -> S3Result<Listed> {
         let page = gw
             .store
             .list_object_page(bucket, &p.prefix, cursor.clone(), want)
-            .await
-            .map_err(|e| named(e, bucket, None))?;
+            .await?;
         let next = page.next.clone();
         out.pages.push(page);
         let n = out.pages.len() - 1;

@@ -122,7 +122,7 @@ pub(crate) async fn set_bucket_document(
         })
         .await
         .map(|_| ())
-        .map_err(|e| named(e, req.bucket(), None))
+        .map_err(S3Error::from)
 }
 
 /// An empty response with `status`.
@@ -412,8 +412,8 @@ pub(crate) async fn check_as(
             .get(self::policy::BUCKET_POLICY)
             .map(|doc| gw.identities.bucket_policy(bucket, doc))
             .transpose()?,
-        Err(placement::Error::NoSuchBucket) => None,
-        Err(e) => return Err(named(e, bucket, None)),
+        Err(placement::Error::NoSuchBucket { .. }) => None,
+        Err(e) => return Err(e.into()),
     };
     let resource = match key {
         Some(k) => format!("arn:aws:s3:::{bucket}/{k}"),
@@ -519,8 +519,6 @@ async fn execute(op: Op, gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
 pub(crate) fn write_error(
     e: placement::Error,
     cond: &Option<placement::WriteCondition>,
-    bucket: &str,
-    key: &str,
 ) -> S3Error {
     match (e, cond) {
         (
@@ -531,18 +529,6 @@ pub(crate) fn write_error(
             ),
         ) => S3Error::PreconditionFailed("If-None-Match"),
         (placement::Error::PreconditionFailed, _) => S3Error::PreconditionFailed("If-Match"),
-        (e, _) => named(e, bucket, Some(key)),
-    }
-}
-
-/// Maps a storage error for a request on `bucket`/`key`, naming them in the
-/// error document.
-pub(crate) fn named(e: placement::Error, bucket: &str, key: Option<&str>) -> S3Error {
-    match S3Error::from(e) {
-        S3Error::NoSuchBucket(_) => S3Error::NoSuchBucket(bucket.to_string()),
-        S3Error::NoSuchKey(_) => S3Error::NoSuchKey(key.unwrap_or_default().to_string()),
-        S3Error::BucketNotEmpty(_) => S3Error::BucketNotEmpty(bucket.to_string()),
-        S3Error::BucketAlreadyOwnedByYou(_) => S3Error::BucketAlreadyOwnedByYou(bucket.to_string()),
-        other => other,
+        (e, _) => e.into(),
     }
 }

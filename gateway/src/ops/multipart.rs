@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::copy::{copy_source_object, stream_copy, CopyTarget};
 use super::get::part_number;
 use super::receive::{receive, Target};
-use super::{empty, multipart_checksum, named, write_error, xml};
+use super::{empty, multipart_checksum, write_error, xml};
 use crate::auth::sigv4::uri_encode;
 use crate::body::read_small;
 use crate::checksum::ChecksumAlgorithm;
@@ -97,8 +97,7 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
             checksum.map(|(a, k)| (a.name().to_string(), k.to_string())),
             tier == placement::Tier::Cold,
         )
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .await?;
     let doc = InitiateMultipartUploadResult {
         xmlns: NS,
         bucket: req.bucket().into(),
@@ -123,11 +122,7 @@ pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 /// The upload a request's `uploadId` names.
 async fn upload_of(gw: &Gateway, req: &S3Request) -> S3Result<(Uuid, UploadRecord)> {
     let id = upload_id(req)?;
-    let upload = gw
-        .store
-        .get_upload(req.bucket(), req.key(), id)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let upload = gw.store.get_upload(req.bucket(), req.key(), id).await?;
     Ok((id, upload))
 }
 
@@ -158,8 +153,7 @@ pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
             etag.clone(),
             checksum.clone(),
         )
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .await?;
     let mut resp = Response::builder()
         .status(StatusCode::OK)
         .header(http::header::ETAG, quoted(&etag));
@@ -246,8 +240,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
             etag.clone(),
             copied.checksum.clone(),
         )
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .await?;
     let doc = CopyPartResult {
         etag: quoted(&etag),
         last_modified: iso8601(part.mtime_ns),
@@ -268,8 +261,7 @@ async fn all_parts(gw: &Gateway, req: &S3Request, id: Uuid) -> S3Result<Vec<Part
         let (page, more) = gw
             .store
             .list_parts(req.bucket(), req.key(), id, after, MAX_LIST)
-            .await
-            .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+            .await?;
         if let Some(last) = page.last() {
             after = last.part.number;
         }
@@ -307,8 +299,7 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
             let stored = gw
                 .store
                 .completed_upload(req.bucket(), req.key(), id)
-                .await
-                .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+                .await?;
             let shown = stored
                 .meta
                 .checksum
@@ -317,7 +308,7 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
                 .cloned();
             return Ok(completion_answer(req, &stored, shown.as_ref()));
         }
-        Err(e) => return Err(named(e, req.bucket(), Some(req.key()))),
+        Err(e) => return Err(e.into()),
     };
     let len = req.payload_length()?;
     if len == 0 {
@@ -393,7 +384,7 @@ pub async fn complete(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Res
         .store
         .complete_upload(req.bucket(), req.key(), id, chosen, meta, &opts)
         .await
-        .map_err(|e| write_error(e, &condition, req.bucket(), req.key()))?;
+        .map_err(|e| write_error(e, &condition))?;
     // A completion that had reached some disks before answers with what it
     // wrote then.
     let shown = stored
@@ -440,10 +431,7 @@ fn completion_answer(
 pub async fn abort(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     let id = upload_id(req)?;
     req.progress.enter(Phase::Commit);
-    gw.store
-        .abort_upload(req.bucket(), req.key(), id)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    gw.store.abort_upload(req.bucket(), req.key(), id).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
@@ -463,18 +451,13 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
     let (mut parts, mut more) = gw
         .store
         .list_parts(req.bucket(), req.key(), id, marker, max.max(1))
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .await?;
     if parts.len() > max {
         parts.truncate(max);
         more = true;
     }
     let next = parts.last().map(|p| p.part.number).unwrap_or(marker);
-    let upload = gw
-        .store
-        .get_upload(req.bucket(), req.key(), id)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    let upload = gw.store.get_upload(req.bucket(), req.key(), id).await?;
     let algorithm_set = upload.checksum_algorithm.is_some();
     let doc = ListPartsResult {
         xmlns: NS,
@@ -534,8 +517,7 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
         let (page, more) = gw
             .store
             .list_uploads(req.bucket(), &prefix, start.clone(), MAX_LIST)
-            .await
-            .map_err(|e| named(e, req.bucket(), None))?;
+            .await?;
         for u in &page {
             let rolled = delimiter.as_deref().and_then(|d| {
                 u.key[prefix.len()..]

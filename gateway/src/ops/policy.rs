@@ -4,7 +4,7 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{empty, named, read_document, set_bucket_document};
+use super::{empty, read_document, set_bucket_document};
 use crate::error::{S3Error, S3Result};
 use crate::iam::policy::Policy;
 use crate::request::S3Request;
@@ -17,11 +17,7 @@ pub(crate) const BUCKET_POLICY: &str = "policy";
 
 /// GetBucketPolicy: the document as stored (JSON).
 pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let b = gw
-        .store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    let b = gw.store.bucket(req.bucket()).await?;
     let doc = b
         .config
         .get(BUCKET_POLICY)

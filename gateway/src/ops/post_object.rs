@@ -16,7 +16,7 @@ use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::{check_as, condition_values, named, post_form};
+use super::{check_as, condition_values, post_form};
 use crate::auth::sigv2;
 use crate::auth::sigv4::{self, Scope};
 use crate::body::{request_body, BodyOptions};
@@ -373,8 +373,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
     let staged = gw
         .store
         .write_data_in(tier, req.bucket(), &key, data, None)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(&key)))?;
+        .await?;
     if counted.load(std::sync::atomic::Ordering::Relaxed) < lo {
         return Err(S3Error::EntityTooSmall(
             "Your proposed upload is smaller than the minimum allowed size".into(),
@@ -407,8 +406,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
                 since_ns,
             },
         )
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(&key)))?;
+        .await?;
 
     // The answer the form asked for.
     let etag = quoted(&stored.meta.etag);

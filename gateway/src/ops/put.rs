@@ -42,7 +42,7 @@ pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
         .store
         .put_object(req.bucket(), req.key(), received.staged, meta, tags, &opts)
         .await
-        .map_err(|e| write_error(e, &condition, req.bucket(), req.key()))?;
+        .map_err(|e| write_error(e, &condition))?;
     let mut resp = Response::builder()
         .status(StatusCode::OK)
         .header(http::header::ETAG, quoted(&stored.meta.etag));

@@ -10,7 +10,6 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use placement::{ChecksumValue, StagedData, Tier, UploadRecord};
 
-use super::named;
 use crate::body::{request_body, BodyOptions};
 use crate::checksum::{self, ChecksumAlgorithm, ALL};
 use crate::error::{S3Error, S3Result};
@@ -248,8 +247,7 @@ pub async fn receive(
             })
             .await?
         }
-    }
-    .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+    }?;
     // The whole body is stored; what remains is checking it.
     placement::failpoint::hit("request.received", "").await;
     let tap =

@@ -9,7 +9,7 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use placement::VersionRef;
 
-use super::{named, read_document};
+use super::read_document;
 use crate::error::{S3Error, S3Result};
 use crate::headers::{is_archive_class, is_archived, now_ns, restore_expiry_ns};
 use crate::request::S3Request;
@@ -36,8 +36,10 @@ pub(crate) async fn listed_restore_expiry(
     }
     match gw.store.get_version(bucket, key, version).await {
         Ok(obj) if is_archived(&obj.meta) => Ok(Some(restore_expiry_ns(&obj.meta))),
-        Ok(_) | Err(placement::Error::NoSuchKey | placement::Error::NoSuchVersion) => Ok(None),
-        Err(e) => Err(named(e, bucket, Some(key))),
+        Ok(_) | Err(placement::Error::NoSuchKey { .. } | placement::Error::NoSuchVersion) => {
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -78,12 +80,10 @@ pub async fn restore_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
             ))
         }
     };
-    let named_err = |e| named(e, req.bucket(), Some(req.key()));
     let obj = gw
         .store
         .get_version(req.bucket(), req.key(), version)
-        .await
-        .map_err(named_err)?;
+        .await?;
     if obj.delete_marker {
         return Err(S3Error::NoSuchKey(req.key().to_string()));
     }
@@ -95,8 +95,7 @@ pub async fn restore_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
     let until = now_ns().saturating_add(days.saturating_mul(86_400_000_000_000));
     gw.store
         .set_restore_expiry(req.bucket(), req.key(), version, until)
-        .await
-        .map_err(named_err)?;
+        .await?;
     Ok(Response::builder()
         .status(StatusCode::OK)
         .body(Body::empty())

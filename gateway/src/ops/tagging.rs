@@ -4,7 +4,7 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{named, read_document, set_bucket_document, xml};
+use super::{read_document, set_bucket_document, xml};
 use crate::error::{S3Error, S3Result};
 use crate::progress::Phase;
 use crate::request::S3Request;
@@ -44,8 +44,7 @@ pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
     let obj = gw
         .store
         .set_tags(req.bucket(), req.key(), version, new)
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .await?;
     let id = obj.version_id.is_some().then(|| versions::of(&obj));
     Ok(with_version(super::empty(StatusCode::OK), id))
 }
@@ -57,19 +56,14 @@ pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<B
     let obj = gw
         .store
         .set_tags(req.bucket(), req.key(), version, Vec::new())
-        .await
-        .map_err(|e| named(e, req.bucket(), Some(req.key())))?;
+        .await?;
     let id = obj.version_id.is_some().then(|| versions::of(&obj));
     Ok(with_version(super::empty(StatusCode::NO_CONTENT), id))
 }
 
 /// GetBucketTagging (NoSuchTagSet when there are none).
 pub async fn get_bucket(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let b = gw
-        .store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    let b = gw.store.bucket(req.bucket()).await?;
     let doc = b.config.get(BUCKET_TAGS).ok_or(S3Error::NoSuchTagSet)?;
     let t: Tags = serde_json::from_str(doc)
         .map_err(|e| S3Error::Internal(format!("stored bucket tags: {e}")))?;

@@ -6,7 +6,7 @@ use http::{Response, StatusCode};
 use placement::{ListStart, ObjectSummary, Versioning};
 
 use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
-use super::{empty, named, read_document, xml};
+use super::{empty, read_document, xml};
 use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, quoted, STANDARD};
 use crate::request::S3Request;
@@ -21,11 +21,7 @@ const MAX_CONFIG_BYTES: u64 = 64 << 10;
 
 /// GetBucketVersioning: no Status until versioning was first enabled.
 pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
-    let b = gw
-        .store
-        .bucket(req.bucket())
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+    let b = gw.store.bucket(req.bucket()).await?;
     let status = match b.versioning {
         Versioning::Unversioned => None,
         Versioning::Enabled => Some("Enabled".to_string()),
@@ -62,8 +58,7 @@ pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response
             b.versioning = state;
             Ok(())
         })
-        .await
-        .map_err(|e| named(e, req.bucket(), None))?;
+        .await?;
     Ok(empty(StatusCode::OK))
 }
 
@@ -166,8 +161,7 @@ pub async fn list(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
                 cursor.clone(),
                 (max - count + 1).clamp(1, 1000),
             )
-            .await
-            .map_err(|e| named(e, req.bucket(), None))?;
+            .await?;
         let mut reseek = None;
         for (key, versions_of_key) in &page.entries {
             if let Some(d) = delimiter.as_deref() {

@@ -5,15 +5,15 @@
 //! ranged GETs streamed back to the client.
 
 use std::ops::Range;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
-};
 use futures::StreamExt;
 use placement::{BodyError, BodyStream, Error, ObjectStream, TierBackend};
-use serde::{Deserialize, Serialize};
+use request_signer::{Payload, Signer};
+use serde::Deserialize;
 use uuid::Uuid;
+
+use crate::config::RemoteTierConfig;
 
 /// Characters percent-encoded in object names (all but unreserved and '/').
 const PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
@@ -28,65 +28,10 @@ const QUERY: &percent_encoding::AsciiSet = &PATH.add(b'/');
 /// How long a request to the endpoint may take to start answering.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Where a remote tier keeps its objects, and the key to reach them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RemoteTierConfig {
-    /// Endpoint URL, e.g. `https://s3.example.com:9000`.
-    pub endpoint: String,
-    /// Bucket on the endpoint (it must exist).
-    pub bucket: String,
-    /// Key prefix inside the bucket.
-    #[serde(default)]
-    pub prefix: String,
-    /// Region to sign for.
-    #[serde(default = "default_region")]
-    pub region: String,
-    /// Access key id.
-    pub access_key: String,
-    /// Secret key (kept encrypted at rest by the gateway).
-    pub secret_key: String,
-    /// Objects larger than this many MiB are uploaded in parts of this
-    /// size (S3 takes at most 5 GiB in one PUT; parts are at least 5 MiB).
-    #[serde(default = "default_part_mib")]
-    pub part_size_mib: u64,
-}
-
-fn default_part_mib() -> u64 {
-    64
-}
-
-fn default_region() -> String {
-    "us-east-1".into()
-}
-
-impl RemoteTierConfig {
-    /// Checks the configuration; the error says what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
-        let url = reqwest::Url::parse(&self.endpoint)
-            .map_err(|e| format!("endpoint {:?} is not a URL: {e}", self.endpoint))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(format!(
-                "endpoint {:?} is not an http(s) URL",
-                self.endpoint
-            ));
-        }
-        if self.bucket.is_empty() || self.bucket.contains('/') {
-            return Err("give the endpoint's bucket name".into());
-        }
-        if self.access_key.is_empty() || self.secret_key.is_empty() {
-            return Err("give the endpoint's access key and secret key".into());
-        }
-        if !(5..=5 << 10).contains(&self.part_size_mib) {
-            return Err("the part size is 5 to 5120 MiB".into());
-        }
-        Ok(())
-    }
-}
-
 /// A remote tier.
 pub struct RemoteTier {
     http: reqwest::Client,
+    signer: Signer,
     cfg: RemoteTierConfig,
 }
 
@@ -102,7 +47,8 @@ impl RemoteTier {
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| e.to_string())?;
-        Ok(RemoteTier { http, cfg })
+        let signer = Signer::s3(&cfg.access_key, &cfg.secret_key, &cfg.region);
+        Ok(RemoteTier { http, signer, cfg })
     }
 
     /// The URL of object `id` (of the bucket without one) with `query`.
@@ -119,7 +65,8 @@ impl RemoteTier {
     }
 
     /// Sends a SigV4-signed request for object `id` (the bucket if `None`;
-    /// with `query`, e.g. `?uploads`) with `headers` and `body`.
+    /// with `query`, e.g. `?uploads`) with `headers` and `body` (unsigned,
+    /// so uploads stream).
     async fn send(
         &self,
         method: &str,
@@ -129,49 +76,14 @@ impl RemoteTier {
         body: reqwest::Body,
     ) -> Result<reqwest::Response, Error> {
         let url = self.url(id.into(), query);
-        let parsed = reqwest::Url::parse(&url).map_err(|e| unavailable("url", e))?;
-        let host = match (parsed.host_str(), parsed.port()) {
-            (Some(h), Some(p)) => format!("{h}:{p}"),
-            (Some(h), None) => h.to_string(),
-            _ => return Err(unavailable("url", "no host")),
-        };
-        let identity = aws_credential_types::Credentials::new(
-            &self.cfg.access_key,
-            &self.cfg.secret_key,
-            None,
-            None,
-            "granary-tier",
-        )
-        .into();
-        let mut settings = SigningSettings::default();
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        let params = aws_sigv4::sign::v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.cfg.region)
-            .name("s3")
-            .time(SystemTime::now())
-            .settings(settings)
-            .build()
-            .map_err(|e| unavailable("signing", e))?
-            .into();
-        let mut all: Vec<(&str, &str)> = vec![("host", host.as_str())];
-        all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-        let signable = SignableRequest::new(
-            method,
-            &url,
-            all.iter().copied(),
-            SignableBody::UnsignedPayload,
-        )
-        .map_err(|e| unavailable("signing", e))?;
-        let (instructions, _) = sign(signable, &params)
-            .map_err(|e| unavailable("signing", e))?
-            .into_parts();
         let mut req = http::Request::builder().method(method).uri(&url);
-        for (k, v) in &all {
-            req = req.header(*k, *v);
+        for (k, v) in headers {
+            req = req.header(*k, v);
         }
         let mut req = req.body(body).map_err(|e| unavailable("request", e))?;
-        instructions.apply_to_request_http1x(&mut req);
+        self.signer
+            .sign(&mut req, Payload::Unsigned)
+            .map_err(|e| unavailable("signing", e))?;
         let req = reqwest::Request::try_from(req).map_err(|e| unavailable("request", e))?;
         self.http
             .execute(req)
