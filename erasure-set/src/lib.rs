@@ -61,7 +61,7 @@ pub use local_set::{
 pub use locks::{ask, release, renew, take, writer_lease_name, KeyLocks};
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use projection::{encode as encode_projection, listing_of_body, Etag, SummaryView};
-pub use quorum::{horizon, Quorum, Tally};
+pub use quorum::{Quorum, Tally};
 pub use read::{ObjectStream, READ_BATCH_BYTES};
 pub use record::{ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRef, TierRef};
 pub use repair::spawn_repair_worker;

@@ -75,7 +75,7 @@ impl Tally {
 /// last entry among the disks that said more follow (`lasts`), since
 /// entries beyond it may be missing only because that disk's page ended.
 /// `None` when no disk had more.
-pub fn horizon<K: Ord>(lasts: impl IntoIterator<Item = K>) -> Option<K> {
+pub(crate) fn horizon<K: Ord>(lasts: impl IntoIterator<Item = K>) -> Option<K> {
     lasts.into_iter().min()
 }
 

@@ -34,8 +34,8 @@ pub enum SignError {
     /// The request's URI has no host.
     #[error("the request's URI has no host")]
     NoHost,
-    /// A header value is not visible ASCII, so it cannot be canonicalised.
-    #[error("header {0} is not text")]
+    /// A header value is not UTF-8, so it cannot be canonicalised.
+    #[error("header {0} is not UTF-8 text")]
     Header(String),
     /// The signing library refused the request.
     #[error("signing: {0}")]
@@ -99,8 +99,9 @@ impl Signer {
             .into();
         let mut headers = Vec::with_capacity(req.headers().len());
         for (name, value) in req.headers() {
-            let value = value
-                .to_str()
+            // As the gateway reads them when it checks a signature: UTF-8,
+            // not only the visible ASCII `HeaderValue::to_str` accepts.
+            let value = std::str::from_utf8(value.as_bytes())
                 .map_err(|_| SignError::Header(name.to_string()))?;
             headers.push((name.as_str(), value));
         }
@@ -190,6 +191,28 @@ mod tests {
         signer.sign_at(&mut c, Payload::Unsigned, at()).unwrap();
         assert_eq!(c.headers()["x-amz-content-sha256"], "UNSIGNED-PAYLOAD");
         assert_ne!(a.headers()["authorization"], c.headers()["authorization"]);
+    }
+
+    #[test]
+    fn utf8_header_values_are_signed_and_other_bytes_refused() {
+        let signer = Signer::s3("AKID", "secret", "us-east-1");
+        let mut req = request("http://127.0.0.1:9000/b/k");
+        req.headers_mut().insert(
+            "x-amz-meta-name",
+            http::HeaderValue::from_bytes("día".as_bytes()).unwrap(),
+        );
+        signer.sign_at(&mut req, Payload::Unsigned, at()).unwrap();
+        let auth = req.headers()["authorization"].to_str().unwrap();
+        assert!(auth.contains("x-amz-meta-name"), "{auth}");
+        let mut bad = request("http://127.0.0.1:9000/b/k");
+        bad.headers_mut().insert(
+            "x-amz-meta-name",
+            http::HeaderValue::from_bytes(b"\xff").unwrap(),
+        );
+        assert!(matches!(
+            signer.sign_at(&mut bad, Payload::Unsigned, at()),
+            Err(SignError::Header(h)) if h == "x-amz-meta-name"
+        ));
     }
 
     #[test]
