@@ -19,7 +19,8 @@ erasure-set must not import placement, lifecycle or gateway; gateway must
 not import erasure-set or disk-engine; placement must not import lifecycle
 or the remote tier; lifecycle must not import the remote tier; the remote
 tier must not import the gateway, lifecycle or the layers under placement;
-the outbound signer imports no crate of the workspace.
+the outbound signer and the background-work runner import no crate of the
+workspace.
 
   scripts/check-structure.py              # report; exit 1 on a broken rule
   scripts/check-structure.py --self-test  # also: the fixture's known cycle is found
@@ -40,6 +41,15 @@ FORBIDDEN = {
     "placement": {"lifecycle", "remote-tier"},
     "lifecycle": {"remote-tier"},
     "remote-tier": {"gateway", "lifecycle", "erasure-set", "disk-engine"},
+    "background-work": {
+        "disk-engine",
+        "erasure-set",
+        "placement",
+        "lifecycle",
+        "remote-tier",
+        "request-signer",
+        "gateway",
+    },
     "request-signer": {
         "disk-engine",
         "erasure-set",
@@ -58,6 +68,7 @@ ACYCLIC = {
     "erasure-set",
     "remote-tier",
     "request-signer",
+    "background-work",
 }
 
 

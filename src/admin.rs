@@ -68,8 +68,8 @@ pub enum AdminCommand {
         #[arg(long)]
         no_wait: bool,
     },
-    /// Disks of every pool with their state and space, the healing pass
-    /// and the repair backlog.
+    /// Disks of every pool with their state and space, its background
+    /// workers, the healing pass and the repair backlog.
     Status {
         /// Print the raw JSON.
         #[arg(long)]

@@ -185,7 +185,7 @@ pub async fn serve(
             ..lifecycle::ScannerOptions::for_clock(clock)
         },
     );
-    let scanner_task = scanner.spawn();
+    store.run_worker(scanner.worker());
     store.set_scrub(
         (args.scrub_hours > 0).then(|| Duration::from_secs(args.scrub_hours * 3600)),
         args.heal_mib_per_sec << 20,
@@ -235,8 +235,6 @@ pub async fn serve(
         shutdown,
     )
     .await;
-    scanner.stop();
-    let _ = scanner_task.await;
     store.shutdown().await;
     if let Some(cold) = &cold {
         cold.shutdown().await;

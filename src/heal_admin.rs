@@ -106,6 +106,27 @@ fn pass_outcome(p: &Value) -> anyhow::Result<()> {
 }
 
 /// Prints the pools' disks, the healing pass and the repair backlog.
+/// One background worker as `granary admin status` shows it: name, state,
+/// queue, what it says, failures.
+fn worker_line(w: &Value) -> String {
+    let mut line = format!(
+        "worker {:<16} {:<7}",
+        w["name"].as_str().unwrap_or("?"),
+        w["state"].as_str().unwrap_or("?")
+    );
+    if let Some(q) = w["status"]["queue"].as_u64() {
+        line += &format!(" queue {q}");
+    }
+    if let Some(d) = w["status"]["detail"].as_str() {
+        line += &format!(" ({d})");
+    }
+    if let Some(n) = w["errors"].as_u64().filter(|n| *n > 0) {
+        let last = w["lastError"].as_str().unwrap_or("");
+        line += &format!("; {n} failed steps, the last: {last}");
+    }
+    line
+}
+
 pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
     let v = client.call("GET", "status", None).await?;
     if json {
@@ -124,6 +145,9 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
         );
         if let Some(why) = pool["offline"].as_str() {
             println!("  OFFLINE: {why}");
+        }
+        for w in pool["workers"].as_array().into_iter().flatten() {
+            println!("  {}", worker_line(w));
         }
         // Disks of a cluster are labelled NODE:/PATH and shown under their
         // node (slots alternate between nodes); local ones as they are.

@@ -58,6 +58,11 @@ impl Objects {
         self.entries.len()
     }
 
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Appends a key (after every key already here) with the fields of its
     /// current version; a key that is not UTF-8 is shown with replacement
     /// characters, as S3 keys are UTF-8. Fields longer than a u16 (which no

@@ -41,6 +41,7 @@ mod read;
 pub mod record;
 mod repair;
 mod repair_queue;
+mod repair_worker;
 mod set;
 mod set_format;
 mod uploads;
@@ -58,14 +59,14 @@ pub use listing::ResolvedPage;
 pub use local_set::{
     default_parity, open_local_set, LocalSet, LocalSetConfig, DEFAULT_COLD_PARITY, MAX_SET_DISKS,
 };
-pub use locks::{ask, release, renew, take, writer_lease_name, KeyLocks};
+pub use locks::{ask, release, take, writer_lease_name, KeyLocks, LEASE_RENEWAL};
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use projection::{encode as encode_projection, listing_of_body, Etag, SummaryView};
 pub use quorum::{Quorum, Tally};
 pub use read::{ObjectStream, READ_BATCH_BYTES};
 pub use record::{ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRef, TierRef};
-pub use repair::spawn_repair_worker;
-pub use repair_queue::{RepairQueue, RepairStats};
+pub use repair_queue::{RepairQueue, RepairReceiver, RepairStats};
+pub use repair_worker::RepairWorker;
 pub use set::{
     version_key, DiskRecords, ErasureSet, KeyState, Resolved, VersionBody, DEFAULT_BLOCK_SIZE,
 };

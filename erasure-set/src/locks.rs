@@ -27,7 +27,7 @@ const KEY_LOCK_STRIPES: usize = 1024;
 /// blocks its names at most this long.
 const LEASE: Duration = Duration::from_secs(30);
 /// How often a held lease is renewed.
-const RENEW: Duration = Duration::from_secs(10);
+pub const LEASE_RENEWAL: Duration = Duration::from_secs(10);
 /// How long to keep trying for a majority before giving up.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 
@@ -205,15 +205,15 @@ pub async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid, what:
     }
 }
 
-/// Renews held leases every `RENEW` until dropped.
-pub async fn renew(
+/// Renews held leases every `LEASE_RENEWAL` until dropped.
+pub(crate) async fn renew(
     disks: Arc<Vec<Arc<dyn Disk>>>,
     names: Vec<Vec<u8>>,
     owner: Uuid,
     what: &'static str,
 ) {
     loop {
-        tokio::time::sleep(RENEW).await;
+        tokio::time::sleep(LEASE_RENEWAL).await;
         take(&disks, &names, owner, what).await;
     }
 }

@@ -4,54 +4,23 @@
 //! missing records.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use disk_engine::{PutRecordOutcome, RecordPut, ShardId, ShardWriter};
 use futures::future::join_all;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::error::SetError;
 use crate::layout::{PartGeometry, StripeRun};
 use crate::packed::{self, Pieces};
 use crate::record::ObjectRecord;
-use crate::repair_queue::RepairReceiver;
 use crate::set::{ErasureSet, Resolved};
 
 /// Stripes verified or rebuilt per step when repairing a shard.
 const REPAIR_BATCH_STRIPES: u64 = 16;
 /// Parts of one object whose shards a presence check looks at.
 const PRESENCE_CHECK_PARTS: usize = 64;
-
-/// Starts the worker that drains the repair queue until `shutdown`.
-pub fn spawn_repair_worker(
-    set: Weak<ErasureSet>,
-    rx: RepairReceiver,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    let mut rx = rx.0;
-    tokio::spawn(async move {
-        loop {
-            let req = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                r = rx.recv() => match r { Some(r) => r, None => break },
-            };
-            let Some(set) = set.upgrade() else { break };
-            let r = set.heal_object(&req.ns, &req.key, &req.damaged).await;
-            set.repair.done(&req.ns, &req.key);
-            match r {
-                Ok(()) => {
-                    set.repair.stats.repaired.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    set.repair.stats.failed.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(ns = %req.ns, key = %req.key, error = %e, "repair failed");
-                }
-            }
-        }
-    })
-}
 
 /// Writes the visible record `rec` to a disk that lacks it. A newer write
 /// of the same version that never became visible (cut short before its

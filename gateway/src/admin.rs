@@ -189,6 +189,7 @@ async fn status(store: &Arc<placement::Store>) -> Value {
                 "repairBacklog": pool.repair_backlog(),
                 "objectsAtRisk": pool.objects_at_risk(),
                 "offline": pool.offline_reason(),
+                "workers": pool.worker_status(),
             })
         })
         .collect();

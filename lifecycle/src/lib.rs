@@ -26,5 +26,5 @@ pub use config::{parse, Classes, ConfigError, LifecycleConfig};
 pub use eval::Clock;
 pub use scanner::{
     bucket_checkpoints, bucket_config, BucketStatus, ConfigCache, Plan, PlanEntry, RuleStats,
-    Scanner, ScannerOptions, CONFIG_KEY, MIN_SIZE_KEY,
+    Scanner, ScannerOptions, ScannerWorker, CONFIG_KEY, MIN_SIZE_KEY,
 };

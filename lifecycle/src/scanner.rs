@@ -9,13 +9,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use background_work::{WorkError, Worker, WorkerState, WorkerStatus};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use placement::{BucketRecord, Error, ListStart, Store, Transitioned, UploadListStart, VersionRef};
 use serde::Serialize;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::checkpoints::{CheckpointRules, CHECKPOINTS_KEY};
 use crate::config::{parse, Classes, LifecycleConfig};
@@ -230,7 +229,6 @@ pub struct Scanner {
     status: Mutex<BTreeMap<String, BucketStatus>>,
     wake: Notify,
     pacer: tokio::sync::Mutex<Pacer>,
-    shutdown: CancellationToken,
 }
 
 /// What one version is, for evaluation.
@@ -266,7 +264,7 @@ pub(crate) fn action_name(a: &Action) -> String {
 }
 
 impl Scanner {
-    /// A scanner over `store`; start it with [`Scanner::spawn`].
+    /// A scanner over `store`; run it with [`Scanner::worker`].
     pub fn new(store: Arc<Store>, opts: ScannerOptions) -> Arc<Scanner> {
         Arc::new(Scanner {
             store,
@@ -276,7 +274,6 @@ impl Scanner {
             pacer: tokio::sync::Mutex::new(Pacer {
                 next: Instant::now(),
             }),
-            shutdown: CancellationToken::new(),
         })
     }
 
@@ -290,36 +287,16 @@ impl Scanner {
         self.opts.clock
     }
 
-    /// Runs passes until [`Scanner::stop`]: one at start (after sweeping
-    /// tier objects an interrupted transition left), then every interval
-    /// or when [`Scanner::trigger`] is called.
-    pub fn spawn(self: &Arc<Self>) -> JoinHandle<()> {
-        let me = self.clone();
-        let shutdown = self.shutdown.clone();
-        tokio::spawn(async move {
-            // Scheduled passes run in one gateway of a cluster (the
-            // store's background lease holder); asked-for ones anywhere.
-            let mut asked = false;
-            loop {
-                if asked || me.store.owns_background() {
-                    let grace = (me.opts.clock.day / 4).clamp(Duration::from_secs(1), SWEEP_GRACE);
-                    if let Err(e) = me.store.sweep_tier_objects(grace).await {
-                        tracing::warn!(error = %e, "tier sweep failed");
-                    }
-                    me.run_all().await;
-                }
-                asked = tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(me.opts.interval) => false,
-                    _ = me.wake.notified() => true,
-                };
-            }
-        })
-    }
-
-    /// Stops the task [`Scanner::spawn`] started (after its current pass).
-    pub fn stop(&self) {
-        self.shutdown.cancel();
+    /// The worker running the passes: one at start (after sweeping tier
+    /// objects an interrupted transition left), then every interval or
+    /// when [`Scanner::trigger`] is called. The store runs it with its own
+    /// workers (`Store::run_worker`), which stop it at shutdown.
+    pub fn worker(self: &Arc<Self>) -> ScannerWorker {
+        ScannerWorker {
+            scanner: self.clone(),
+            started: false,
+            asked: false,
+        }
     }
 
     /// Starts a pass over every bucket now.
@@ -489,10 +466,9 @@ impl Scanner {
                     st.scanned_objects = scanned;
                 }
             }
+            // A stopping server drops the pass at an await (see
+            // `ScannerWorker`); the next one starts over.
             match page.next {
-                // A stopping server ends the pass early; the next one
-                // starts over.
-                Some(_) if self.shutdown.is_cancelled() => break,
                 Some(next) => start = ListStart::After(next.into_bytes()),
                 None => break,
             }
@@ -633,5 +609,60 @@ impl Scanner {
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
+    }
+}
+
+/// The lifecycle scanner as a background worker (see [`Scanner::worker`]).
+pub struct ScannerWorker {
+    scanner: Arc<Scanner>,
+    started: bool,
+    asked: bool,
+}
+
+#[async_trait::async_trait]
+impl Worker for ScannerWorker {
+    fn name(&self) -> String {
+        "lifecycle".into()
+    }
+
+    fn status(&self) -> WorkerStatus {
+        let buckets = self.scanner.status.lock();
+        let acted: u64 = buckets
+            .values()
+            .flat_map(|b| b.rules.values())
+            .map(|r| r.transitioned_objects + r.expired_objects + r.aborted_uploads)
+            .sum();
+        WorkerStatus {
+            queue: None,
+            detail: Some(format!(
+                "{} buckets with rules; {acted} actions taken",
+                buckets.len()
+            )),
+        }
+    }
+
+    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+        let me = &self.scanner;
+        // Scheduled passes run in one gateway of a cluster (the store's
+        // background lease holder); asked-for ones anywhere.
+        if self.asked || me.store.owns_background() {
+            let grace = (me.opts.clock.day / 4).clamp(Duration::from_secs(1), SWEEP_GRACE);
+            if let Err(e) = me.store.sweep_tier_objects(grace).await {
+                tracing::warn!(error = %e, "tier sweep failed");
+            }
+            me.run_all().await;
+        }
+        Ok(WorkerState::Idle)
+    }
+
+    async fn wait_for_work(&mut self) -> WorkerState {
+        if !std::mem::replace(&mut self.started, true) {
+            return WorkerState::Busy;
+        }
+        self.asked = tokio::select! {
+            _ = tokio::time::sleep(self.scanner.opts.interval) => false,
+            _ = self.scanner.wake.notified() => true,
+        };
+        WorkerState::Busy
     }
 }

@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
+use background_work::{WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::Disk;
-use tokio_util::sync::CancellationToken;
+use erasure_set::{ask, release, take, writer_lease_name, LEASE_RENEWAL};
 use uuid::Uuid;
-
-use erasure_set::{ask, release, renew, take, writer_lease_name};
 
 /// The name leased for background work.
 const BACKGROUND_NAME: &[u8] = b"\0granary-background";
@@ -37,57 +36,119 @@ impl BackgroundLease {
         !self.shared.load(Relaxed) || self.held.load(Relaxed)
     }
 
-    /// From now on only the lease holder runs scheduled work; keeps asking
-    /// for the lease until `shutdown`.
-    pub(crate) fn contend(
-        self: &Arc<Self>,
-        disks: Vec<Arc<dyn Disk>>,
-        shutdown: CancellationToken,
-    ) -> tokio::task::JoinHandle<()> {
+    /// From now on only the lease holder runs scheduled work: the worker
+    /// that keeps asking for the lease on `disks` (and releases it when it
+    /// stops).
+    pub(crate) fn contend(self: &Arc<Self>, disks: Vec<Arc<dyn Disk>>) -> LeaseContender {
         self.shared.store(true, Relaxed);
-        let me = self.clone();
-        let owner = Uuid::new_v4();
-        let names = vec![BACKGROUND_NAME.to_vec()];
-        let disks = Arc::new(disks);
-        tokio::spawn(async move {
-            let quorum = disks.len() / 2 + 1;
-            loop {
-                let (granted, _) = ask(&disks, &names, owner, BACKGROUND_LEASE).await;
-                let held = granted >= quorum;
-                if !held {
-                    release(disks.clone(), names.clone(), owner).await;
-                }
-                if me.held.swap(held, Relaxed) != held {
-                    tracing::info!(held, "background work lease");
-                }
-                tokio::select! {
-                    _ = shutdown.cancelled() => {
-                        release(disks.clone(), names.clone(), owner).await;
-                        return;
-                    }
-                    _ = tokio::time::sleep(BACKGROUND_ASK) => {}
-                }
-            }
-        })
+        LeaseContender {
+            lease: self.clone(),
+            disks: Arc::new(disks),
+            names: vec![BACKGROUND_NAME.to_vec()],
+            owner: Uuid::new_v4(),
+            asked: false,
+        }
     }
 }
 
-/// Holds this process's writer lease on `disks` (renewed until
-/// `shutdown`): while it is held, garbage collection elsewhere treats the
-/// data this process staged as being written (see `gc.rs`).
-pub(crate) fn keep_writer_lease(
-    disks: Vec<Arc<dyn Disk>>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    let owner = erasure_set::instance();
-    let names = vec![writer_lease_name(owner)];
-    let what = "the writer lease";
-    tokio::spawn(async move {
-        let disks = Arc::new(disks);
-        take(&disks, &names, owner, what).await;
-        tokio::select! {
-            _ = shutdown.cancelled() => release(disks, names, owner).await,
-            _ = renew(disks.clone(), names.clone(), owner, what) => {}
+/// Asks for the background lease every `BACKGROUND_ASK`, renewing it while
+/// held.
+pub(crate) struct LeaseContender {
+    lease: Arc<BackgroundLease>,
+    disks: Arc<Vec<Arc<dyn Disk>>>,
+    names: Vec<Vec<u8>>,
+    owner: Uuid,
+    asked: bool,
+}
+
+#[async_trait::async_trait]
+impl Worker for LeaseContender {
+    fn name(&self) -> String {
+        "background lease".into()
+    }
+
+    fn status(&self) -> WorkerStatus {
+        let held = self.lease.held.load(Relaxed);
+        WorkerStatus {
+            queue: None,
+            detail: Some(
+                if held {
+                    "held here"
+                } else {
+                    "held elsewhere or by no one"
+                }
+                .into(),
+            ),
         }
-    })
+    }
+
+    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+        let quorum = self.disks.len() / 2 + 1;
+        let (granted, _) = ask(&self.disks, &self.names, self.owner, BACKGROUND_LEASE).await;
+        let held = granted >= quorum;
+        if !held {
+            release(self.disks.clone(), self.names.clone(), self.owner).await;
+        }
+        if self.lease.held.swap(held, Relaxed) != held {
+            tracing::info!(held, "background work lease");
+        }
+        Ok(WorkerState::Idle)
+    }
+
+    async fn wait_for_work(&mut self) -> WorkerState {
+        if std::mem::replace(&mut self.asked, true) {
+            tokio::time::sleep(BACKGROUND_ASK).await;
+        }
+        WorkerState::Busy
+    }
+
+    async fn stop(&mut self) {
+        release(self.disks.clone(), self.names.clone(), self.owner).await;
+    }
+}
+
+/// Holds this process's writer lease on a set's disks (renewed every
+/// `LEASE_RENEWAL`, released when it stops): while it is held, garbage
+/// collection elsewhere treats the data this process staged as being
+/// written (see `gc.rs`).
+pub(crate) struct WriterLease {
+    disks: Arc<Vec<Arc<dyn Disk>>>,
+    names: Vec<Vec<u8>>,
+    owner: Uuid,
+    taken: bool,
+}
+
+impl WriterLease {
+    pub(crate) fn new(disks: Vec<Arc<dyn Disk>>) -> WriterLease {
+        let owner = erasure_set::instance();
+        WriterLease {
+            disks: Arc::new(disks),
+            names: vec![writer_lease_name(owner)],
+            owner,
+            taken: false,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Worker for WriterLease {
+    fn name(&self) -> String {
+        "writer lease".into()
+    }
+
+    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+        take(&self.disks, &self.names, self.owner, "the writer lease").await;
+        Ok(WorkerState::Idle)
+    }
+
+    async fn wait_for_work(&mut self) -> WorkerState {
+        if std::mem::replace(&mut self.taken, true) {
+            tokio::time::sleep(LEASE_RENEWAL).await;
+        }
+        WorkerState::Busy
+    }
+
+    async fn stop(&mut self) {
+        release(self.disks.clone(), self.names.clone(), self.owner).await;
+    }
 }

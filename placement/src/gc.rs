@@ -36,13 +36,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use background_work::{sleep_or_never, WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::{failpoint, ScannedRecord, ScannedUpload, ShardFile};
 use erasure_set::record::{self, ObjectRecord};
 use erasure_set::{ask, instance, writer_lease_name, ErasureSet};
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::error::Error;
@@ -457,37 +457,65 @@ impl Pace {
     }
 }
 
-/// Runs scheduled passes (in the process that owns background work) and
-/// asked-for ones until `shutdown`.
-pub(crate) fn spawn_gc_worker(
+/// Runs scheduled passes, in the process that owns background work (an
+/// asked-for pass runs where it was asked).
+pub(crate) struct GcWorker {
     store: Weak<Store>,
     collector: Arc<Collector>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut last = Instant::now();
+    last: Instant,
+}
+
+impl GcWorker {
+    pub(crate) fn new(store: Weak<Store>, collector: Arc<Collector>) -> GcWorker {
+        GcWorker {
+            store,
+            collector,
+            last: Instant::now(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Worker for GcWorker {
+    fn name(&self) -> String {
+        "gc".into()
+    }
+
+    fn status(&self) -> WorkerStatus {
+        let p = self.collector.progress.lock();
+        WorkerStatus {
+            queue: None,
+            detail: Some(format!(
+                "{} passes finished; {} bytes reclaimed",
+                p.passes, p.bytes_reclaimed
+            )),
+        }
+    }
+
+    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+        let Some(store) = self.store.upgrade() else {
+            return Ok(WorkerState::Done);
+        };
+        store.collect_garbage().await;
+        Ok(WorkerState::Idle)
+    }
+
+    async fn wait_for_work(&mut self) -> WorkerState {
         loop {
-            let interval = *collector.interval.lock();
-            let wait = interval.map(|i| i.saturating_sub(last.elapsed()));
+            let interval = *self.collector.interval.lock();
+            let wait = interval.map(|i| i.saturating_sub(self.last.elapsed()));
             tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = collector.run_now.notified() => continue,
-                _ = async {
-                    match wait {
-                        Some(w) => tokio::time::sleep(w).await,
-                        None => std::future::pending().await,
-                    }
-                } => {}
+                // A new interval only re-arms the timer.
+                _ = self.collector.run_now.notified() => continue,
+                _ = sleep_or_never(wait) => {}
             }
-            last = Instant::now();
-            let Some(store) = store.upgrade() else { return };
-            if !store.owns_background() {
-                continue;
-            }
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = store.collect_garbage() => {}
+            self.last = Instant::now();
+            let Some(store) = self.store.upgrade() else {
+                return WorkerState::Done;
+            };
+            if store.owns_background() {
+                return WorkerState::Busy;
             }
         }
-    })
+    }
 }

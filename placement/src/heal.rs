@@ -11,13 +11,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use background_work::{sleep_or_never, WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::ListStart;
 use erasure_set::record::ObjectSummary;
 use futures::StreamExt;
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use crate::model::SYSTEM_NS;
 use crate::model::TIER_NS;
@@ -372,75 +372,130 @@ impl Store {
 /// compares every namespace (until each has been compared, waiting longer
 /// after each failure), and resolves the keys found differing, those of
 /// later comparisons too.
-pub(crate) fn spawn_at_risk_finder(
+pub(crate) struct AtRiskFinder {
     store: Weak<Store>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut compared = false;
-        let mut backoff = FIND_AT_RISK_EVERY;
-        let mut next_compare = tokio::time::Instant::now() + FIND_AT_RISK_EVERY;
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(FIND_AT_RISK_EVERY) => {}
-            }
-            let Some(s) = store.upgrade() else { return };
-            if s.offline_reason().is_some() {
-                return;
-            }
-            let work = async {
-                if !compared && tokio::time::Instant::now() >= next_compare {
-                    compared = s.compare_namespaces().await;
-                    backoff = (backoff * 2).min(FIND_AT_RISK_BACKOFF);
-                    next_compare = tokio::time::Instant::now() + backoff;
-                }
-                s.set.confirm_at_risk().await;
-            };
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = work => {}
-            }
+    compared: bool,
+    backoff: Duration,
+    next_compare: tokio::time::Instant,
+}
+
+impl AtRiskFinder {
+    pub(crate) fn new(store: Weak<Store>) -> AtRiskFinder {
+        AtRiskFinder {
+            store,
+            compared: false,
+            backoff: FIND_AT_RISK_EVERY,
+            next_compare: tokio::time::Instant::now() + FIND_AT_RISK_EVERY,
         }
-    })
+    }
+}
+
+#[async_trait::async_trait]
+impl Worker for AtRiskFinder {
+    fn name(&self) -> String {
+        "at-risk finder".into()
+    }
+
+    fn status(&self) -> WorkerStatus {
+        WorkerStatus {
+            queue: self.store.upgrade().map(|s| s.objects_at_risk()),
+            detail: Some(
+                if self.compared {
+                    "every namespace compared"
+                } else {
+                    "namespaces not all compared yet"
+                }
+                .into(),
+            ),
+        }
+    }
+
+    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+        let Some(s) = self.store.upgrade() else {
+            return Ok(WorkerState::Done);
+        };
+        if s.offline_reason().is_some() {
+            return Ok(WorkerState::Done);
+        }
+        if !self.compared && tokio::time::Instant::now() >= self.next_compare {
+            self.compared = s.compare_namespaces().await;
+            self.backoff = (self.backoff * 2).min(FIND_AT_RISK_BACKOFF);
+            self.next_compare = tokio::time::Instant::now() + self.backoff;
+        }
+        s.set.confirm_at_risk().await;
+        Ok(WorkerState::Idle)
+    }
+
+    async fn wait_for_work(&mut self) -> WorkerState {
+        tokio::time::sleep(FIND_AT_RISK_EVERY).await;
+        WorkerState::Busy
+    }
 }
 
 /// The worker running a store's passes: when asked, and every scrub
 /// interval.
-pub(crate) fn spawn_heal_worker(
+pub(crate) struct HealWorker {
     store: Weak<Store>,
     healer: Arc<Healer>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut last = Instant::now();
+    last: Instant,
+}
+
+impl HealWorker {
+    pub(crate) fn new(store: Weak<Store>, healer: Arc<Healer>) -> HealWorker {
+        HealWorker {
+            store,
+            healer,
+            last: Instant::now(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Worker for HealWorker {
+    fn name(&self) -> String {
+        "heal".into()
+    }
+
+    fn status(&self) -> WorkerStatus {
+        let p = self.healer.progress.lock();
+        WorkerStatus {
+            queue: None,
+            detail: Some(format!(
+                "{} passes finished; {} keys failed in the last",
+                p.passes, p.failed
+            )),
+        }
+    }
+
+    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+        let Some(store) = self.store.upgrade() else {
+            return Ok(WorkerState::Done);
+        };
+        store.heal_pass().await;
+        self.last = Instant::now();
+        Ok(WorkerState::Idle)
+    }
+
+    async fn wait_for_work(&mut self) -> WorkerState {
         loop {
-            let interval = *healer.interval.lock();
-            let wait = interval.map(|i| i.saturating_sub(last.elapsed()));
+            let interval = *self.healer.interval.lock();
+            let wait = interval.map(|i| i.saturating_sub(self.last.elapsed()));
             let asked = tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = healer.run_now.notified() => true,
+                _ = self.healer.run_now.notified() => true,
                 // A new interval or pace only re-arms the timer.
-                _ = healer.rearm.notified() => continue,
-                _ = async {
-                    match wait {
-                        Some(w) => tokio::time::sleep(w).await,
-                        None => std::future::pending().await,
-                    }
-                } => false,
+                _ = self.healer.rearm.notified() => continue,
+                _ = sleep_or_never(wait) => false,
             };
-            let Some(store) = store.upgrade() else { return };
+            let Some(store) = self.store.upgrade() else {
+                return WorkerState::Done;
+            };
             // Scheduled passes run in one gateway of a cluster; asked-for
             // ones where they were asked.
             if !asked && !store.owns_background() {
-                last = Instant::now();
+                self.last = Instant::now();
                 continue;
             }
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = store.heal_pass() => {}
-            }
-            last = Instant::now();
+            return WorkerState::Busy;
         }
-    })
+    }
 }

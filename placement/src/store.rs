@@ -7,19 +7,18 @@ use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use background_work::{Worker, WorkerInfo, Workers};
 use disk_engine::{Disk, DiskHealth};
 use erasure_set::{
-    spawn_repair_worker, CacheStats, ErasureSet, RepairQueue, RepairStats, DEFAULT_BLOCK_SIZE,
+    CacheStats, ErasureSet, RepairQueue, RepairStats, RepairWorker, DEFAULT_BLOCK_SIZE,
     DEFAULT_PACK_THRESHOLD, DEFAULT_READ_CACHE_BYTES,
 };
 use parking_lot::Mutex;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::Error;
 use crate::model::BucketRecord;
-use crate::tier::{spawn_tier_worker, TierBackend};
+use crate::tier::{TierBackend, TierReleaseWorker};
 
 /// How long a bucket lookup is trusted without asking the disks again.
 pub(crate) const BUCKET_CACHE_TTL: Duration = Duration::from_secs(2);
@@ -36,7 +35,6 @@ pub struct Store {
     pub(crate) in_flight: Mutex<std::collections::HashSet<uuid::Uuid>>,
     /// Tiers outside the deployment (other S3 endpoints), by name.
     pub(crate) remote: parking_lot::RwLock<std::collections::HashMap<String, Arc<dyn TierBackend>>>,
-    pub(crate) shutdown: CancellationToken,
     /// Healing passes (see `heal.rs`).
     pub(crate) healer: Arc<crate::heal::Healer>,
     /// Whether this process runs scheduled background work.
@@ -45,7 +43,10 @@ pub struct Store {
     pub(crate) extra: parking_lot::RwLock<Vec<(String, Arc<Store>)>>,
     /// Free space of the hot pools, cached for placing new data.
     pub(crate) free_space: crate::expansion::FreeSpace,
-    pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The store's background workers (repair, tier release, heal, the
+    /// at-risk finder, garbage collection, the leases, and what the
+    /// binary adds: the lifecycle scanner).
+    pub(crate) workers: Workers,
     /// This store, for commits that run as tasks of their own.
     pub(crate) me: Weak<Store>,
     /// Commits running as tasks no request owns (see [`Store::detached`]);
@@ -91,8 +92,8 @@ pub struct DiskStatus {
 
 impl Store {
     /// A store over one erasure set of `disks` (in slot order) with `parity`
-    /// parity shards. Starts the repair worker; call [`Store::shutdown`] to
-    /// stop it.
+    /// parity shards. Starts its background workers; call
+    /// [`Store::shutdown`] to stop them.
     pub fn new(
         disks: Vec<Arc<dyn Disk>>,
         parity: usize,
@@ -107,17 +108,21 @@ impl Store {
             opts.pack_threshold,
             queue,
         )?);
-        let shutdown = CancellationToken::new();
-        let worker = spawn_repair_worker(Arc::downgrade(&set), rx, shutdown.clone());
+        let workers = Workers::new();
+        workers.spawn(RepairWorker::new(Arc::downgrade(&set), rx));
         let (release, released) = tokio::sync::mpsc::unbounded_channel();
         set.release_tier_objects_to(release);
         Ok(Arc::new_cyclic(|me| {
-            let tiers = spawn_tier_worker(me.clone(), released, shutdown.clone());
+            workers.spawn(TierReleaseWorker {
+                store: me.clone(),
+                rx: released,
+                next: None,
+            });
             let healer = Arc::new(crate::heal::Healer::default());
-            let heal = crate::heal::spawn_heal_worker(me.clone(), healer.clone(), shutdown.clone());
+            workers.spawn(crate::heal::HealWorker::new(me.clone(), healer.clone()));
             let collector = Arc::new(crate::gc::Collector::default());
-            let gc = crate::gc::spawn_gc_worker(me.clone(), collector.clone(), shutdown.clone());
-            let finder = crate::heal::spawn_at_risk_finder(me.clone(), shutdown.clone());
+            workers.spawn(crate::gc::GcWorker::new(me.clone(), collector.clone()));
+            workers.spawn(crate::heal::AtRiskFinder::new(me.clone()));
             Store {
                 healer,
                 background: Default::default(),
@@ -128,8 +133,7 @@ impl Store {
                 cold: std::sync::OnceLock::new(),
                 remote: Default::default(),
                 in_flight: Mutex::default(),
-                shutdown,
-                workers: Mutex::new(vec![worker, tiers, heal, gc, finder]),
+                workers,
                 me: me.clone(),
                 commits: TaskTracker::new(),
                 collector,
@@ -211,12 +215,11 @@ impl Store {
     /// the set's disks (see `locks.rs`).
     pub fn share_locks(&self) {
         self.set.locks().share(self.set.disks().to_vec());
-        let task = self
-            .background
-            .contend(self.set.disks().to_vec(), self.shutdown.clone());
-        let lease =
-            crate::background::keep_writer_lease(self.set.disks().to_vec(), self.shutdown.clone());
-        self.workers.lock().extend([task, lease]);
+        self.workers
+            .spawn(self.background.contend(self.set.disks().to_vec()));
+        self.workers.spawn(crate::background::WriterLease::new(
+            self.set.disks().to_vec(),
+        ));
     }
 
     /// Whether this process runs the store's scheduled background work
@@ -274,14 +277,22 @@ impl Store {
         online >= self.set.quorum().write
     }
 
+    /// Runs `worker` with the store's own until [`Store::shutdown`] (the
+    /// binary's lifecycle scanner).
+    pub fn run_worker(&self, worker: impl Worker) {
+        self.workers.spawn(worker);
+    }
+
+    /// Every background worker of this store with its state, in the order
+    /// they started.
+    pub fn worker_status(&self) -> Vec<WorkerInfo> {
+        self.workers.status()
+    }
+
     /// Stops background work and waits for it, after the commits under way.
     pub async fn shutdown(&self) {
         self.commits.close();
         self.commits.wait().await;
-        self.shutdown.cancel();
-        let workers = std::mem::take(&mut *self.workers.lock());
-        for w in workers {
-            let _ = w.await;
-        }
+        self.workers.shutdown().await;
     }
 }

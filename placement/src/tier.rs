@@ -6,7 +6,7 @@
 //! packing, and its owner's bucket and key in its metadata.
 //!
 //! A tier object is committed before the version that refers to it and
-//! released (deleted by the tier worker) after the last version referring
+//! released (deleted by the tier release worker) after the last version referring
 //! to it is replaced or deleted, so a reader never finds a version without
 //! its bytes; a crash between the two steps leaves only an unreferenced
 //! tier object.
@@ -14,12 +14,11 @@
 use std::ops::Range;
 use std::sync::{Arc, Weak};
 
+use background_work::{WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::VersionId;
 use erasure_set::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
 use erasure_set::{BodyStream, Carried, ErasureLayout, KeyState, StagedData};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::error::Error;
@@ -318,24 +317,55 @@ async fn delete_tier_object(pool: &Store, id: Uuid) -> Result<(), Error> {
         .await?)
 }
 
-/// Deletes the tier objects the store's versions release.
-pub(crate) fn spawn_tier_worker(
-    store: Weak<Store>,
-    mut rx: mpsc::UnboundedReceiver<TierRef>,
-    shutdown: CancellationToken,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let tier = tokio::select! {
-                _ = shutdown.cancelled() => return,
-                t = rx.recv() => match t { Some(t) => t, None => return },
-            };
-            let Some(store) = store.upgrade() else { return };
+/// The worker deleting the tier objects the store's versions release.
+pub(crate) struct TierReleaseWorker {
+    pub(crate) store: Weak<Store>,
+    pub(crate) rx: mpsc::UnboundedReceiver<TierRef>,
+    pub(crate) next: Option<TierRef>,
+}
+
+#[async_trait::async_trait]
+impl Worker for TierReleaseWorker {
+    fn name(&self) -> String {
+        "tier release".into()
+    }
+
+    fn status(&self) -> WorkerStatus {
+        WorkerStatus {
+            queue: Some(self.rx.len() as u64),
+            detail: None,
+        }
+    }
+
+    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+        let Some(store) = self.store.upgrade() else {
+            return Ok(WorkerState::Done);
+        };
+        if let Some(tier) = self.next.take() {
             if let Err(e) = store.delete_tiered(&tier).await {
-                tracing::warn!(tier = %tier.tier, id = %tier.id, error = %e, "could not delete a released tier object");
+                return Err(format!(
+                    "could not delete the released tier object {} of tier {}: {e}",
+                    tier.id, tier.tier
+                )
+                .into());
             }
         }
-    })
+        self.next = self.rx.try_recv().ok();
+        Ok(match self.next {
+            Some(_) => WorkerState::Busy,
+            None => WorkerState::Idle,
+        })
+    }
+
+    async fn wait_for_work(&mut self) -> WorkerState {
+        match self.rx.recv().await {
+            Some(t) => {
+                self.next = Some(t);
+                WorkerState::Busy
+            }
+            None => WorkerState::Done,
+        }
+    }
 }
 
 /// A place for tier objects outside the deployment: another S3 endpoint.

@@ -177,6 +177,17 @@ async fn same_key_writers_on_two_gateways_leave_one_whole_winner() {
         owners() == 1
     })
     .await;
+    // Each gateway shows its lease workers; the owner's says it holds the
+    // background lease.
+    for g in &cluster.gateways {
+        let v: serde_json::Value =
+            serde_json::from_str(&admin_at(&g.endpoint, &["status", "--json"]).unwrap()).unwrap();
+        let workers = v["pools"][0]["workers"].as_array().unwrap();
+        let named = |n: &str| workers.iter().find(|w| w["name"] == n).cloned();
+        assert!(named("writer lease").is_some(), "{v}");
+        let held = named("background lease").unwrap()["status"]["detail"] == "held here";
+        assert_eq!(held, v["runsBackgroundWork"] == true, "{v}");
+    }
     for round in 0..6u64 {
         let key = format!("race/{round}");
         let size = [900, 2 << 20][(round % 2) as usize];

@@ -36,12 +36,6 @@ fn flip(path: &PathBuf, at: usize) {
     std::fs::write(path, b).unwrap();
 }
 
-/// Which shard of its stripe a shard file holds (from its header).
-fn shard_index(path: &PathBuf) -> u32 {
-    let b = std::fs::read(path).unwrap();
-    u32::from_le_bytes(b[32..36].try_into().unwrap())
-}
-
 #[tokio::test]
 async fn m_bad_shards_are_survived_and_repaired() {
     // No hot-object cache: every read here must go to the damaged disks.

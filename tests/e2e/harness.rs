@@ -219,6 +219,12 @@ impl Server {
     }
 }
 
+/// Which shard of its stripe a shard file holds (from its header).
+pub fn shard_index(path: &Path) -> u32 {
+    let b = std::fs::read(path).unwrap();
+    u32::from_le_bytes(b[32..36].try_into().unwrap())
+}
+
 /// The `granary` binary the tests run: this build, or the one
 /// `GRANARY_E2E_BIN` names (an older one writing a fixture, say).
 pub fn granary_bin() -> String {

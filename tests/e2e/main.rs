@@ -36,3 +36,4 @@ mod tiers;
 mod tls;
 mod unsupported;
 mod versioning;
+mod workers;

@@ -383,10 +383,8 @@ async fn a_captured_call_is_refused_by_another_node_and_after_a_restart() {
             RemoteDisk::new(client, &label, &f)
         }
     };
-    let records = |addr: String| {
-        let disk_at = disk_at.clone();
-        async move { disk_at(addr).await.get_records(b"b", b"k").await.unwrap() }
-    };
+    let records =
+        |addr: String| async move { disk_at(addr).await.get_records(b"b", b"k").await.unwrap() };
 
     // Node A; a call to it captured on the way.
     let (a, stop_a) = node(std::slice::from_ref(&dir)).await;
