@@ -5,18 +5,23 @@
 //! lifecycle scanner — is a [`Worker`]: it waits for work, does a step,
 //! says what it is doing. One [`Workers`] runner per store starts them,
 //! records each one's state and errors for `granary admin status`, and
-//! owns their shutdown: it stops every worker at its next `.await` and
-//! then lets it clean up (release a lease) before returning.
+//! owns their shutdown in two phases: [`Workers::halt`] lets the steps
+//! under way end (within each worker's grace, or dropped at their next
+//! `.await`) and starts no more; [`Workers::shutdown`] then lets every
+//! worker clean up (release a lease) — after the store's commits, which
+//! may still need the leases, are done.
 //!
 //! It owns only scheduling: it must not know disks, sets, stores, S3 or
 //! what any worker does.
 
 use std::error::Error as StdError;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
+pub use tokio_util::sync::CancellationToken;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 use tokio_util::task::TaskTracker;
 
 /// What a worker's last step says about the next one.
@@ -47,10 +52,12 @@ pub struct WorkerStatus {
 
 /// One piece of background work. The runner alternates
 /// [`wait_for_work`](Worker::wait_for_work) and [`work`](Worker::work) as
-/// their answers say, starting with a wait; at shutdown it drops whichever
-/// is running at its next `.await` (so each must be safe to abandon
-/// there, as every request future is) and then calls
-/// [`stop`](Worker::stop).
+/// their answers say, starting with a wait. At shutdown a wait is dropped
+/// at once and a step under way gets [`shutdown_grace`](Worker::shutdown_grace)
+/// to end by itself (it sees `stopping` cancelled) before it is dropped at
+/// its next `.await` — so every step must be safe to abandon there, as
+/// every request future is; then, once the store's commits are done, the
+/// runner calls [`stop`](Worker::stop).
 #[async_trait::async_trait]
 pub trait Worker: Send + 'static {
     /// A short stable name (`repair`, `gc`…), shown by `granary admin status`.
@@ -61,9 +68,16 @@ pub trait Worker: Send + 'static {
         WorkerStatus::default()
     }
 
-    /// Does one step of work. An error is counted and logged, and the
-    /// worker then waits for work again.
-    async fn work(&mut self) -> Result<WorkerState, WorkError>;
+    /// How long a step under way at shutdown may go on to end by itself
+    /// (an item finished, a page's actions done) before it is dropped.
+    fn shutdown_grace(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    /// Does one step of work; `stopping` is cancelled when shutdown
+    /// begins, for a long step to end early at a point of its choosing.
+    /// An error is counted and logged, and the worker then waits again.
+    async fn work(&mut self, stopping: &CancellationToken) -> Result<WorkerState, WorkError>;
 
     /// Waits until there is work (or a schedule falls due), and says so
     /// with [`WorkerState::Busy`]; [`WorkerState::Done`] ends the worker.
@@ -94,7 +108,13 @@ pub struct WorkerInfo {
 
 /// The runner of one store's workers.
 pub struct Workers {
-    shutdown: CancellationToken,
+    /// Cancelled when shutdown begins: no new step starts.
+    stopping: CancellationToken,
+    /// Cancelled once the store's commits are done: workers clean up.
+    release: CancellationToken,
+    /// Every worker's loop, until it has left it.
+    looping: TaskTracker,
+    /// Every worker's task, until it has cleaned up.
     tasks: TaskTracker,
     shown: Mutex<Vec<Arc<Mutex<WorkerInfo>>>>,
 }
@@ -109,14 +129,16 @@ impl Workers {
     /// A runner with no workers.
     pub fn new() -> Workers {
         Workers {
-            shutdown: CancellationToken::new(),
+            stopping: CancellationToken::new(),
+            release: CancellationToken::new(),
+            looping: TaskTracker::new(),
             tasks: TaskTracker::new(),
             shown: Mutex::new(Vec::new()),
         }
     }
 
-    /// Starts `worker` on the current Tokio runtime. After
-    /// [`Workers::shutdown`] a worker is stopped before its first step.
+    /// Starts `worker` on the current Tokio runtime. Once shutdown has
+    /// begun a worker is only listed, as stopped, and never runs.
     pub fn spawn<W: Worker>(&self, worker: W) {
         let info = Arc::new(Mutex::new(WorkerInfo {
             name: worker.name(),
@@ -127,18 +149,39 @@ impl Workers {
             last_error: None,
         }));
         self.shown.lock().push(info.clone());
-        self.tasks.spawn(run(worker, self.shutdown.clone(), info));
+        if self.stopping.is_cancelled() {
+            info.lock().state = "stopped";
+            return;
+        }
+        let run = Run {
+            name: worker.name(),
+            stopping: self.stopping.clone(),
+            release: self.release.clone(),
+            looping: self.looping.token(),
+            info,
+        };
+        self.tasks.spawn(run.run(worker));
     }
 
-    /// Every worker started, in the order they were.
+    /// Every worker started, in the order they were, as of its last step.
     pub fn status(&self) -> Vec<WorkerInfo> {
         self.shown.lock().iter().map(|i| i.lock().clone()).collect()
     }
 
-    /// Stops every worker (at its next `.await`), lets each clean up, and
-    /// waits for them all.
+    /// Begins shutdown: no step starts any more; waits until every worker
+    /// has left its loop (its step ended within its grace, or dropped).
+    /// Nothing is released yet: the store's commits under way may still
+    /// need the leases.
+    pub async fn halt(&self) {
+        self.stopping.cancel();
+        self.looping.close();
+        self.looping.wait().await;
+    }
+
+    /// Halts every worker, lets each clean up, and waits for them all.
     pub async fn shutdown(&self) {
-        self.shutdown.cancel();
+        self.halt().await;
+        self.release.cancel();
         self.tasks.close();
         self.tasks.wait().await;
     }
@@ -153,50 +196,72 @@ pub async fn sleep_or_never(wait: Option<std::time::Duration>) {
     }
 }
 
-/// One worker's loop.
-async fn run<W: Worker>(mut worker: W, shutdown: CancellationToken, info: Arc<Mutex<WorkerInfo>>) {
-    let mut state = WorkerState::Idle;
-    let end = loop {
-        let step = step(&mut worker, state);
-        let next = tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => break "stopped",
-            r = step => r,
-        };
-        let mut shown = info.lock();
-        match next {
-            Ok(s) => {
-                if state == WorkerState::Busy {
-                    shown.steps += 1;
-                }
-                state = s;
-            }
-            Err(e) => {
-                tracing::warn!(worker = %shown.name, error = %e, "background work failed");
-                shown.steps += 1;
-                shown.errors += 1;
-                shown.last_error = Some(e.to_string());
-                state = WorkerState::Idle;
-            }
-        }
-        shown.status = worker.status();
-        shown.state = match state {
-            WorkerState::Busy => "busy",
-            WorkerState::Idle => "idle",
-            WorkerState::Done => break "done",
-        };
-    };
-    worker.stop().await;
-    info.lock().state = end;
+/// What one worker's task holds of the runner.
+struct Run {
+    name: String,
+    stopping: CancellationToken,
+    release: CancellationToken,
+    looping: TaskTrackerToken,
+    info: Arc<Mutex<WorkerInfo>>,
 }
 
-/// Runs the call `state` asks for.
-async fn step<W: Worker>(worker: &mut W, state: WorkerState) -> Result<WorkerState, WorkError> {
-    match state {
-        WorkerState::Busy => worker.work().await,
-        _ => Ok(worker.wait_for_work().await),
+impl Run {
+    /// The worker's loop, then its clean-up once the runner releases it.
+    async fn run<W: Worker>(self, mut worker: W) {
+        let mut state = WorkerState::Idle;
+        let end = loop {
+            let next = match state {
+                WorkerState::Busy => {
+                    let grace = worker.shutdown_grace();
+                    let late = async {
+                        self.stopping.cancelled().await;
+                        tokio::time::sleep(grace).await;
+                    };
+                    tokio::select! {
+                        biased;
+                        _ = late => break "stopped",
+                        r = worker.work(&self.stopping) => r,
+                    }
+                }
+                _ => tokio::select! {
+                    biased;
+                    _ = self.stopping.cancelled() => break "stopped",
+                    s = worker.wait_for_work() => Ok(s),
+                },
+            };
+            let status = worker.status();
+            if let Err(e) = &next {
+                tracing::warn!(worker = %self.name, error = %e, "background work failed");
+            }
+            let mut shown = self.info.lock();
+            match next {
+                Ok(s) => {
+                    if state == WorkerState::Busy {
+                        shown.steps += 1;
+                    }
+                    state = s;
+                }
+                Err(e) => {
+                    shown.steps += 1;
+                    shown.errors += 1;
+                    shown.last_error = Some(e.to_string());
+                    state = WorkerState::Idle;
+                }
+            }
+            shown.status = status;
+            shown.state = match state {
+                WorkerState::Busy => "busy",
+                WorkerState::Idle => "idle",
+                WorkerState::Done => break "done",
+            };
+            drop(shown);
+            if self.stopping.is_cancelled() {
+                break "stopped";
+            }
+        };
+        self.info.lock().state = end;
+        drop(self.looping);
+        self.release.cancelled().await;
+        worker.stop().await;
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -5,9 +5,11 @@ use tokio::sync::mpsc;
 
 use super::*;
 
-/// Adds what it receives; fails on 0; finishes on u32::MAX; hangs on 7.
+/// Adds what it receives; fails on 0; finishes on u32::MAX; hangs on 7;
+/// takes 200 ms over 3.
 struct Adder {
     rx: mpsc::UnboundedReceiver<u32>,
+    grace: Duration,
     next: Option<u32>,
     sum: Arc<Mutex<u64>>,
     stopped: Arc<AtomicBool>,
@@ -19,6 +21,10 @@ impl Worker for Adder {
         "adder".into()
     }
 
+    fn shutdown_grace(&self) -> Duration {
+        self.grace
+    }
+
     fn status(&self) -> WorkerStatus {
         WorkerStatus {
             queue: Some(self.rx.len() as u64),
@@ -26,10 +32,14 @@ impl Worker for Adder {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
         match self.next.take() {
             Some(0) => return Err("zero".into()),
             Some(7) => std::future::pending::<()>().await,
+            Some(3) => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                *self.sum.lock() += 3;
+            }
             Some(u32::MAX) => return Ok(WorkerState::Done),
             Some(n) => *self.sum.lock() += n as u64,
             None => {}
@@ -65,12 +75,17 @@ struct Rig {
 }
 
 fn rig() -> Rig {
+    rig_with_grace(Duration::ZERO)
+}
+
+fn rig_with_grace(grace: Duration) -> Rig {
     let (tx, rx) = mpsc::unbounded_channel();
     let sum = Arc::new(Mutex::new(0));
     let stopped = Arc::new(AtomicBool::new(false));
     let workers = Workers::new();
     workers.spawn(Adder {
         rx,
+        grace,
         next: None,
         sum: sum.clone(),
         stopped: stopped.clone(),
@@ -148,7 +163,34 @@ async fn shutdown_abandons_a_step_at_its_await() {
 }
 
 #[tokio::test]
-async fn a_worker_started_after_shutdown_never_steps() {
+async fn a_step_under_way_ends_within_its_grace_at_shutdown() {
+    let r = rig_with_grace(Duration::from_secs(5));
+    r.tx.send(3).unwrap();
+    until(&r.workers, |i| i.state == "busy").await;
+    r.workers.shutdown().await;
+    assert_eq!(*r.sum.lock(), 3, "the step finished");
+    let info = r.workers.status().remove(0);
+    assert_eq!((info.steps, info.state), (1, "stopped"));
+}
+
+#[tokio::test]
+async fn a_halted_worker_cleans_up_only_when_shut_down() {
+    let r = rig();
+    r.tx.send(1).unwrap();
+    until(&r.workers, |i| i.steps == 1).await;
+    r.workers.halt().await;
+    assert_eq!(r.workers.status()[0].state, "stopped");
+    // Halted: no step starts, and nothing is released yet.
+    r.tx.send(2).unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(*r.sum.lock(), 1);
+    assert!(!r.stopped.load(Ordering::SeqCst));
+    r.workers.shutdown().await;
+    assert!(r.stopped.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn a_worker_started_after_shutdown_never_runs() {
     let r = rig();
     r.workers.shutdown().await;
     let (tx, rx) = mpsc::unbounded_channel();
@@ -157,17 +199,13 @@ async fn a_worker_started_after_shutdown_never_steps() {
     let stopped = Arc::new(AtomicBool::new(false));
     r.workers.spawn(Adder {
         rx,
+        grace: Duration::ZERO,
         next: None,
         sum: sum.clone(),
         stopped: stopped.clone(),
     });
-    for _ in 0..100 {
-        if stopped.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    assert!(stopped.load(Ordering::SeqCst));
+    tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(*sum.lock(), 0);
+    assert!(!stopped.load(Ordering::SeqCst), "it holds nothing to release");
     assert_eq!(r.workers.status()[1].state, "stopped");
 }

@@ -25,7 +25,7 @@ use crate::error::SetError;
 const KEY_LOCK_STRIPES: usize = 1024;
 /// How long a lease lasts unless renewed; a gateway that dies holding one
 /// blocks its names at most this long.
-const LEASE: Duration = Duration::from_secs(30);
+pub const LEASE_TTL: Duration = Duration::from_secs(30);
 /// How often a held lease is renewed.
 pub const LEASE_RENEWAL: Duration = Duration::from_secs(10);
 /// How long to keep trying for a majority before giving up.
@@ -142,7 +142,7 @@ async fn acquire(disks: Arc<Vec<Arc<dyn Disk>>>, names: Vec<Vec<u8>>) -> Result<
     let deadline = Instant::now() + LOCK_WAIT;
     let mut backoff = Duration::from_millis(2);
     loop {
-        let (granted, answered) = ask(&disks, &names, owner, LEASE).await;
+        let (granted, answered) = ask(&disks, &names, owner, LEASE_TTL).await;
         if granted >= quorum {
             let renew = tokio::spawn(renew(disks.clone(), names.clone(), owner, "a held lock"));
             return Ok(Lease {
@@ -191,11 +191,11 @@ pub async fn ask(
     )
 }
 
-/// Takes the leases `names` for `owner` on `disks` (`LEASE` long); warns,
+/// Takes the leases `names` for `owner` on `disks` (`LEASE_TTL` long); warns,
 /// naming `what`, when fewer than a majority granted them.
-pub async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid, what: &str) {
+pub(crate) async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid, what: &str) {
     let quorum = disks.len() / 2 + 1;
-    let (granted, _) = ask(disks, names, owner, LEASE).await;
+    let (granted, _) = ask(disks, names, owner, LEASE_TTL).await;
     if granted < quorum {
         tracing::warn!(
             granted,

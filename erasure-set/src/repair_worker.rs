@@ -4,7 +4,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Weak;
 
-use background_work::{WorkError, Worker, WorkerState, WorkerStatus};
+use std::time::Duration;
+
+use background_work::{CancellationToken, WorkError, Worker, WorkerState, WorkerStatus};
 
 use crate::repair_queue::{RepairReceiver, RepairRequest};
 use crate::set::ErasureSet;
@@ -48,29 +50,27 @@ impl Worker for RepairWorker {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    /// The object under repair is finished at shutdown (one object's
+    /// shards and records).
+    fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
         let Some(set) = self.set.upgrade() else {
             return Ok(WorkerState::Done);
         };
-        if let Some(req) = self.next.take() {
-            let r = set.heal_object(&req.ns, &req.key, &req.damaged).await;
-            set.repair_queue().done(&req.ns, &req.key);
-            match r {
-                Ok(()) => {
-                    set.repair_queue()
-                        .stats
-                        .repaired
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    set.repair_queue()
-                        .stats
-                        .failed
-                        .fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(ns = %req.ns, key = %req.key, error = %e, "repair failed");
-                }
-            }
+        let Some(req) = self.next.take() else {
+            return Ok(WorkerState::Idle);
+        };
+        let r = set.heal_object(&req.ns, &req.key, &req.damaged).await;
+        set.repair_queue().done(&req.ns, &req.key);
+        let stats = &set.repair_queue().stats;
+        if let Err(e) = r {
+            stats.failed.fetch_add(1, Ordering::Relaxed);
+            return Err(format!("repair of {}/{} failed: {e}", req.ns, req.key).into());
         }
+        stats.repaired.fetch_add(1, Ordering::Relaxed);
         self.next = self.rx.0.try_recv().ok();
         Ok(match self.next {
             Some(_) => WorkerState::Busy,

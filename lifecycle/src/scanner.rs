@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use background_work::{WorkError, Worker, WorkerState, WorkerStatus};
+use background_work::{CancellationToken, WorkError, Worker, WorkerState, WorkerStatus};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use placement::{BucketRecord, Error, ListStart, Store, Transitioned, UploadListStart, VersionRef};
@@ -229,6 +229,8 @@ pub struct Scanner {
     status: Mutex<BTreeMap<String, BucketStatus>>,
     wake: Notify,
     pacer: tokio::sync::Mutex<Pacer>,
+    /// The runner's signal that shutdown began (see [`ScannerWorker`]).
+    stopping: std::sync::OnceLock<CancellationToken>,
 }
 
 /// What one version is, for evaluation.
@@ -274,6 +276,7 @@ impl Scanner {
             pacer: tokio::sync::Mutex::new(Pacer {
                 next: Instant::now(),
             }),
+            stopping: std::sync::OnceLock::new(),
         })
     }
 
@@ -466,9 +469,10 @@ impl Scanner {
                     st.scanned_objects = scanned;
                 }
             }
-            // A stopping server drops the pass at an await (see
-            // `ScannerWorker`); the next one starts over.
             match page.next {
+                // A stopping server ends the pass after a page's actions;
+                // the next one starts over.
+                Some(_) if self.stopping.get().is_some_and(|s| s.is_cancelled()) => break,
                 Some(next) => start = ListStart::After(next.into_bytes()),
                 None => break,
             }
@@ -641,8 +645,16 @@ impl Worker for ScannerWorker {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    /// At shutdown the pass ends after the actions of the page under way
+    /// (a transition's copy, an expiry); one still running after this is
+    /// dropped, to be redone by the next pass.
+    fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    async fn work(&mut self, stopping: &CancellationToken) -> Result<WorkerState, WorkError> {
         let me = &self.scanner;
+        me.stopping.get_or_init(|| stopping.clone());
         // Scheduled passes run in one gateway of a cluster (the store's
         // background lease holder); asked-for ones anywhere.
         if self.asked || me.store.owns_background() {

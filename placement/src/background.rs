@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use background_work::{WorkError, Worker, WorkerState, WorkerStatus};
+use background_work::{CancellationToken, WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::Disk;
-use erasure_set::{ask, release, take, writer_lease_name, LEASE_RENEWAL};
+use erasure_set::{ask, release, writer_lease_name, LEASE_RENEWAL, LEASE_TTL};
 use uuid::Uuid;
 
 /// The name leased for background work.
@@ -82,7 +82,7 @@ impl Worker for LeaseContender {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
         let quorum = self.disks.len() / 2 + 1;
         let (granted, _) = ask(&self.disks, &self.names, self.owner, BACKGROUND_LEASE).await;
         let held = granted >= quorum;
@@ -136,8 +136,16 @@ impl Worker for WriterLease {
         "writer lease".into()
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
-        take(&self.disks, &self.names, self.owner, "the writer lease").await;
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
+        let quorum = self.disks.len() / 2 + 1;
+        let (granted, _) = ask(&self.disks, &self.names, self.owner, LEASE_TTL).await;
+        if granted < quorum {
+            return Err(format!(
+                "the writer lease was granted by {granted} of {} disks, fewer than a majority",
+                self.disks.len()
+            )
+            .into());
+        }
         Ok(WorkerState::Idle)
     }
 

@@ -36,7 +36,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use background_work::{sleep_or_never, WorkError, Worker, WorkerState, WorkerStatus};
+use background_work::{
+    sleep_or_never, CancellationToken, WorkError, Worker, WorkerState, WorkerStatus,
+};
 use disk_engine::{failpoint, ScannedRecord, ScannedUpload, ShardFile};
 use erasure_set::record::{self, ObjectRecord};
 use erasure_set::{ask, instance, writer_lease_name, ErasureSet};
@@ -492,11 +494,22 @@ impl Worker for GcWorker {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
         let Some(store) = self.store.upgrade() else {
             return Ok(WorkerState::Done);
         };
-        store.collect_garbage().await;
+        let before = store.gc_progress().passes;
+        if !store.collect_garbage().await {
+            // An asked-for pass was running: it counts for this one.
+            return Ok(WorkerState::Idle);
+        }
+        let p = store.gc_progress();
+        if p.passes == before {
+            return Err(p.last_error.unwrap_or_default().into());
+        }
+        if !p.skipped.is_empty() {
+            return Err(format!("sets skipped: {}", p.skipped.join("; ")).into());
+        }
         Ok(WorkerState::Idle)
     }
 

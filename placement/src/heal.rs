@@ -11,7 +11,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use background_work::{sleep_or_never, WorkError, Worker, WorkerState, WorkerStatus};
+use background_work::{
+    sleep_or_never, CancellationToken, WorkError, Worker, WorkerState, WorkerStatus,
+};
 use disk_engine::ListStart;
 use erasure_set::record::ObjectSummary;
 use futures::StreamExt;
@@ -410,7 +412,7 @@ impl Worker for AtRiskFinder {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
         let Some(s) = self.store.upgrade() else {
             return Ok(WorkerState::Done);
         };
@@ -467,13 +469,21 @@ impl Worker for HealWorker {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
         let Some(store) = self.store.upgrade() else {
             return Ok(WorkerState::Done);
         };
         store.heal_pass().await;
         self.last = Instant::now();
-        Ok(WorkerState::Idle)
+        let p = store.heal_progress();
+        match (p.failed, p.last_error) {
+            (0, _) => Ok(WorkerState::Idle),
+            (n, last) => Err(format!(
+                "the pass could not heal {n} keys; the last: {}",
+                last.unwrap_or_default()
+            )
+            .into()),
+        }
     }
 
     async fn wait_for_work(&mut self) -> WorkerState {

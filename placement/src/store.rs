@@ -289,9 +289,13 @@ impl Store {
         self.workers.status()
     }
 
-    /// Stops background work and waits for it, after the commits under way.
+    /// Stops background work: no worker starts a step any more and the
+    /// steps under way end (see `background_work::Worker`); then the
+    /// commits under way, theirs included, finish; then the workers clean
+    /// up (the leases the commits relied on are released last).
     pub async fn shutdown(&self) {
         self.commits.close();
+        self.workers.halt().await;
         self.commits.wait().await;
         self.workers.shutdown().await;
     }

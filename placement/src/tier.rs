@@ -14,7 +14,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Weak};
 
-use background_work::{WorkError, Worker, WorkerState, WorkerStatus};
+use background_work::{CancellationToken, WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::VersionId;
 use erasure_set::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
 use erasure_set::{BodyStream, Carried, ErasureLayout, KeyState, StagedData};
@@ -337,7 +337,12 @@ impl Worker for TierReleaseWorker {
         }
     }
 
-    async fn work(&mut self) -> Result<WorkerState, WorkError> {
+    /// The deletion under way is finished at shutdown.
+    fn shutdown_grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(10)
+    }
+
+    async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
         let Some(store) = self.store.upgrade() else {
             return Ok(WorkerState::Done);
         };
