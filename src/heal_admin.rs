@@ -105,7 +105,6 @@ fn pass_outcome(p: &Value) -> anyhow::Result<()> {
     )
 }
 
-/// Prints the pools' disks, the healing pass and the repair backlog.
 /// One background worker as `granary admin status` shows it: name, state,
 /// queue, what it says, failures.
 fn worker_line(w: &Value) -> String {
@@ -127,6 +126,8 @@ fn worker_line(w: &Value) -> String {
     line
 }
 
+/// Prints the pools' disks, their workers, the healing pass and the
+/// repair backlog.
 pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
     let v = client.call("GET", "status", None).await?;
     if json {
