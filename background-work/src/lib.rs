@@ -259,9 +259,19 @@ impl Run {
                 break "stopped";
             }
         };
-        self.info.lock().state = end;
-        drop(self.looping);
-        self.release.cancelled().await;
-        worker.stop().await;
+        // A worker that finished by itself cleans up at once; one halted by
+        // shutdown waits until the runner releases it.
+        if end == "stopped" {
+            self.info.lock().state = end;
+            drop(self.looping);
+            self.release.cancelled().await;
+            worker.stop().await;
+        } else {
+            worker.stop().await;
+            self.info.lock().state = end;
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -206,6 +206,9 @@ async fn a_worker_started_after_shutdown_never_runs() {
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(*sum.lock(), 0);
-    assert!(!stopped.load(Ordering::SeqCst), "it holds nothing to release");
+    assert!(
+        !stopped.load(Ordering::SeqCst),
+        "it holds nothing to release"
+    );
     assert_eq!(r.workers.status()[1].state, "stopped");
 }

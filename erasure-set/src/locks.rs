@@ -25,7 +25,7 @@ use crate::error::SetError;
 const KEY_LOCK_STRIPES: usize = 1024;
 /// How long a lease lasts unless renewed; a gateway that dies holding one
 /// blocks its names at most this long.
-pub const LEASE_TTL: Duration = Duration::from_secs(30);
+const LEASE_TTL: Duration = Duration::from_secs(30);
 /// How often a held lease is renewed.
 pub const LEASE_RENEWAL: Duration = Duration::from_secs(10);
 /// How long to keep trying for a majority before giving up.
@@ -191,18 +191,17 @@ pub async fn ask(
     )
 }
 
-/// Takes the leases `names` for `owner` on `disks` (`LEASE_TTL` long); warns,
-/// naming `what`, when fewer than a majority granted them.
-pub(crate) async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid, what: &str) {
-    let quorum = disks.len() / 2 + 1;
+/// Takes the leases `names` for `owner` on `disks` (`LEASE_TTL` long); an
+/// error says how many granted them when fewer than a majority did.
+pub async fn take(disks: &[Arc<dyn Disk>], names: &[Vec<u8>], owner: Uuid) -> Result<(), String> {
     let (granted, _) = ask(disks, names, owner, LEASE_TTL).await;
-    if granted < quorum {
-        tracing::warn!(
-            granted,
-            quorum,
-            "{what} could not be leased on a majority of disks"
-        );
+    if granted < disks.len() / 2 + 1 {
+        return Err(format!(
+            "granted by {granted} of {} disks, fewer than a majority",
+            disks.len()
+        ));
     }
+    Ok(())
 }
 
 /// Renews held leases every `LEASE_RENEWAL` until dropped.
@@ -214,7 +213,9 @@ pub(crate) async fn renew(
 ) {
     loop {
         tokio::time::sleep(LEASE_RENEWAL).await;
-        take(&disks, &names, owner, what).await;
+        if let Err(e) = take(&disks, &names, owner).await {
+            tracing::warn!("{what} could not be renewed: {e}");
+        }
     }
 }
 

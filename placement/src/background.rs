@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use background_work::{CancellationToken, WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::Disk;
-use erasure_set::{ask, release, writer_lease_name, LEASE_RENEWAL, LEASE_TTL};
+use erasure_set::{ask, release, take, writer_lease_name, LEASE_RENEWAL};
 use uuid::Uuid;
 
 /// The name leased for background work.
@@ -137,15 +137,9 @@ impl Worker for WriterLease {
     }
 
     async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
-        let quorum = self.disks.len() / 2 + 1;
-        let (granted, _) = ask(&self.disks, &self.names, self.owner, LEASE_TTL).await;
-        if granted < quorum {
-            return Err(format!(
-                "the writer lease was granted by {granted} of {} disks, fewer than a majority",
-                self.disks.len()
-            )
-            .into());
-        }
+        take(&self.disks, &self.names, self.owner)
+            .await
+            .map_err(|e| format!("the writer lease was {e}"))?;
         Ok(WorkerState::Idle)
     }
 
