@@ -56,7 +56,8 @@ impl Activity {
     }
 
     /// Ends the reading side of an HTTP/1 connection: the rest of a body
-    /// its answer refused is not drained at the sender's pace.
+    /// its answer refused is not drained at the sender's pace (an answer
+    /// marked [`StopReading`]).
     pub fn condemn(&self) {
         self.condemned.store(true, Ordering::Relaxed);
     }
@@ -69,6 +70,15 @@ impl Activity {
         InFlight(self.clone())
     }
 }
+
+/// Marks a response (as an extension) after which its HTTP/1 connection
+/// reads nothing more: the client is too slow, or sends more than it may.
+/// Any other answer sent before its request's body was read lets the
+/// body be read and discarded first (see `body.rs`), so a client still
+/// sending it does not have the connection reset under it and lose the
+/// answer.
+#[derive(Clone, Copy, Debug)]
+pub struct StopReading;
 
 /// One request in flight on a connection.
 pub struct InFlight(Arc<Activity>);

@@ -409,7 +409,9 @@ impl S3Error {
             // The rest of the body is not wanted: close instead of draining
             // it at the sender's pace (HTTP/2 drops this header and resets
             // the stream).
-            builder = builder.header(http::header::CONNECTION, "close");
+            builder = builder
+                .header(http::header::CONNECTION, "close")
+                .extension(crate::conn_guard::StopReading);
         }
         if head || status == StatusCode::NOT_MODIFIED {
             return builder.body(Body::empty()).expect("valid response");

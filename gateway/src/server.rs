@@ -21,7 +21,7 @@ use tokio_rustls::rustls;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
-use crate::conn_guard::{Activity, Deadlines, Guarded};
+use crate::conn_guard::{Activity, Deadlines, Guarded, StopReading};
 use crate::service::Connection;
 
 /// Logs connections refused at the cap: the first at once, then a count
@@ -129,12 +129,7 @@ fn spawn_connection<I>(
         async move {
             let r = answer.await;
             if let Ok(resp) = &r {
-                if http1
-                    && resp
-                        .headers()
-                        .get(http::header::CONNECTION)
-                        .is_some_and(|v| v == "close")
-                {
+                if http1 && resp.extensions().get::<StopReading>().is_some() {
                     activity.condemn();
                 }
             }

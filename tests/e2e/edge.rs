@@ -462,3 +462,37 @@ async fn a_refusal_before_the_body_closes_the_connection() {
     );
     assert_eq!(get_bytes(&c, "bkt", "k").await, b"kept");
 }
+
+/// A PUT refused before its body is read, from a client that sends the
+/// body without waiting (no `Expect: 100-continue`, as the Rust SDK
+/// does): the server reads and discards the body it is sent and only then
+/// ends the connection, so the client can send it all and read the error.
+/// Ending the reads at the answer instead reset the connection under the
+/// sender, which lost the answer (the SDK saw a broken pipe, not 507 or
+/// 404).
+#[tokio::test]
+async fn a_refused_body_being_sent_is_read_to_its_end_before_the_close() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = Server::start(1);
+    let body_len = 32 << 20;
+    let head = signed_head(&s, "PUT", "/no-such-bucket/k", &[], body_len, &[]);
+    let sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    let (mut rd, mut wr) = sock.into_split();
+    wr.write_all(head.as_bytes()).await.unwrap();
+    let sending = tokio::spawn(async move {
+        let chunk = vec![7u8; 1 << 20];
+        for _ in 0..(body_len >> 20) {
+            wr.write_all(&chunk).await?;
+        }
+        wr.flush().await
+    });
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(30), rd.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer).to_lowercase();
+    assert!(answer.starts_with("http/1.1 404"), "{answer}");
+    assert!(answer.contains("nosuchbucket"), "{answer}");
+    sending
+        .await
+        .unwrap()
+        .expect("the whole body could be sent: the server read it");
+}
