@@ -88,8 +88,12 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     }
     let opts = store_options(&args.front);
     let mut layout = Vec::new();
-    let mut stores = Vec::new();
-    for (set, pool) in sets.into_iter().zip(&map.pools) {
+    // A pool whose disks were not opened comes back with a restart: the
+    // replacement watch leaves it alone.
+    let offline: Vec<bool> = sets.iter().map(|s| s.offline.is_some()).collect();
+    let mut sets = sets.into_iter().zip(&map.pools).enumerate();
+    let mut store = None;
+    for (index, (set, pool)) in sets.by_ref() {
         let nodes: std::collections::BTreeSet<&str> =
             pool.disks.iter().map(|d| d.node.as_str()).collect();
         layout.push(format!(
@@ -98,32 +102,29 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
             describe_layout(set.disks.len(), set.parity),
             nodes.len()
         ));
-        stores.push(Store::for_set(set, opts)?);
-    }
-    // Other gateways write the same disks: object locks become quorum
-    // leases on them.
-    for s in &stores {
-        s.share_locks();
-    }
-    // Pool 0 holds every version record; later hot pools take new
-    // objects' bytes by free space, the cold pool those of cold classes.
-    let store = stores[0].clone();
-    let mut cold = None;
-    for (index, (pool, s)) in map.pools.iter().zip(&stores).enumerate().skip(1) {
-        match pool.tier {
-            disk_engine::Tier::Hot => {
-                store.attach_hot_pool(index as u32, s.clone());
+        // Pool 0 holds every version record; later hot pools take new
+        // objects' bytes by free space, the cold pool those of cold
+        // classes.
+        match (&store, pool.tier) {
+            (None, _) => store = Some(Store::for_set(set, opts)?),
+            (Some(s), disk_engine::Tier::Hot) => {
+                s.attach_hot_pool(index as u32, set)?;
             }
-            disk_engine::Tier::Cold => {
-                store.attach_cold_pool(s.clone())?;
-                cold = Some(s.clone());
-            }
+            (Some(s), disk_engine::Tier::Cold) => s.attach_cold_pool(set)?,
         }
     }
-    tokio::spawn(watch_replacements(map.clone(), access, stores));
+    let store = store.context("the cluster map has no pools")?;
+    // Other gateways write the same disks: object locks become quorum
+    // leases on them.
+    store.share_locks();
+    tokio::spawn(watch_replacements(
+        map.clone(),
+        access,
+        store.clone(),
+        offline,
+    ));
     let opened = Opened {
         store,
-        cold,
         root: AccessKey {
             access_key_id: user,
             secret_key: password,
@@ -145,12 +146,13 @@ const REPLACEMENT_CHECK: Duration = Duration::from_secs(10);
 async fn watch_replacements(
     map: ClusterMap,
     access: NodeAccess,
-    stores: Vec<std::sync::Arc<Store>>,
+    store: std::sync::Arc<Store>,
+    offline: Vec<bool>,
 ) {
     loop {
         tokio::time::sleep(REPLACEMENT_CHECK).await;
-        for index in 0..stores.len() {
-            if stores[index].offline_reason().is_some() {
+        for (index, offline) in offline.iter().enumerate() {
+            if *offline {
                 // Its disks were not opened: it comes back with a restart.
                 continue;
             }
@@ -163,8 +165,8 @@ async fn watch_replacements(
             match opened {
                 Ok(Ok(set)) if !set.replaced.is_empty() => {
                     tracing::warn!(pool = index, slots = ?set.replaced, "replaced disks formatted; healing");
-                    // The first pool's pass covers the others too.
-                    stores[0].start_heal();
+                    // The store's pass covers every pool.
+                    store.start_heal();
                 }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => tracing::debug!(pool = index, error = %e, "replacement check"),

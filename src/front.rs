@@ -97,13 +97,11 @@ pub struct FrontArgs {
     pub metrics_token: Option<String>,
 }
 
-/// What the front end serves: the store (and its cold pool), the keys and
-/// how to describe it all at start.
+/// What the front end serves: the store (with every pool attached), the
+/// keys and how to describe it all at start.
 pub struct Opened {
-    /// The store of the hot pool (holding every version record).
+    /// The store over every pool.
     pub store: Arc<Store>,
-    /// The cold pool's store, attached to `store`.
-    pub cold: Option<Arc<Store>>,
     /// The root access key.
     pub root: AccessKey,
     /// The key user secrets and tier credentials are sealed with.
@@ -143,7 +141,7 @@ where
 }
 
 /// Serves S3 over `opened` until SIGINT or SIGTERM, then stops the
-/// scanner and the stores.
+/// store's background work (the scanner's too).
 pub async fn serve(
     args: &FrontArgs,
     opened: Opened,
@@ -151,7 +149,6 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let Opened {
         store,
-        cold,
         root,
         master,
         layout,
@@ -213,11 +210,7 @@ pub async fn serve(
     for line in notes {
         println!("{line}");
     }
-    let cold_status = match &cold {
-        Some(c) => c.disk_status().await,
-        None => Vec::new(),
-    };
-    for s in store.disk_status().await.into_iter().chain(cold_status) {
+    for s in store.disk_status_by_pool().await.into_iter().flatten() {
         if let disk_engine::DiskHealth::Offline { reason } = &s.health {
             tracing::error!(disk = %s.label, slot = s.slot + 1, %reason, "disk offline");
         }
@@ -236,9 +229,6 @@ pub async fn serve(
     )
     .await;
     store.shutdown().await;
-    if let Some(cold) = &cold {
-        cold.shutdown().await;
-    }
     Ok(())
 }
 

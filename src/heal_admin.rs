@@ -126,7 +126,7 @@ fn worker_line(w: &Value) -> String {
     line
 }
 
-/// Prints the pools' disks, their workers, the healing pass and the
+/// Prints the pools' disks, the store's workers, the healing pass and the
 /// repair backlog.
 pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
     let v = client.call("GET", "status", None).await?;
@@ -146,9 +146,6 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
         );
         if let Some(why) = pool["offline"].as_str() {
             println!("  OFFLINE: {why}");
-        }
-        for w in pool["workers"].as_array().into_iter().flatten() {
-            println!("  {}", worker_line(w));
         }
         // Disks of a cluster are labelled NODE:/PATH and shown under their
         // node (slots alternate between nodes); local ones as they are.
@@ -180,6 +177,9 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
                 );
             }
         }
+    }
+    for w in v["workers"].as_array().into_iter().flatten() {
+        println!("{}", worker_line(w));
     }
     if v["runsBackgroundWork"] == Value::Bool(false) {
         println!("scheduled lifecycle passes and scrubs run on another gateway");

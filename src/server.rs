@@ -116,9 +116,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let created = set.created;
     let mut replaced = !set.replaced.is_empty();
     let store = Store::for_set(set, opts)?;
-    let cold = if args.cold.is_empty() {
-        None
-    } else {
+    if !args.cold.is_empty() {
         let cfg = LocalSetConfig {
             dirs: args.cold.clone(),
             parity: args.cold_parity,
@@ -136,10 +134,8 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
         );
         local.extend(cold.local.iter().cloned());
         replaced |= !cold.replaced.is_empty();
-        let cold = Store::for_set(cold, opts)?;
-        store.attach_cold_pool(cold.clone())?;
-        Some(cold)
-    };
+        store.attach_cold_pool(cold)?;
+    }
     if replaced {
         // Replacement disks were formatted: refill them now rather than
         // only as reads touch their objects.
@@ -185,7 +181,6 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let master = keys.master;
     let opened = Opened {
         store,
-        cold,
         root: AccessKey {
             access_key_id: user,
             secret_key: password,

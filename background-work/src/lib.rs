@@ -140,8 +140,14 @@ impl Workers {
     /// Starts `worker` on the current Tokio runtime. Once shutdown has
     /// begun a worker is only listed, as stopped, and never runs.
     pub fn spawn<W: Worker>(&self, worker: W) {
+        self.spawn_as(worker.name(), worker);
+    }
+
+    /// [`Workers::spawn`] under `name` instead of the worker's own (one
+    /// of several of a kind, such as each pool's repair).
+    pub fn spawn_as<W: Worker>(&self, name: String, worker: W) {
         let info = Arc::new(Mutex::new(WorkerInfo {
-            name: worker.name(),
+            name: name.clone(),
             state: "idle",
             status: worker.status(),
             steps: 0,
@@ -154,7 +160,7 @@ impl Workers {
             return;
         }
         let run = Run {
-            name: worker.name(),
+            name,
             stopping: self.stopping.clone(),
             release: self.release.clone(),
             looping: self.looping.token(),

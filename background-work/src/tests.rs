@@ -212,3 +212,25 @@ async fn a_worker_started_after_shutdown_never_runs() {
     );
     assert_eq!(r.workers.status()[1].state, "stopped");
 }
+
+#[tokio::test]
+async fn a_worker_spawned_under_a_name_is_shown_and_run_under_it() {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sum = Arc::new(Mutex::new(0));
+    let workers = Workers::new();
+    workers.spawn_as(
+        "adder (second)".into(),
+        Adder {
+            rx,
+            grace: Duration::ZERO,
+            next: None,
+            sum: sum.clone(),
+            stopped: Arc::default(),
+        },
+    );
+    tx.send(4).unwrap();
+    let info = until(&workers, |i| i.steps == 1).await;
+    assert_eq!(info.name, "adder (second)");
+    assert_eq!(*sum.lock(), 4);
+    workers.shutdown().await;
+}

@@ -153,23 +153,20 @@ fn stats(store: &placement::Store) -> Value {
     })
 }
 
-/// The pools' disks with their state, the heal pass and the repair backlog.
+/// The pools' disks with their state, the store's background workers, the
+/// heal pass and the repair backlog.
 async fn status(store: &Arc<placement::Store>) -> Value {
-    let mut pools = vec![("hot".to_string(), store.clone())];
-    for (name, pool) in store.hot_pools() {
-        pools.push((format!("hot ({name})"), pool));
-    }
-    if let Some(cold) = store.cold_pool() {
-        pools.push(("cold".to_string(), cold.clone()));
-    }
-    let mut shown = Vec::new();
-    for (tier, pool) in pools {
-        let disks = pool.disk_status().await;
-        shown.push((tier, pool, disks));
-    }
-    let pools: Vec<Value> = shown
+    let disks = store.disk_status_by_pool().await;
+    let pools: Vec<Value> = store
+        .pool_status()
         .into_iter()
-        .map(|(tier, pool, disks)| {
+        .zip(disks)
+        .map(|(pool, disks)| {
+            let tier = match pool.tier.as_deref() {
+                None => "hot".to_string(),
+                Some(placement::COLD_TIER) => "cold".to_string(),
+                Some(name) => format!("hot ({name})"),
+            };
             let disks: Vec<Value> = disks
                 .into_iter()
                 .map(|d| match d.health {
@@ -186,15 +183,15 @@ async fn status(store: &Arc<placement::Store>) -> Value {
             json!({
                 "tier": tier,
                 "disks": disks,
-                "repairBacklog": pool.repair_backlog(),
-                "objectsAtRisk": pool.objects_at_risk(),
-                "offline": pool.offline_reason(),
-                "workers": pool.worker_status(),
+                "repairBacklog": pool.repair_backlog,
+                "objectsAtRisk": pool.objects_at_risk,
+                "offline": pool.offline,
             })
         })
         .collect();
     json!({
         "pools": pools,
+        "workers": store.worker_status(),
         "heal": store.heal_progress(),
         "gc": store.gc_progress(),
         "runsBackgroundWork": store.owns_background(),

@@ -96,16 +96,12 @@ pub fn render(gw: &Gateway) -> String {
         "gauge",
         "Objects acknowledged with fewer than k + m disks holding them and not healed since, by pool.",
     );
-    o.sample(
-        "granary_objects_at_risk",
-        &[("pool", "hot")],
-        gw.store.objects_at_risk() as f64,
-    );
-    for (name, pool) in gw.store.tier_pools() {
+    let pools = gw.store.pool_status();
+    for pool in &pools {
         o.sample(
             "granary_objects_at_risk",
-            &[("pool", &name)],
-            pool.objects_at_risk() as f64,
+            &[("pool", pool.tier.as_deref().unwrap_or("hot"))],
+            pool.objects_at_risk as f64,
         );
     }
     o.family(
@@ -113,10 +109,7 @@ pub fn render(gw: &Gateway) -> String {
         "gauge",
         "Erasure sets offline because too few of their disks hold their format.",
     );
-    let offline = std::iter::once(gw.store.clone())
-        .chain(gw.store.tier_pools().into_iter().map(|(_, p)| p))
-        .filter(|p| p.offline_reason().is_some())
-        .count();
+    let offline = pools.iter().filter(|p| p.offline.is_some()).count();
     o.sample("granary_sets_offline", &[], offline as f64);
     o.family(
         "granary_listing_pages_read_ahead_total",

@@ -116,7 +116,7 @@ impl Store {
                 }
             }
         }
-        let _guard = self.set.locks().lock(SYSTEM_NS, &key).await?;
+        let _guard = self.set().locks().lock(SYSTEM_NS, &key).await?;
         self.bucket(name).await?;
         self.ensure_empty(name).await?;
         self.remove_system_doc(&key).await?;
@@ -127,7 +127,7 @@ impl Store {
     /// `BucketNotEmpty` when any key of the bucket has a visible version.
     async fn ensure_empty(&self, name: &str) -> Result<(), Error> {
         let mut page = self
-            .set
+            .set()
             .list_resolved::<ObjectSummary>(name, b"", ListStart::Beginning, 1)
             .await?;
         loop {
@@ -139,7 +139,7 @@ impl Store {
             match page.next.take() {
                 Some(k) => {
                     page = self
-                        .set
+                        .set()
                         .list_resolved::<ObjectSummary>(name, b"", ListStart::After(k), 1000)
                         .await?
                 }

@@ -20,7 +20,7 @@
 //! node would hold more than the parity (its loss would lose data) is
 //! refused. Pools are listed hot first (the first holds every version
 //! record; pools added later take new objects' bytes by free space, see
-//! `expansion.rs`), then at most one cold pool.
+//! `pools.rs`), then at most one cold pool.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -61,7 +61,7 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.detached(move |me| async move {
-            let _guard = me.set.locks().lock(&bucket, &key).await?;
+            let _guard = me.set().locks().lock(&bucket, &key).await?;
             match me.completion_of(&bucket, &key, upload_id).await? {
                 Some(done) => me.finish_completion(&bucket, &key, upload_id, done).await,
                 None => Err(Error::NoSuchUpload),
@@ -79,11 +79,11 @@ impl Store {
         meta: ObjectMeta,
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
-        let _guard = self.set.locks().lock(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
         failpoint::hit("complete.before", "").await;
         // Read once under the lock: for an earlier completion, and for the
         // new version's place among the key's versions.
-        let records = self.set.read_records(bucket, key).await;
+        let records = self.set().read_records(bucket, key).await;
         if let Some(done) = self.completion_in(&records, upload_id)? {
             return self.finish_completion(bucket, key, upload_id, done).await;
         }
@@ -140,7 +140,7 @@ impl Store {
             .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
             .await?;
         let record = ObjectRecord::new_version(
-            self.set.layout_for(bucket, key),
+            self.set().layout_for(bucket, key),
             crate::transition::tiered_parts(&chosen),
             true,
             meta,
@@ -173,7 +173,7 @@ impl Store {
         state: &KeyState,
     ) -> Result<Committed, Error> {
         record.upload_id = Some(upload_id);
-        let all = vec![true; self.set.width()];
+        let all = vec![true; self.set().width()];
         let committed = self
             .write_version(
                 bucket,
@@ -199,7 +199,7 @@ impl Store {
         key: &str,
         upload_id: Uuid,
     ) -> Result<Option<Record>, Error> {
-        let records = self.set.read_records(bucket, key).await;
+        let records = self.set().read_records(bucket, key).await;
         self.completion_in(&records, upload_id)
     }
 
@@ -209,7 +209,7 @@ impl Store {
         records: &DiskRecords,
         upload_id: Uuid,
     ) -> Result<Option<Record>, Error> {
-        self.set.require_read_quorum(records)?;
+        self.set().require_read_quorum(records)?;
         Ok(records
             .iter()
             .flatten()
@@ -237,7 +237,7 @@ impl Store {
             completes: Some(upload_id),
             ..Carried::default()
         };
-        let committed = self.set.repeat_record(bucket, key, done, carried).await?;
+        let committed = self.set().repeat_record(bucket, key, done, carried).await?;
         let object = committed.object;
         let dropped = committed.completed;
         if !dropped.is_empty() {

@@ -32,7 +32,7 @@
 //! at any point.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -43,10 +43,9 @@ use disk_engine::{failpoint, ScannedRecord, ScannedUpload, ShardFile};
 use erasure_set::record::{self, ObjectRecord};
 use erasure_set::{ask, instance, writer_lease_name, ErasureSet};
 use parking_lot::Mutex;
-use serde::Serialize;
-use tokio::sync::Notify;
 use uuid::Uuid;
 
+use crate::collector::{Collector, GcProgress};
 use crate::error::Error;
 use crate::model::PartRecord;
 use crate::store::Store;
@@ -62,43 +61,6 @@ const GC_DELETES_PER_SEC: u64 = 2000;
 const DEAD_OWNER_AFTER: Duration = Duration::from_secs(60);
 /// Default time between scheduled passes.
 pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// What the collector did, as admins read it.
-#[derive(Clone, Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GcProgress {
-    /// A pass is running now.
-    pub running: bool,
-    /// Passes finished since the process started.
-    pub passes: u64,
-    /// When the last pass finished (seconds since the epoch).
-    pub finished_at: Option<u64>,
-    /// Shard files and pieces the last pass looked at.
-    pub checked: u64,
-    /// Shard files deleted, over all passes.
-    pub shards_deleted: u64,
-    /// Pieces deleted, over all passes.
-    pub pieces_deleted: u64,
-    /// Bytes those deletions reclaimed.
-    pub bytes_reclaimed: u64,
-    /// Staged entries removed (their data committed, or their owner dead).
-    pub staged_cleared: u64,
-    /// Sets the last pass skipped (a disk did not answer), by why.
-    pub skipped: Vec<String>,
-    /// The last failure.
-    pub last_error: Option<String>,
-}
-
-/// The collector's state in a store.
-#[derive(Default)]
-pub struct Collector {
-    progress: Mutex<GcProgress>,
-    running: AtomicBool,
-    run_now: Notify,
-    interval: Mutex<Option<Duration>>,
-    /// Other owners seen without their writer lease, and since when.
-    absent: Mutex<HashMap<Uuid, Instant>>,
-}
 
 /// One set's files and staged entries as a pass found them.
 struct SetScan {
@@ -153,9 +115,8 @@ impl Store {
     }
 
     async fn gc_pass(&self) -> Result<(), Error> {
-        let all_sets: Vec<Arc<ErasureSet>> = std::iter::once(self.set.clone())
-            .chain(self.tier_pools().into_iter().map(|(_, p)| p.set.clone()))
-            .collect();
+        let all_sets: Vec<Arc<ErasureSet>> =
+            self.pools.every().into_iter().map(|(_, s)| s).collect();
         let mut skipped = Vec::new();
         // 1. Every file and piece.
         let mut scans = Vec::new();
@@ -256,10 +217,10 @@ impl Store {
         if owner == instance() {
             return true;
         }
-        if !self.set.locks().is_shared() {
+        if !self.set().locks().is_shared() {
             return false;
         }
-        let disks = self.set.disks();
+        let disks = self.set().disks();
         let probe = Uuid::new_v4();
         let (granted, answered) = ask(
             disks,

@@ -1,7 +1,6 @@
 //! Healing passes (scrub): every visible version of every key in the store
-//! — system documents, every bucket, tier objects, then the cold pool and
-//! the hot pools added later — is
-//! read completely from every disk (each block's checksum verified), and
+//! — system documents, every bucket, tier objects, then those of the hot
+//! pools added later and of the cold pool — is read completely from every disk (each block's checksum verified), and
 //! whatever is missing, short, corrupt or without its record is rebuilt
 //! from the other disks. A pass runs on demand (`granary admin heal`) and
 //! every scrub interval, paced to a byte rate so foreground requests keep
@@ -11,102 +10,27 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::healer::{HealProgress, Healer, FAILED_KEYS_SHOWN};
+use crate::model::{SYSTEM_NS, TIER_NS};
+use crate::store::Store;
 use background_work::{
     sleep_or_never, CancellationToken, WorkError, Worker, WorkerState, WorkerStatus,
 };
 use disk_engine::ListStart;
 use erasure_set::record::ObjectSummary;
+use erasure_set::ErasureSet;
 use futures::StreamExt;
-use parking_lot::Mutex;
-use serde::Serialize;
-use tokio::sync::Notify;
-
-use crate::model::SYSTEM_NS;
-use crate::model::TIER_NS;
-use crate::store::Store;
 
 /// Keys per listing page of a pass.
 const HEAL_PAGE: usize = 1000;
 /// Keys healed at once: a key's heal waits on every disk in turn (verify,
 /// rebuild, records), so several in flight keep the disks busy.
 const HEAL_IN_FLIGHT: usize = 8;
-/// Default pace of a pass: bytes verified per second.
-pub const DEFAULT_HEAL_BYTES_PER_SEC: u64 = 256 << 20;
-
-/// A pass's progress, as admins read it.
-#[derive(Clone, Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HealProgress {
-    /// Whether a pass is running now.
-    pub running: bool,
-    /// Passes finished since the process started.
-    pub passes: u64,
-    /// When the current or last pass started (seconds since the epoch).
-    pub started_at: Option<u64>,
-    /// When the last pass finished.
-    pub finished_at: Option<u64>,
-    /// Keys the current (or last) pass has to look at.
-    pub total: u64,
-    /// Keys looked at so far.
-    pub scanned: u64,
-    /// Object bytes verified so far.
-    pub bytes: u64,
-    /// Shard files and pieces rebuilt by this pass.
-    pub shards_rebuilt: u64,
-    /// Records rewritten on disks that lacked them.
-    pub records_rewritten: u64,
-    /// Keys whose healing failed.
-    pub failed: u64,
-    /// The last failure.
-    pub last_error: Option<String>,
-    /// The namespace being healed.
-    pub namespace: String,
-    /// Objects acknowledged with fewer than k + m disks holding them and
-    /// not healed since, over every pool (see `at_risk.rs`; filled in when
-    /// read).
-    pub objects_at_risk: u64,
-    /// Keys whose healing failed (the first [`FAILED_KEYS_SHOWN`]).
-    pub failed_keys: Vec<String>,
-    /// Every key that failed in this pass (each counts once).
-    #[serde(skip)]
-    failed_seen: std::collections::HashSet<String>,
-}
-
-/// Runs passes for a store: on demand and every scrub interval.
-pub struct Healer {
-    progress: Mutex<HealProgress>,
-    run_now: Notify,
-    rearm: Notify,
-    interval: Mutex<Option<Duration>>,
-    bytes_per_sec: Mutex<u64>,
-}
-
-/// Failed keys a pass's progress names.
-pub const FAILED_KEYS_SHOWN: usize = 100;
-
-impl Default for Healer {
-    fn default() -> Self {
-        Healer {
-            progress: Mutex::default(),
-            run_now: Notify::new(),
-            rearm: Notify::new(),
-            interval: Mutex::new(None),
-            bytes_per_sec: Mutex::new(DEFAULT_HEAL_BYTES_PER_SEC),
-        }
-    }
-}
 
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-impl Healer {
-    /// The progress of the current or last pass.
-    pub fn progress(&self) -> HealProgress {
-        self.progress.lock().clone()
-    }
 }
 
 impl Store {
@@ -123,19 +47,13 @@ impl Store {
     /// The progress of the current or last healing pass.
     pub fn heal_progress(&self) -> HealProgress {
         let mut p = self.healer.progress();
-        p.objects_at_risk = self.objects_at_risk()
-            + self
-                .tier_pools()
-                .iter()
-                .map(|(_, pool)| pool.objects_at_risk())
-                .sum::<u64>();
+        p.objects_at_risk = self
+            .pools
+            .every()
+            .iter()
+            .map(|(_, set)| set.at_risk().count())
+            .sum();
         p
-    }
-
-    /// Objects of this pool acknowledged with fewer than k + m disks
-    /// holding them, not healed since.
-    pub fn objects_at_risk(&self) -> u64 {
-        self.set.at_risk().count()
     }
 
     /// Runs a pass every `interval` (`None`: only on demand), verifying at
@@ -146,7 +64,8 @@ impl Store {
         self.healer.rearm.notify_one();
     }
 
-    /// Heals every key of this store and then of its cold pool.
+    /// Heals every key of the first pool, then of the later hot pools and
+    /// the cold pool.
     pub async fn heal_pass(&self) {
         {
             let mut p = self.healer.progress.lock();
@@ -158,36 +77,37 @@ impl Store {
                 ..HealProgress::default()
             };
         }
-        let pools: Vec<Arc<Store>> = self.tier_pools().into_iter().map(|(_, p)| p).collect();
-        let mut stores: Vec<&Store> = vec![self];
-        stores.extend(pools.iter().map(|p| &**p));
-        let marks: Vec<u64> = stores.iter().map(|s| s.set.at_risk().untracked()).collect();
+        let sets: Vec<Arc<ErasureSet>> = self.pools.every().into_iter().map(|(_, s)| s).collect();
+        let marks: Vec<u64> = sets.iter().map(|s| s.at_risk().untracked()).collect();
         // Objects at risk first: they are the ones one more failure loses.
-        for store in &stores {
-            let before = Rewritten::of(store);
-            for (ns, key) in store.set.at_risk().keys() {
-                if let Err(e) = store.set.heal_object(&ns, &key, &[]).await {
+        for set in &sets {
+            let before = Rewritten::of(set);
+            for (ns, key) in set.at_risk().keys() {
+                if let Err(e) = set.heal_object(&ns, &key, &[]).await {
                     self.heal_failed(&ns, &key, e);
                 }
             }
-            self.count_rewritten(store, before);
+            self.count_rewritten(set, before);
         }
         let mut work = Vec::new();
-        for store in &stores {
-            for ns in store.heal_namespaces().await {
-                let keys = store.count_keys(&ns).await;
+        for (i, set) in sets.iter().enumerate() {
+            let namespaces = match i {
+                0 => self.heal_namespaces().await,
+                _ => pool_namespaces(),
+            };
+            for ns in namespaces {
+                let keys = count_keys(set, &ns).await;
                 self.healer.progress.lock().total += keys;
-                work.push((*store, ns));
+                work.push((set.clone(), ns));
             }
         }
         let rate = *self.healer.bytes_per_sec.lock();
         let started = Instant::now();
-        for (store, ns) in work {
+        for (set, ns) in work {
             self.healer.progress.lock().namespace = ns.clone();
             let mut start = ListStart::Beginning;
             loop {
-                let page = match store
-                    .set
+                let page = match set
                     .list_resolved::<ObjectSummary>(&ns, b"", start, HEAL_PAGE)
                     .await
                 {
@@ -197,8 +117,7 @@ impl Store {
                         break;
                     }
                 };
-                let before = Rewritten::of(store);
-                let set = store.set.clone();
+                let before = Rewritten::of(&set);
                 let jobs: Vec<(String, u64)> = page
                     .keys
                     .iter()
@@ -233,7 +152,7 @@ impl Store {
                 }
                 // What this page rebuilt (with any on-read repair that ran
                 // meanwhile).
-                self.count_rewritten(store, before);
+                self.count_rewritten(&set, before);
                 match page.next {
                     Some(k) => start = ListStart::After(k),
                     None => break,
@@ -242,14 +161,14 @@ impl Store {
         }
         // Degraded writes past the lists count as healed only if every
         // disk was there to take their copies.
-        for (store, mark) in stores.iter().zip(marks) {
-            let all_online = store
-                .disk_status()
+        for (set, mark) in sets.iter().zip(marks) {
+            let all_online = set
+                .health()
                 .await
                 .iter()
-                .all(|d| matches!(d.health, disk_engine::DiskHealth::Online { .. }));
+                .all(|h| matches!(h, disk_engine::DiskHealth::Online { .. }));
             if all_online {
-                store.set.at_risk().untracked_healed(mark);
+                set.at_risk().untracked_healed(mark);
             }
         }
         let mut p = self.healer.progress.lock();
@@ -267,10 +186,10 @@ impl Store {
         );
     }
 
-    /// Adds what `store`'s repair counters rewrote since `before` to the
+    /// Adds what `set`'s repair counters rewrote since `before` to the
     /// pass's progress.
-    fn count_rewritten(&self, store: &Store, before: Rewritten) {
-        let now = Rewritten::of(store);
+    fn count_rewritten(&self, set: &ErasureSet, before: Rewritten) {
+        let now = Rewritten::of(set);
         let mut p = self.healer.progress.lock();
         p.shards_rebuilt += now.shards - before.shards;
         p.records_rewritten += now.records - before.records;
@@ -301,34 +220,40 @@ impl Store {
         })
     }
 
-    /// Every namespace of this pool's set: system documents, buckets, tier
-    /// objects.
+    /// Every namespace of the first pool's set: system documents, buckets,
+    /// tier objects.
     async fn namespaces(&self) -> Result<Vec<String>, crate::Error> {
         let mut out = vec![SYSTEM_NS.to_string()];
         out.extend(self.list_buckets().await?.into_iter().map(|b| b.name));
         out.push(TIER_NS.to_string());
         Ok(out)
     }
-
-    async fn count_keys(&self, ns: &str) -> u64 {
-        let mut n = 0;
-        let mut start = ListStart::Beginning;
-        while let Ok(page) = self
-            .set
-            .list_resolved::<ObjectSummary>(ns, b"", start, HEAL_PAGE)
-            .await
-        {
-            n += page.keys.len() as u64;
-            match page.next {
-                Some(k) => start = ListStart::After(k),
-                None => break,
-            }
-        }
-        n
-    }
 }
 
-/// A store's repair counters of rewritten shards and records, at a moment.
+/// The namespaces of a pool other than the first: no buckets live there,
+/// only tier objects (and system documents, should any be written).
+fn pool_namespaces() -> Vec<String> {
+    vec![SYSTEM_NS.to_string(), TIER_NS.to_string()]
+}
+
+/// Keys of namespace `ns` in `set`.
+async fn count_keys(set: &ErasureSet, ns: &str) -> u64 {
+    let mut n = 0;
+    let mut start = ListStart::Beginning;
+    while let Ok(page) = set
+        .list_resolved::<ObjectSummary>(ns, b"", start, HEAL_PAGE)
+        .await
+    {
+        n += page.keys.len() as u64;
+        match page.next {
+            Some(k) => start = ListStart::After(k),
+            None => break,
+        }
+    }
+    n
+}
+
+/// A set's repair counters of rewritten shards and records, at a moment.
 #[derive(Clone, Copy)]
 struct Rewritten {
     shards: u64,
@@ -336,8 +261,8 @@ struct Rewritten {
 }
 
 impl Rewritten {
-    fn of(store: &Store) -> Rewritten {
-        let stats = store.repair_stats();
+    fn of(set: &ErasureSet) -> Rewritten {
+        let stats = &set.repair_queue().stats;
         Rewritten {
             shards: stats.shards_rewritten.load(Relaxed),
             records: stats.records_rewritten.load(Relaxed),
@@ -354,17 +279,21 @@ const FIND_AT_RISK_EVERY: Duration = Duration::from_secs(5);
 const FIND_AT_RISK_BACKOFF: Duration = Duration::from_secs(300);
 
 impl Store {
-    /// Asks for a comparison of the disks' heads of every namespace of this
-    /// pool's set (see `at_risk.rs`); true once each was compared since
-    /// start.
-    async fn compare_namespaces(&self) -> bool {
-        let Ok(namespaces) = self.namespaces().await else {
-            return false;
+    /// Asks for a comparison of the disks' heads of every namespace of
+    /// `set`, the first pool's when `first` (see `at_risk.rs`); true once
+    /// each was compared since start.
+    async fn compare_namespaces(&self, set: &ErasureSet, first: bool) -> bool {
+        let namespaces = match first {
+            true => match self.namespaces().await {
+                Ok(n) => n,
+                Err(_) => return false,
+            },
+            false => pool_namespaces(),
         };
         let mut all = true;
         for ns in namespaces {
             // One namespace at a time: this is background reading.
-            all &= self.set.compare_heads_once(&ns).await;
+            all &= set.compare_heads_once(&ns).await;
         }
         all
     }
@@ -373,18 +302,23 @@ impl Store {
 /// Finds the objects written degraded before this process started:
 /// compares every namespace (until each has been compared, waiting longer
 /// after each failure), and resolves the keys found differing, those of
-/// later comparisons too.
+/// later comparisons too. One runs for each pool's set.
 pub(crate) struct AtRiskFinder {
     store: Weak<Store>,
+    set: Weak<ErasureSet>,
+    /// Whether `set` is the first pool's (whose namespaces are the buckets).
+    first: bool,
     compared: bool,
     backoff: Duration,
     next_compare: tokio::time::Instant,
 }
 
 impl AtRiskFinder {
-    pub(crate) fn new(store: Weak<Store>) -> AtRiskFinder {
+    pub(crate) fn new(store: Weak<Store>, set: &Arc<ErasureSet>, first: bool) -> AtRiskFinder {
         AtRiskFinder {
             store,
+            set: Arc::downgrade(set),
+            first,
             compared: false,
             backoff: FIND_AT_RISK_EVERY,
             next_compare: tokio::time::Instant::now() + FIND_AT_RISK_EVERY,
@@ -400,7 +334,7 @@ impl Worker for AtRiskFinder {
 
     fn status(&self) -> WorkerStatus {
         WorkerStatus {
-            queue: self.store.upgrade().map(|s| s.objects_at_risk()),
+            queue: self.set.upgrade().map(|s| s.at_risk().count()),
             detail: Some(
                 if self.compared {
                     "every namespace compared"
@@ -413,18 +347,18 @@ impl Worker for AtRiskFinder {
     }
 
     async fn work(&mut self, _: &CancellationToken) -> Result<WorkerState, WorkError> {
-        let Some(s) = self.store.upgrade() else {
+        let (Some(store), Some(set)) = (self.store.upgrade(), self.set.upgrade()) else {
             return Ok(WorkerState::Done);
         };
-        if s.offline_reason().is_some() {
+        if set.offline_reason().is_some() {
             return Ok(WorkerState::Done);
         }
         if !self.compared && tokio::time::Instant::now() >= self.next_compare {
-            self.compared = s.compare_namespaces().await;
+            self.compared = store.compare_namespaces(&set, self.first).await;
             self.backoff = (self.backoff * 2).min(FIND_AT_RISK_BACKOFF);
             self.next_compare = tokio::time::Instant::now() + self.backoff;
         }
-        s.set.confirm_at_risk().await;
+        set.confirm_at_risk().await;
         Ok(WorkerState::Idle)
     }
 

@@ -15,17 +15,21 @@
 //! [`Error`] says what happened in storage terms and the gateway decides
 //! what a client sees; lifecycle drives it through its public methods.
 
+mod backend;
 mod background;
 mod buckets;
 mod cluster;
+mod collector;
 mod completion;
 mod error;
-mod expansion;
 mod gc;
 mod heal;
+mod healer;
 mod model;
 mod multipart;
 mod objects;
+mod pools;
+mod start;
 mod store;
 mod stream;
 mod system;
@@ -35,11 +39,15 @@ mod transition;
 #[cfg(test)]
 mod packed_tests;
 #[cfg(test)]
+mod pools_tests;
+#[cfg(test)]
 mod read_tests;
 #[cfg(test)]
 mod store_tests;
 
+pub use backend::TierBackend;
 pub use cluster::{expand, open_cluster_pool, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
+pub use collector::GcProgress;
 pub use disk_engine::failpoint;
 pub use disk_engine::rpc::accept;
 pub use disk_engine::{
@@ -47,19 +55,18 @@ pub use disk_engine::{
 };
 pub use erasure_set::{
     clock, instance, listing_of_body, open_local_set, BodyError, BodyStream, ChecksumValue, Etag,
-    LocalSetConfig, ObjectMeta, ObjectPage, ObjectRecord, ObjectSummary, Pieces, StagedData,
-    DEFAULT_BLOCK_SIZE, DEFAULT_PACK_THRESHOLD, DEFAULT_READ_CACHE_BYTES,
+    LocalSet, LocalSetConfig, ObjectMeta, ObjectPage, ObjectRecord, ObjectSummary, Pieces,
+    StagedData, DEFAULT_BLOCK_SIZE, DEFAULT_PACK_THRESHOLD, DEFAULT_READ_CACHE_BYTES,
 };
 pub use error::Error;
-pub use gc::{GcProgress, DEFAULT_GC_INTERVAL};
-pub use heal::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
+pub use gc::DEFAULT_GC_INTERVAL;
+pub use healer::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
 pub use model::{BucketRecord, PartRecord, UploadRecord, Versioning, COLD_TIER, POOL_TIER_PREFIX};
 pub use multipart::UploadInfo;
 pub use objects::{
     DeleteCondition, DeleteItem, DeleteOutcome, ObjectListing, VersionListing, VersionRef,
     WriteCondition, WriteOptions,
 };
-pub use store::{DiskStatus, Store, StoreOptions};
+pub use store::{DiskStatus, PoolStatus, Store, StoreOptions};
 pub use stream::ObjectStream;
-pub use tier::TierBackend;
 pub use transition::{Destination, Transitioned};

@@ -60,14 +60,14 @@ impl Store {
         let upload_id = Uuid::now_v7();
         let pool = match cold {
             true => Some(crate::model::COLD_TIER.to_string()),
-            false => self.pool_for_new_data(None).await,
+            false => self.pools.pool_for_new_data(None).await,
         };
         let layout = match &pool {
             Some(p) => self
-                .require_pool(p)?
-                .set
+                .pools
+                .require(p)?
                 .layout_for(TIER_NS, &upload_id.to_string()),
-            None => self.set.layout_for(bucket, key),
+            None => self.set().layout_for(bucket, key),
         };
         let rec = UploadRecord {
             initiated_ns: now_ns(),
@@ -84,7 +84,7 @@ impl Store {
             upload_id,
             body: record::encode(&rec),
         };
-        self.set.put_upload(bucket, entry).await?;
+        self.set().put_upload(bucket, entry).await?;
         Ok(upload_id)
     }
 
@@ -96,7 +96,7 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<UploadRecord, Error> {
         self.bucket(bucket).await?;
-        match self.set.get_upload(bucket, key, upload_id).await? {
+        match self.set().get_upload(bucket, key, upload_id).await? {
             Some(body) => Ok(record::decode(&body)?),
             None => Err(Error::NoSuchUpload),
         }
@@ -105,8 +105,8 @@ impl Store {
     /// The set an upload's parts are written to.
     pub(crate) fn part_set(&self, upload: &UploadRecord) -> Result<Arc<ErasureSet>, Error> {
         match upload.part_pool() {
-            Some(p) => Ok(self.require_pool(p)?.set.clone()),
-            None => Ok(self.set.clone()),
+            Some(p) => self.pools.require(p),
+            None => Ok(self.set().clone()),
         }
     }
 
@@ -169,7 +169,7 @@ impl Store {
                 etag,
                 checksum,
             },
-            mtime_ns: self.set.next_stamp().mtime_ns,
+            mtime_ns: self.set().next_stamp().mtime_ns,
             disks: staged.disks.clone(),
         };
         let entry = PartEntry {
@@ -177,7 +177,7 @@ impl Store {
             body: record::encode(&rec),
         };
         failpoint::hit("part.staged", "").await;
-        let _guard = self.set.locks().lock(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
         // The set `write_part_data` staged the data in.
         let part_set = self.part_set(upload)?;
         // Staged entries in the upload's own set go with the part records;
@@ -186,7 +186,7 @@ impl Store {
         let here = upload.part_pool().is_none();
         let unstage = if here { staged_ids.clone() } else { Vec::new() };
         let replaced = match self
-            .set
+            .set()
             .put_part(bucket, key, upload_id, entry, unstage)
             .await
         {
@@ -238,14 +238,14 @@ impl Store {
             if pool.is_some() {
                 elsewhere.push(id);
             } else {
-                self.set.free_data(slot, id, false).await;
+                self.set().free_data(slot, id, false).await;
             }
         }
         elsewhere.sort();
         elsewhere.dedup();
-        if let (Some(pool), false) = (pool.and_then(|p| self.tier_pool(p)), elsewhere.is_empty()) {
+        if let (Some(pool), false) = (pool.and_then(|p| self.pools.pool(p)), elsewhere.is_empty()) {
             for id in elsewhere {
-                pool.set.free_everywhere(id).await;
+                pool.free_everywhere(id).await;
             }
         }
     }
@@ -261,7 +261,7 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<PartRecord>, bool), Error> {
         self.get_upload(bucket, key, upload_id).await?;
-        let (numbers, more) = self.set.list_parts(upload_id, after, max).await?;
+        let (numbers, more) = self.set().list_parts(upload_id, after, max).await?;
         // Of a part written twice, the newer write.
         let out = numbers
             .into_iter()
@@ -289,7 +289,7 @@ impl Store {
     ) -> Result<(), Error> {
         // Short of a write quorum the upload may still be there: nothing of
         // it is freed.
-        let Some(dropped) = self.set.delete_upload(bucket, key, upload_id).await? else {
+        let Some(dropped) = self.set().delete_upload(bucket, key, upload_id).await? else {
             return Err(Error::NoSuchUpload);
         };
         self.free_parts(pool, dropped, keep).await;
@@ -319,13 +319,13 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
-        let _guard = self.set.locks().lock(bucket, key).await?;
-        let records = self.set.read_records(bucket, key).await;
+        let _guard = self.set().locks().lock(bucket, key).await?;
+        let records = self.set().read_records(bucket, key).await;
         if let Some(done) = self.completion_in(&records, upload_id)? {
             self.finish_completion(bucket, key, upload_id, done).await?;
             return Err(Error::NoSuchUpload);
         }
-        let state = self.set.resolve_records(records)?;
+        let state = self.set().resolve_records(records)?;
         let keep = self.data_of_versions(&state).await;
         self.drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
             .await
@@ -340,7 +340,7 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<UploadInfo>, bool), Error> {
         self.bucket(bucket).await?;
-        let (entries, more) = self.set.list_uploads(bucket, prefix, start, max).await?;
+        let (entries, more) = self.set().list_uploads(bucket, prefix, start, max).await?;
         let out = entries
             .into_iter()
             .map(|u| {

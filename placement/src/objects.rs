@@ -240,11 +240,11 @@ impl Store {
     ) -> Result<StagedData, Error> {
         self.bucket(bucket).await?;
         match tier {
-            Tier::Hot => match self.pool_for_new_data(size_hint).await {
+            Tier::Hot => match self.pools.pool_for_new_data(size_hint).await {
                 Some(pool) => self.write_tier_data(&pool, body, size_hint).await,
                 None => {
-                    let layout = self.set.layout_for(bucket, key);
-                    Ok(self.set.write_data(layout, body, size_hint, true).await?)
+                    let layout = self.set().layout_for(bucket, key);
+                    Ok(self.set().write_data(layout, body, size_hint, true).await?)
                 }
             },
             Tier::Cold => {
@@ -293,7 +293,7 @@ impl Store {
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), &meta);
         let record = ObjectRecord::new_version(staged.layout, vec![part], false, meta, tags, None);
         let disks = staged.disks.clone();
-        let _guard = self.set.locks().lock(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
         let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
         self.write_version(
             bucket,
@@ -325,18 +325,18 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
-        let _guard = self.set.locks().lock(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
         disk_engine::failpoint::hit("tier.put.committed", "").await;
         let part = PartRef::single(size, None, false, &meta);
-        let layout = self.set.layout_for(bucket, key);
+        let layout = self.set().layout_for(bucket, key);
         let record =
             ObjectRecord::new_version(layout, vec![part], false, meta, tags, Some(tier.clone()));
-        let all = vec![true; self.set.width()];
+        let all = vec![true; self.set().width()];
         let (versioning, state) = match self.prepare_version(bucket, key, opts).await {
             Ok(p) => p,
             Err(e) => {
-                self.set.release_tiered(vec![tier]);
+                self.set().release_tiered(vec![tier]);
                 return Err(e);
             }
         };
@@ -354,7 +354,7 @@ impl Store {
         key: &str,
         opts: &WriteOptions,
     ) -> Result<(Versioning, KeyState), Error> {
-        let records = self.set.read_records(bucket, key).await;
+        let records = self.set().read_records(bucket, key).await;
         self.prepare_version_from(bucket, key, opts, records).await
     }
 
@@ -368,7 +368,7 @@ impl Store {
         records: DiskRecords,
     ) -> Result<(Versioning, KeyState), Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        let state = self.set.resolve_records(records)?;
+        let state = self.set().resolve_records(records)?;
         check_condition((bucket, key), &state, opts)?;
         Ok((versioning, state))
     }
@@ -401,7 +401,7 @@ impl Store {
             completes,
         };
         let committed = self
-            .set
+            .set()
             .commit_record(
                 bucket,
                 key,
@@ -414,7 +414,7 @@ impl Store {
             .await;
         if committed.is_err() {
             for id in &unstage {
-                self.set.unstage(*id).await;
+                self.set().unstage(*id).await;
             }
         }
         Ok(committed?)
@@ -431,15 +431,15 @@ impl Store {
         version: Option<VersionRef>,
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let state = self.set.resolve_key(bucket, key).await?;
+        let state = self.set().resolve_key(bucket, key).await?;
         let found = match version {
             None => state
                 .latest()
                 .ok_or_else(|| Error::no_such_key(bucket, key))?,
             Some(v) => find(&state, v).ok_or(Error::NoSuchVersion)?,
         };
-        if (0..self.set.width()).any(|s| state.responded[s] && !found.holders[s]) {
-            self.set.repair_queue().request(bucket, key, Vec::new());
+        if (0..self.set().width()).any(|s| state.responded[s] && !found.holders[s]) {
+            self.set().repair_queue().request(bucket, key, Vec::new());
         }
         Ok(found.object.clone())
     }
@@ -464,7 +464,7 @@ impl Store {
     ) -> ObjectStream {
         match object.tiered.clone() {
             Some(tier) => self.read_tiered(tier, range),
-            None => self.set.read_object(bucket, key, object, range).into(),
+            None => self.set().read_object(bucket, key, object, range).into(),
         }
     }
 
@@ -503,11 +503,11 @@ impl Store {
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
         let key = item.key.as_str();
-        let _guard = self.set.locks().lock(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
         if let Some(c) = &item.condition {
             c.check(
                 (bucket, key),
-                &self.set.resolve_key(bucket, key).await?,
+                &self.set().resolve_key(bucket, key).await?,
                 None,
             )?;
         }
@@ -545,8 +545,8 @@ impl Store {
         permanent: bool,
     ) -> Result<bool, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        let _guard = self.set.locks().lock(bucket, key).await?;
-        let state = self.set.resolve_key(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
+        let state = self.set().resolve_key(bucket, key).await?;
         let Some(found) = find(&state, seen).filter(|r| r.object.mtime_ns == seen_mtime_ns) else {
             return Ok(false);
         };
@@ -557,7 +557,7 @@ impl Store {
             return Ok(false);
         }
         if permanent || versioning == Versioning::Unversioned {
-            self.set
+            self.set()
                 .delete_versions(
                     bucket,
                     vec![(key.as_bytes().to_vec(), found.record.version)],
@@ -581,7 +581,7 @@ impl Store {
             mtime_ns: 0,
             delete_marker: true,
             size: 0,
-            layout: self.set.layout_for(bucket, key),
+            layout: self.set().layout_for(bucket, key),
             parts: Vec::new(),
             multipart: false,
             meta: ObjectMeta::default(),
@@ -590,9 +590,9 @@ impl Store {
             tiered: None,
             upload_id: None,
         };
-        let all = vec![true; self.set.width()];
+        let all = vec![true; self.set().width()];
         let stored = self
-            .set
+            .set()
             .commit_record(
                 bucket,
                 key,
@@ -640,7 +640,7 @@ impl Store {
             items.iter().map(|_| None).collect();
         if !batch.is_empty() {
             let _guards = self
-                .set
+                .set()
                 .locks()
                 .lock_all(bucket, batch.iter().map(|&i| items[i].key.as_str()))
                 .await?;
@@ -651,7 +651,7 @@ impl Store {
                 if item.version.is_none() && item.condition.is_none() {
                     return Ok(false);
                 }
-                let state = self.set.resolve_key(bucket, &item.key).await?;
+                let state = self.set().resolve_key(bucket, &item.key).await?;
                 if let Some(c) = &item.condition {
                     c.check((bucket, &item.key), &state, item.version)?;
                 }
@@ -679,7 +679,7 @@ impl Store {
             let removed = match records.is_empty() {
                 true => Ok(()),
                 false => self
-                    .set
+                    .set()
                     .delete_versions(bucket, records)
                     .await
                     .map_err(Error::from),
@@ -771,8 +771,8 @@ impl Store {
         change: impl FnOnce(&mut ObjectRecord),
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let _guard = self.set.locks().lock(bucket, key).await?;
-        let state = self.set.resolve_key(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
+        let state = self.set().resolve_key(bucket, key).await?;
         let found = match version {
             None => state
                 .latest()
@@ -785,7 +785,7 @@ impl Store {
         let mut object = found.object.clone();
         change(&mut object);
         Ok(self
-            .set
+            .set()
             .rewrite_record(bucket, key, object, &found.holders, &state)
             .await?)
     }
@@ -820,7 +820,7 @@ impl Store {
     ) -> Result<ObjectPage, Error> {
         self.bucket(bucket).await?;
         let current = self
-            .set
+            .set()
             .list_current(bucket, prefix.as_bytes(), start.clone(), max_keys)
             .await?;
         let lossy = |k: Vec<u8>| String::from_utf8_lossy(&k).into_owned();
@@ -857,7 +857,7 @@ impl Store {
         max_keys: usize,
         paging: Option<usize>,
     ) {
-        self.set
+        self.set()
             .read_ahead(bucket, prefix.as_bytes(), start, max_keys, paging);
     }
 
@@ -872,7 +872,7 @@ impl Store {
     ) -> Result<VersionListing, Error> {
         self.bucket(bucket).await?;
         let page = self
-            .set
+            .set()
             .list_resolved::<ObjectSummary>(bucket, prefix.as_bytes(), start, max_keys)
             .await?;
         Ok(VersionListing {

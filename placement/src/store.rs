@@ -1,50 +1,48 @@
-//! The placement layer's front door: one object store over the cluster map.
-//! Today the map is a hot pool of one erasure set, holding every version
-//! record, and optionally a cold pool (`tier.rs`); more sets slot in behind
-//! this type without the gateway noticing.
+//! The placement layer's front door: one object store over the pools
+//! (`pools.rs`): the first hot pool's set holds every version record;
+//! hot pools added later, the cold pool and remote tiers hold the bytes of
+//! some versions. Facet files (`objects.rs`, `multipart.rs`, `buckets.rs`,
+//! `system.rs`, `transition.rs`, `tier.rs`, `heal.rs`, `gc.rs`) add its
+//! methods; `start.rs` builds it and starts its one runner of background
+//! work. This file imports none of them.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use background_work::{Worker, WorkerInfo, Workers};
-use disk_engine::{Disk, DiskHealth};
+use disk_engine::DiskHealth;
 use erasure_set::{
-    CacheStats, ErasureSet, RepairQueue, RepairStats, RepairWorker, DEFAULT_BLOCK_SIZE,
-    DEFAULT_PACK_THRESHOLD, DEFAULT_READ_CACHE_BYTES,
+    CacheStats, ErasureSet, RepairStats, DEFAULT_BLOCK_SIZE, DEFAULT_PACK_THRESHOLD,
+    DEFAULT_READ_CACHE_BYTES,
 };
 use parking_lot::Mutex;
 use tokio_util::task::TaskTracker;
 
+use crate::background::BackgroundLease;
+use crate::collector::Collector;
 use crate::error::Error;
+use crate::healer::Healer;
 use crate::model::BucketRecord;
-use crate::tier::{TierBackend, TierReleaseWorker};
+use crate::pools::Pools;
 
 /// How long a bucket lookup is trusted without asking the disks again.
 pub(crate) const BUCKET_CACHE_TTL: Duration = Duration::from_secs(2);
 
-/// The object store: buckets, objects, multipart uploads, over erasure sets.
+/// The object store: buckets, objects, multipart uploads, over the pools.
 pub struct Store {
-    pub(crate) set: Arc<ErasureSet>,
+    /// Every pool of the deployment and every tier outside it.
+    pub(crate) pools: Pools,
     pub(crate) bucket_cache: Mutex<std::collections::HashMap<String, (BucketRecord, Instant)>>,
-    /// The cold pool, where versions of cold storage classes keep their
-    /// bytes (see `tier.rs`).
-    pub(crate) cold: std::sync::OnceLock<Arc<Store>>,
     /// Tier objects transitions are writing and verifying now: the sweep
     /// leaves them alone whatever their age.
     pub(crate) in_flight: Mutex<std::collections::HashSet<uuid::Uuid>>,
-    /// Tiers outside the deployment (other S3 endpoints), by name.
-    pub(crate) remote: parking_lot::RwLock<std::collections::HashMap<String, Arc<dyn TierBackend>>>,
     /// Healing passes (see `heal.rs`).
-    pub(crate) healer: Arc<crate::heal::Healer>,
+    pub(crate) healer: Arc<Healer>,
     /// Whether this process runs scheduled background work.
-    pub(crate) background: Arc<crate::background::BackgroundLease>,
-    /// Hot pools added after this one, by tier name (see `expansion.rs`).
-    pub(crate) extra: parking_lot::RwLock<Vec<(String, Arc<Store>)>>,
-    /// Free space of the hot pools, cached for placing new data.
-    pub(crate) free_space: crate::expansion::FreeSpace,
-    /// The store's background workers (repair, tier release, heal, the
-    /// at-risk finder, garbage collection, the leases, and what the
+    pub(crate) background: Arc<BackgroundLease>,
+    /// The background workers of every pool (repair, tier release, heal,
+    /// the at-risk finders, garbage collection, the leases, and what the
     /// binary adds: the lifecycle scanner).
     pub(crate) workers: Workers,
     /// This store, for commits that run as tasks of their own.
@@ -53,7 +51,9 @@ pub struct Store {
     /// shutdown waits for them.
     pub(crate) commits: TaskTracker,
     /// Garbage collection of unreferenced data (see `gc.rs`).
-    pub(crate) collector: Arc<crate::gc::Collector>,
+    pub(crate) collector: Arc<Collector>,
+    /// The tunables every pool's set is opened with.
+    pub(crate) opts: StoreOptions,
 }
 
 /// Tunables of a store.
@@ -90,67 +90,22 @@ pub struct DiskStatus {
     pub health: DiskHealth,
 }
 
+/// One pool as admins see it.
+#[derive(Clone, Debug)]
+pub struct PoolStatus {
+    /// Its tier name in version records: `None` for the first pool, else
+    /// [`crate::COLD_TIER`] or a hot pool's name (`pool-1`…).
+    pub tier: Option<String>,
+    /// Objects waiting in its set's repair queue.
+    pub repair_backlog: usize,
+    /// Objects acknowledged with fewer than k + m of its disks holding
+    /// them, not healed since.
+    pub objects_at_risk: u64,
+    /// Why its set is offline, if it is.
+    pub offline: Option<String>,
+}
+
 impl Store {
-    /// A store over one erasure set of `disks` (in slot order) with `parity`
-    /// parity shards. Starts its background workers; call
-    /// [`Store::shutdown`] to stop them.
-    pub fn new(
-        disks: Vec<Arc<dyn Disk>>,
-        parity: usize,
-        opts: StoreOptions,
-    ) -> Result<Arc<Store>, Error> {
-        let (queue, rx) = RepairQueue::new();
-        let set = Arc::new(ErasureSet::new(
-            disks,
-            parity,
-            opts.block_size,
-            opts.read_cache_bytes,
-            opts.pack_threshold,
-            queue,
-        )?);
-        let workers = Workers::new();
-        workers.spawn(RepairWorker::new(Arc::downgrade(&set), rx));
-        let (release, released) = tokio::sync::mpsc::unbounded_channel();
-        set.release_tier_objects_to(release);
-        Ok(Arc::new_cyclic(|me| {
-            workers.spawn(TierReleaseWorker {
-                store: me.clone(),
-                rx: released,
-                next: None,
-            });
-            let healer = Arc::new(crate::heal::Healer::default());
-            workers.spawn(crate::heal::HealWorker::new(me.clone(), healer.clone()));
-            let collector = Arc::new(crate::gc::Collector::default());
-            workers.spawn(crate::gc::GcWorker::new(me.clone(), collector.clone()));
-            workers.spawn(crate::heal::AtRiskFinder::new(me.clone()));
-            Store {
-                healer,
-                background: Default::default(),
-                extra: Default::default(),
-                free_space: Default::default(),
-                set,
-                bucket_cache: Mutex::default(),
-                cold: std::sync::OnceLock::new(),
-                remote: Default::default(),
-                in_flight: Mutex::default(),
-                workers,
-                me: me.clone(),
-                commits: TaskTracker::new(),
-                collector,
-            }
-        }))
-    }
-
-    /// A store over an opened set (see [`crate::open_local_set`]); an
-    /// offline set gives a store whose every request answers why.
-    pub fn for_set(set: erasure_set::LocalSet, opts: StoreOptions) -> Result<Arc<Store>, Error> {
-        let store = Store::new(set.disks, set.parity, opts)?;
-        if let Some(why) = set.offline {
-            store.mark_offline(why);
-        }
-        Ok(store)
-    }
-
     /// Runs `work` (given this store) as a task no request owns and waits
     /// for its result. A request whose client goes away drops this future,
     /// never the commit: the task runs to its end, and a failure is
@@ -172,32 +127,27 @@ impl Store {
             .map_err(|e| Error::Internal(format!("commit task: {e}")))?
     }
 
-    /// The erasure set (for tests and admin tooling).
+    /// The first pool's erasure set, where every version record lives.
     pub fn set(&self) -> &Arc<ErasureSet> {
-        &self.set
+        self.pools.first()
     }
 
-    /// Declares the set offline (its disks were not opened): every lost
-    /// quorum answers `why` (see [`Error::SetOffline`]).
-    pub fn mark_offline(&self, why: String) {
-        self.set.mark_offline(why);
-    }
-
-    /// Why this pool's set is offline, if it is.
+    /// Why the first pool's set is offline, if it is (its disks were not
+    /// opened): the store then serves nothing.
     pub fn offline_reason(&self) -> Option<&str> {
-        self.set.offline_reason()
+        self.set().offline_reason()
     }
 
     /// Hot-object cache counters.
     pub fn cache_stats(&self) -> CacheStats {
-        self.set.cache_stats()
+        self.set().cache_stats()
     }
 
     /// Reclaims the space of deleted and overwritten packed objects on
     /// every online disk now (compaction does it gradually otherwise).
     /// Returns how many disks finished; reads and writes go on meanwhile.
     pub async fn collect_packed_garbage(&self) -> usize {
-        let done = futures::future::join_all(self.set.disks().iter().map(|d| async move {
+        let done = futures::future::join_all(self.set().disks().iter().map(|d| async move {
             match d.collect_pieces().await {
                 Ok(()) => true,
                 Err(e) => {
@@ -210,18 +160,6 @@ impl Store {
         done.into_iter().filter(|ok| *ok).count()
     }
 
-    /// Declares that other processes (gateways) write this store's disks
-    /// too: from now on every object lock is also leased on a majority of
-    /// the set's disks (see `locks.rs`).
-    pub fn share_locks(&self) {
-        self.set.locks().share(self.set.disks().to_vec());
-        self.workers
-            .spawn(self.background.contend(self.set.disks().to_vec()));
-        self.workers.spawn(crate::background::WriterLease::new(
-            self.set.disks().to_vec(),
-        ));
-    }
-
     /// Whether this process runs the store's scheduled background work
     /// (lifecycle passes, sweeps, scrubs): always for a store no other
     /// process writes; otherwise only while it holds the background lease
@@ -232,49 +170,71 @@ impl Store {
 
     /// Objects waiting in the repair queue.
     pub fn repair_backlog(&self) -> usize {
-        self.set.repair_queue().backlog()
+        self.set().repair_queue().backlog()
     }
 
     /// Repair counters.
     pub fn repair_stats(&self) -> Arc<RepairStats> {
-        self.set.repair_queue().stats.clone()
+        self.set().repair_queue().stats.clone()
     }
 
     /// Listing pages served from pages read ahead.
     pub fn listing_read_ahead_hits(&self) -> u64 {
-        self.set.list_ahead_hits()
+        self.set().list_ahead_hits()
     }
 
     /// Listing pages read from one disk's heads (where the disks are
     /// known to agree).
     pub fn listing_one_disk_pages(&self) -> u64 {
-        self.set.one_disk_pages()
+        self.set().one_disk_pages()
     }
 
-    /// Every disk slot with its health.
+    /// Every disk slot of the first pool with its health.
     pub async fn disk_status(&self) -> Vec<DiskStatus> {
-        let health = self.set.health().await;
-        health
+        disk_status(self.set()).await
+    }
+
+    /// Every pool with its backlogs: the first, the hot pools added later,
+    /// then the cold pool (nothing here asks the disks).
+    pub fn pool_status(&self) -> Vec<PoolStatus> {
+        self.pools
+            .every()
             .into_iter()
-            .enumerate()
-            .map(|(slot, health)| DiskStatus {
-                slot,
-                label: self.set.disks()[slot].label().to_string(),
-                health,
+            .map(|(tier, set)| PoolStatus {
+                tier,
+                repair_backlog: set.repair_queue().backlog(),
+                objects_at_risk: set.at_risk().count(),
+                offline: set.offline_reason().map(str::to_string),
             })
             .collect()
+    }
+
+    /// Every pool's disk slots with their health, in the order of
+    /// [`Store::pool_status`].
+    pub async fn disk_status_by_pool(&self) -> Vec<Vec<DiskStatus>> {
+        let mut out = Vec::new();
+        for (_, set) in self.pools.every() {
+            out.push(disk_status(&set).await);
+        }
+        out
+    }
+
+    /// Whether the deployment has a cold pool (cold storage classes can
+    /// be stored).
+    pub fn has_cold_pool(&self) -> bool {
+        self.pools.has_cold()
     }
 
     /// True when enough disks are online to accept writes.
     pub async fn writable(&self) -> bool {
         let online = self
-            .set
+            .set()
             .health()
             .await
             .iter()
             .filter(|h| matches!(h, DiskHealth::Online { .. }))
             .count();
-        online >= self.set.quorum().write
+        online >= self.set().quorum().write
     }
 
     /// Runs `worker` with the store's own until [`Store::shutdown`] (the
@@ -283,8 +243,8 @@ impl Store {
         self.workers.spawn(worker);
     }
 
-    /// Every background worker of this store with its state, in the order
-    /// they started.
+    /// Every background worker of the store, of every pool, with its
+    /// state, in the order they started.
     pub fn worker_status(&self) -> Vec<WorkerInfo> {
         self.workers.status()
     }
@@ -299,4 +259,18 @@ impl Store {
         self.commits.wait().await;
         self.workers.shutdown().await;
     }
+}
+
+/// Every disk slot of `set` with its health.
+async fn disk_status(set: &ErasureSet) -> Vec<DiskStatus> {
+    let health = set.health().await;
+    health
+        .into_iter()
+        .enumerate()
+        .map(|(slot, health)| DiskStatus {
+            slot,
+            label: set.disks()[slot].label().to_string(),
+            health,
+        })
+        .collect()
 }

@@ -26,7 +26,7 @@ pub(crate) struct Rig {
 pub(crate) const BLOCK: u32 = 16 << 10;
 
 /// No cache: most tests read what is on the disks after injecting faults.
-fn rig(n: usize, parity: Option<usize>) -> Rig {
+pub(crate) fn rig(n: usize, parity: Option<usize>) -> Rig {
     rig_with(n, parity, ShardIoMode::Auto, 0)
 }
 

@@ -13,12 +13,14 @@ impl Store {
     /// Reads a document; `None` when absent. Queues a repair when some
     /// disk lacks it.
     pub async fn get_system_doc(&self, path: &str) -> Result<Option<Vec<u8>>, Error> {
-        let state = self.set.resolve_key(SYSTEM_NS, path).await?;
+        let state = self.set().resolve_key(SYSTEM_NS, path).await?;
         let Some(v) = state.latest().filter(|v| !v.object.delete_marker) else {
             return Ok(None);
         };
-        if (0..self.set.width()).any(|s| state.responded[s] && !v.holders[s]) {
-            self.set.repair_queue().request(SYSTEM_NS, path, Vec::new());
+        if (0..self.set().width()).any(|s| state.responded[s] && !v.holders[s]) {
+            self.set()
+                .repair_queue()
+                .request(SYSTEM_NS, path, Vec::new());
         }
         v.object
             .inline
@@ -34,7 +36,7 @@ impl Store {
         path: &str,
         change: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, Error>,
     ) -> Result<(), Error> {
-        let _guard = self.set.locks().lock(SYSTEM_NS, path).await?;
+        let _guard = self.set().locks().lock(SYSTEM_NS, path).await?;
         let current = self.get_system_doc(path).await?;
         match change(current)? {
             Some(value) => self.write_system_doc(path, value).await,
@@ -63,7 +65,7 @@ impl Store {
         let mut start = disk_engine::ListStart::Beginning;
         loop {
             let page = self
-                .set
+                .set()
                 .list_resolved::<ObjectRecord>(
                     SYSTEM_NS,
                     prefix.as_bytes(),
@@ -100,9 +102,9 @@ impl Store {
             delete_marker: false,
             size: 0,
             layout: ErasureLayout {
-                data: self.set.data_shards() as u8,
-                parity: self.set.parity_shards() as u8,
-                block_size: self.set.block_size(),
+                data: self.set().data_shards() as u8,
+                parity: self.set().parity_shards() as u8,
+                block_size: self.set().block_size(),
                 rotation: 0,
             },
             parts: Vec::new(),
@@ -113,8 +115,8 @@ impl Store {
             tiered: None,
             upload_id: None,
         };
-        let all = vec![true; self.set.width()];
-        self.set
+        let all = vec![true; self.set().width()];
+        self.set()
             .commit_record(
                 SYSTEM_NS,
                 path,
@@ -131,7 +133,7 @@ impl Store {
     /// Deletes a document; the caller holds the path's lock.
     pub(crate) async fn remove_system_doc(&self, path: &str) -> Result<(), Error> {
         Ok(self
-            .set
+            .set()
             .delete_version(SYSTEM_NS, path, disk_engine::VersionId::NULL)
             .await?)
     }

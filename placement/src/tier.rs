@@ -17,127 +17,36 @@ use std::sync::{Arc, Weak};
 use background_work::{CancellationToken, WorkError, Worker, WorkerState, WorkerStatus};
 use disk_engine::VersionId;
 use erasure_set::record::{ObjectMeta, ObjectRecord, PartRef, TierRef};
-use erasure_set::{BodyStream, Carried, ErasureLayout, KeyState, StagedData};
+use erasure_set::{BodyStream, Carried, ErasureLayout, ErasureSet, KeyState, StagedData};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use crate::backend::TierBackend;
 use crate::error::Error;
-use crate::model::{COLD_TIER, OWNER_BUCKET, OWNER_KEY, POOL_TIER_PREFIX, TIER_NS};
+use crate::model::{OWNER_BUCKET, OWNER_KEY, TIER_NS};
 use crate::store::Store;
 use crate::stream::ObjectStream;
-use crate::transition::Destination;
-use disk_engine::Tier;
 
 impl Store {
-    /// Makes `cold` this store's cold pool.
-    pub fn attach_cold_pool(&self, cold: Arc<Store>) -> Result<(), Error> {
-        self.cold
-            .set(cold)
-            .map_err(|_| Error::InvalidArgument("a cold pool is already attached".into()))
-    }
-
-    /// Adds `pool` (pool `index` of the deployment) as a further hot pool:
-    /// new objects' bytes go to it by free space, as tier objects, while
-    /// their version records stay here. Returns its tier name.
-    pub fn attach_hot_pool(&self, index: u32, pool: Arc<Store>) -> String {
-        let name = format!("{POOL_TIER_PREFIX}{index}");
-        self.extra.write().push((name.clone(), pool));
-        name
-    }
-
-    /// The hot pools added after this one, with their tier names.
-    pub fn hot_pools(&self) -> Vec<(String, Arc<Store>)> {
-        self.extra.read().clone()
-    }
-
-    /// Every pool tier objects can live in, with its tier name: the cold
-    /// pool and the further hot pools.
-    pub fn tier_pools(&self) -> Vec<(String, Arc<Store>)> {
-        let mut out: Vec<(String, Arc<Store>)> = self
-            .cold
-            .get()
-            .map(|c| (COLD_TIER.to_string(), c.clone()))
-            .into_iter()
-            .collect();
-        out.extend(self.hot_pools());
-        out
-    }
-
-    /// The pool of the deployment named `tier` in version records.
-    pub(crate) fn tier_pool(&self, tier: &str) -> Option<Arc<Store>> {
-        if tier == COLD_TIER {
-            return self.cold.get().cloned();
-        }
-        self.extra
-            .read()
-            .iter()
-            .find(|(n, _)| n == tier)
-            .map(|(_, s)| s.clone())
-    }
-
-    pub(crate) fn require_pool(&self, tier: &str) -> Result<Arc<Store>, Error> {
-        self.tier_pool(tier).ok_or_else(|| match tier {
-            COLD_TIER => Error::InvalidArgument("this server has no cold pool".into()),
-            other => Error::InvalidArgument(format!("this server has no pool {other:?}")),
-        })
-    }
-
     /// Adds (or with `None` removes) a tier outside the deployment under
     /// `name`, which becomes a storage class lifecycle rules can name.
     /// Versions already in a removed tier cannot be read until it is added
     /// again.
     pub fn set_remote_tier(&self, name: &str, backend: Option<Arc<dyn TierBackend>>) {
-        let mut tiers = self.remote.write();
-        match backend {
-            Some(b) => tiers.insert(name.to_string(), b),
-            None => tiers.remove(name),
-        };
+        self.pools.set_remote(name, backend);
     }
 
     /// The names of the tiers outside the deployment.
     pub fn remote_tiers(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.remote.read().keys().cloned().collect();
-        names.sort();
-        names
-    }
-
-    /// Where a transition to storage class `class` goes: the remote tier
-    /// of that name if one is configured, the cold pool otherwise.
-    pub fn destination<'a>(&self, class: &'a str) -> Destination<'a> {
-        match self.remote.read().contains_key(class) {
-            true => Destination::Remote(class),
-            false => Destination::Pool(Tier::Cold),
-        }
-    }
-
-    /// Whether this server can store data at `to`.
-    pub fn reaches(&self, to: Destination<'_>) -> bool {
-        match to {
-            Destination::Pool(Tier::Hot) => true,
-            Destination::Pool(Tier::Cold) => self.cold.get().is_some(),
-            Destination::Remote(name) => self.remote.read().contains_key(name),
-        }
-    }
-
-    pub(crate) fn remote_tier(&self, name: &str) -> Result<Arc<dyn TierBackend>, Error> {
-        self.remote
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::InvalidArgument(format!("no tier named {name:?} is configured")))
+        self.pools.remotes().into_iter().map(|(n, _)| n).collect()
     }
 
     /// Deletes a tier object no version refers to any more.
     async fn delete_tiered(&self, tier: &TierRef) -> Result<(), Error> {
-        if let Some(pool) = self.tier_pool(&tier.tier) {
+        if let Some(pool) = self.pools.pool(&tier.tier) {
             return delete_tier_object(&pool, tier.id).await;
         }
-        self.remote_tier(&tier.tier)?.delete(tier.id).await
-    }
-
-    /// The cold pool, if the store has one.
-    pub fn cold_pool(&self) -> Option<&Arc<Store>> {
-        self.cold.get()
+        self.pools.remote(&tier.tier)?.delete(tier.id).await
     }
 
     /// Streams `body` into a new tier object of the pool named `pool`;
@@ -148,10 +57,10 @@ impl Store {
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
-        let store = self.require_pool(pool)?;
+        let set = self.pools.require(pool)?;
         let id = Uuid::now_v7();
-        let layout = store.set.layout_for(TIER_NS, &id.to_string());
-        let mut staged = store.set.write_data(layout, body, size_hint, true).await?;
+        let layout = set.layout_for(TIER_NS, &id.to_string());
+        let mut staged = set.write_data(layout, body, size_hint, true).await?;
         staged.tier = Some(TierRef {
             tier: pool.into(),
             id,
@@ -172,7 +81,7 @@ impl Store {
             .tier
             .clone()
             .ok_or_else(|| Error::InvalidArgument("data was not written to a tier".into()))?;
-        let pool = self.require_pool(&tier.tier)?;
+        let pool = self.pools.require(&tier.tier)?;
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), meta);
         let record = tier_record(staged.layout, vec![part], false, bucket, key, meta);
         let disks = staged.disks.clone();
@@ -188,7 +97,7 @@ impl Store {
             .await
         {
             for id in &unstage {
-                pool.set.unstage(*id).await;
+                pool.unstage(*id).await;
             }
             return Err(e);
         }
@@ -212,7 +121,7 @@ impl Store {
             id: Uuid::now_v7(),
         };
         let record = tier_record(layout, parts, true, bucket, key, meta);
-        let all = vec![true; self.require_pool(pool)?.set.width()];
+        let all = vec![true; self.pools.require(pool)?.width()];
         self.commit_tier_record(&tier, record, &all, Carried::default())
             .await?;
         Ok(tier)
@@ -225,41 +134,40 @@ impl Store {
         targets: &[bool],
         carried: Carried<'_>,
     ) -> Result<(), Error> {
-        let pool = self.require_pool(&tier.tier)?;
+        let pool = self.pools.require(&tier.tier)?;
         let name = tier.id.to_string();
-        let _guard = pool.set.locks().lock(TIER_NS, &name).await?;
+        let _guard = pool.locks().lock(TIER_NS, &name).await?;
         // A tier object's id is new: there is no earlier write of it.
         let fresh = KeyState::empty();
-        pool.set
-            .commit_record(
-                TIER_NS,
-                &name,
-                record,
-                targets,
-                false,
-                carried,
-                Some(&fresh),
-            )
-            .await?;
+        pool.commit_record(
+            TIER_NS,
+            &name,
+            record,
+            targets,
+            false,
+            carried,
+            Some(&fresh),
+        )
+        .await?;
         Ok(())
     }
 
     /// Removes a tier object's record but not its data (the parts of
     /// an upload whose completion failed stay with the upload).
     pub(crate) async fn forget_tier_object(&self, tier: &TierRef) {
-        let Some(pool) = self.tier_pool(&tier.tier) else {
+        let Some(pool) = self.pools.pool(&tier.tier) else {
             return;
         };
-        pool.set.forget(TIER_NS, &tier.id.to_string()).await;
+        pool.forget(TIER_NS, &tier.id.to_string()).await;
     }
 
     /// The shard ids a tier object's parts use (none for remote tiers
     /// or when it cannot be read).
     pub(crate) async fn tier_object_data(&self, tier: &TierRef) -> Vec<Uuid> {
-        let Some(pool) = self.tier_pool(&tier.tier) else {
+        let Some(pool) = self.pools.pool(&tier.tier) else {
             return Vec::new();
         };
-        match pool.set.resolve_key(TIER_NS, &tier.id.to_string()).await {
+        match pool.resolve_key(TIER_NS, &tier.id.to_string()).await {
             Ok(state) => state.data_ids(None),
             Err(_) => Vec::new(),
         }
@@ -270,19 +178,19 @@ impl Store {
         // A tier that is not configured (any more) makes the version
         // unavailable, not the request invalid.
         let missing = |e: Error| Error::TierUnavailable(e.to_string());
-        let Some(pool) = self.tier_pool(&tier.tier) else {
-            let backend = self.remote_tier(&tier.tier).map_err(missing);
+        let Some(pool) = self.pools.pool(&tier.tier) else {
+            let backend = self.pools.remote(&tier.tier).map_err(missing);
             return ObjectStream::deferred(async move { backend?.read(tier.id, range).await });
         };
         ObjectStream::deferred(async move {
             let name = tier.id.to_string();
-            let state = pool.set.resolve_key(TIER_NS, &name).await?;
+            let state = pool.resolve_key(TIER_NS, &name).await?;
             let object = state
                 .latest()
                 .ok_or_else(|| Error::Corrupt(format!("tier object {name} is missing")))?
                 .object
                 .clone();
-            Ok(pool.set.read_object(TIER_NS, &name, object, range).into())
+            Ok(pool.read_object(TIER_NS, &name, object, range).into())
         })
     }
 }
@@ -308,13 +216,10 @@ fn tier_record(
 }
 
 /// Deletes one tier object from its pool (and frees its data).
-async fn delete_tier_object(pool: &Store, id: Uuid) -> Result<(), Error> {
+async fn delete_tier_object(pool: &ErasureSet, id: Uuid) -> Result<(), Error> {
     let name = id.to_string();
-    let _guard = pool.set.locks().lock(TIER_NS, &name).await?;
-    Ok(pool
-        .set
-        .delete_version(TIER_NS, &name, VersionId::NULL)
-        .await?)
+    let _guard = pool.locks().lock(TIER_NS, &name).await?;
+    Ok(pool.delete_version(TIER_NS, &name, VersionId::NULL).await?)
 }
 
 /// The worker deleting the tier objects the store's versions release.
@@ -371,27 +276,4 @@ impl Worker for TierReleaseWorker {
             None => WorkerState::Done,
         }
     }
-}
-
-/// A place for tier objects outside the deployment: another S3 endpoint.
-/// Objects are named by the tier object's id.
-#[async_trait::async_trait]
-pub trait TierBackend: Send + Sync {
-    /// Stores exactly `size` bytes of `body` as tier object `id`, owned
-    /// by `bucket/key` (kept with it, for the sweep and for people).
-    async fn put(
-        &self,
-        id: Uuid,
-        bucket: &str,
-        key: &str,
-        body: BodyStream,
-        size: u64,
-    ) -> Result<(), Error>;
-    /// Streams bytes `range` of tier object `id`.
-    async fn read(&self, id: Uuid, range: Range<u64>) -> Result<ObjectStream, Error>;
-    /// Deletes tier object `id` (a missing one is not an error).
-    async fn delete(&self, id: Uuid) -> Result<(), Error>;
-    /// Every tier object last written before `before_ns` (ns since the
-    /// epoch), with its owner's bucket and key: what the sweep checks.
-    async fn stale(&self, before_ns: u64) -> Result<Vec<(Uuid, String, String)>, Error>;
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use erasure_set::record::{ObjectRecord, PartRef, TierRef};
-use erasure_set::{version_key, BodyError, BodyStream};
+use erasure_set::{version_key, BodyError, BodyStream, ErasureSet};
 use futures::StreamExt;
 use parking_lot::Mutex;
 
@@ -27,7 +27,6 @@ use crate::error::Error;
 use crate::model::{COLD_TIER, TIER_NS};
 use crate::objects::VersionRef;
 use crate::store::Store;
-use crate::tier::TierBackend;
 use disk_engine::{ListStart, Tier};
 
 /// Marks a tier object as being written by a transition until dropped.
@@ -92,6 +91,24 @@ pub(crate) fn tiered_parts(parts: &[PartRef]) -> Vec<PartRef> {
 }
 
 impl Store {
+    /// Where a transition to storage class `class` goes: the remote tier
+    /// of that name if one is configured, the cold pool otherwise.
+    pub fn destination<'a>(&self, class: &'a str) -> Destination<'a> {
+        match self.pools.has_remote(class) {
+            true => Destination::Remote(class),
+            false => Destination::Pool(Tier::Cold),
+        }
+    }
+
+    /// Whether this server can store data at `to`.
+    pub fn reaches(&self, to: Destination<'_>) -> bool {
+        match to {
+            Destination::Pool(Tier::Hot) => true,
+            Destination::Pool(Tier::Cold) => self.pools.has_cold(),
+            Destination::Remote(name) => self.pools.has_remote(name),
+        }
+    }
+
     /// Moves version `version` of `bucket/key` (the current one if `None`)
     /// to storage class `class` at `to`: the cold pool or a tier outside
     /// the deployment. Lifecycle never moves objects back to the hot pool
@@ -143,7 +160,8 @@ impl Store {
             Destination::Remote(name) => {
                 let id = uuid::Uuid::now_v7();
                 _held = InFlight::hold(self, id);
-                self.remote_tier(name)?
+                self.pools
+                    .remote(name)?
                     .put(id, bucket, key, body, size)
                     .await?;
                 TierRef {
@@ -170,13 +188,13 @@ impl Store {
         match self.tier_crc(&tier_ref, size).await {
             Ok(written) if written == read => {}
             Ok(_) => {
-                self.set.release_tiered(vec![tier_ref]);
+                self.set().release_tiered(vec![tier_ref]);
                 return Err(Error::Corrupt(
                     "the cold copy differs from the hot one".into(),
                 ));
             }
             Err(e) => {
-                self.set.release_tiered(vec![tier_ref]);
+                self.set().release_tiered(vec![tier_ref]);
                 return Err(e);
             }
         }
@@ -189,7 +207,7 @@ impl Store {
         match flipped {
             Ok(true) => Ok(Transitioned::Moved(size)),
             Ok(false) => {
-                self.set.release_tiered(vec![tier_ref]);
+                self.set().release_tiered(vec![tier_ref]);
                 Ok(Transitioned::Unchanged)
             }
             // The rewrite may have reached some disks: the sweep decides
@@ -226,8 +244,8 @@ impl Store {
         before: &ObjectRecord,
         after: ObjectRecord,
     ) -> Result<bool, Error> {
-        let _guard = self.set.locks().lock(bucket, key).await?;
-        let state = self.set.resolve_key(bucket, key).await?;
+        let _guard = self.set().locks().lock(bucket, key).await?;
+        let state = self.set().resolve_key(bucket, key).await?;
         let wanted = version_key(before.version_id);
         let unchanged = state
             .versions
@@ -236,8 +254,8 @@ impl Store {
         if !unchanged {
             return Ok(false);
         }
-        let all = vec![true; self.set.width()];
-        self.set
+        let all = vec![true; self.set().width()];
+        self.set()
             .rewrite_record(bucket, key, after, &all, &state)
             .await?;
         Ok(true)
@@ -250,16 +268,10 @@ impl Store {
     pub async fn sweep_tier_objects(&self, grace: Duration) -> Result<usize, Error> {
         let cutoff = erasure_set::clock::now_ns().saturating_sub(grace.as_nanos() as u64);
         let mut deleted = 0;
-        for (name, pool) in self.tier_pools() {
+        for (name, pool) in self.pools.tier_pools() {
             deleted += self.sweep_pool(&name, &pool, cutoff).await?;
         }
-        let remote: Vec<(String, Arc<dyn TierBackend>)> = self
-            .remote
-            .read()
-            .iter()
-            .map(|(n, b)| (n.clone(), b.clone()))
-            .collect();
-        for (name, backend) in remote {
+        for (name, backend) in self.pools.remotes() {
             let stale = match backend.stale(cutoff).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -268,13 +280,13 @@ impl Store {
                 }
             };
             for (id, bucket, key) in stale {
-                let Ok(_guard) = self.set.locks().lock(&bucket, &key).await else {
+                let Ok(_guard) = self.set().locks().lock(&bucket, &key).await else {
                     continue;
                 };
                 if !self.in_flight.lock().contains(&id) && !self.refers_to(&bucket, &key, id).await
                 {
                     tracing::info!(tier = %name, %id, %bucket, %key, "deleting an unreferenced remote tier object");
-                    self.set.release_tiered(vec![TierRef {
+                    self.set().release_tiered(vec![TierRef {
                         tier: name.clone(),
                         id,
                     }]);
@@ -288,7 +300,7 @@ impl Store {
     /// Whether a version of `bucket/key` refers to tier object `id` (true
     /// when that cannot be told: disks missing).
     async fn refers_to(&self, bucket: &str, key: &str, id: uuid::Uuid) -> bool {
-        match self.set.resolve_key(bucket, key).await {
+        match self.set().resolve_key(bucket, key).await {
             Ok(state) => state
                 .versions
                 .iter()
@@ -299,12 +311,11 @@ impl Store {
 
     /// [`Self::sweep_tier_objects`] of one pool of the deployment (the
     /// cold pool or a further hot pool), named `tier` in version records.
-    async fn sweep_pool(&self, tier: &str, pool: &Store, cutoff: u64) -> Result<usize, Error> {
+    async fn sweep_pool(&self, tier: &str, pool: &ErasureSet, cutoff: u64) -> Result<usize, Error> {
         let mut start = ListStart::Beginning;
         let mut deleted = 0;
         loop {
             let page = pool
-                .set
                 .list_resolved::<ObjectRecord>(TIER_NS, b"", start, SWEEP_PAGE)
                 .await?;
             for (name, versions) in &page.keys {
@@ -334,7 +345,7 @@ impl Store {
                 // Under the owner key's lock: a PUT of a cold object commits
                 // its tier object and then its version under it, so this
                 // never sees one between the two.
-                let Ok(_guard) = self.set.locks().lock(&bucket, &key).await else {
+                let Ok(_guard) = self.set().locks().lock(&bucket, &key).await else {
                     continue;
                 };
                 if self.in_flight.lock().contains(&id) || self.refers_to(&bucket, &key, id).await {
@@ -350,7 +361,7 @@ impl Store {
                     // from, which still exists: only the record goes.
                     self.forget_tier_object(&tier).await;
                 } else {
-                    self.set.release_tiered(vec![tier]);
+                    self.set().release_tiered(vec![tier]);
                 }
                 deleted += 1;
             }

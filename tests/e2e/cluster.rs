@@ -182,7 +182,7 @@ async fn same_key_writers_on_two_gateways_leave_one_whole_winner() {
     for g in &cluster.gateways {
         let v: serde_json::Value =
             serde_json::from_str(&admin_at(&g.endpoint, &["status", "--json"]).unwrap()).unwrap();
-        let workers = v["pools"][0]["workers"].as_array().unwrap();
+        let workers = v["workers"].as_array().unwrap();
         let named = |n: &str| workers.iter().find(|w| w["name"] == n).cloned();
         assert!(named("writer lease").is_some(), "{v}");
         let held = named("background lease").unwrap()["status"]["detail"] == "held here";

@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use crate::harness::*;
 
-/// The first pool's workers, from `granary admin status --json`.
+/// The store's workers, from `granary admin status --json`.
 fn workers(s: &Server) -> Vec<Value> {
     let v: Value = serde_json::from_str(&admin(s, &["status", "--json"]).unwrap()).unwrap();
-    v["pools"][0]["workers"].as_array().unwrap().clone()
+    v["workers"].as_array().unwrap().clone()
 }
 
 /// The worker called `name`.

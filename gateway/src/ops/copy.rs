@@ -176,7 +176,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     let since_ns = now_ns();
     reject_unsupported(&req.parts.headers)?;
     let class_given = req.header("x-amz-storage-class").is_some();
-    let (class, tier) = requested_class(&req.parts.headers, gw.store.cold_pool().is_some())?;
+    let (class, tier) = requested_class(&req.parts.headers, gw.store.has_cold_pool())?;
     let condition = write_condition(&req.parts.headers)?;
     let directive = req.header("x-amz-metadata-directive").unwrap_or("COPY");
     if directive != "COPY" && directive != "REPLACE" {

@@ -77,7 +77,7 @@ fn class_of(upload: &UploadRecord) -> String {
 /// CreateMultipartUpload.
 pub async fn create(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     reject_unsupported(&req.parts.headers)?;
-    let (class, tier) = requested_class(&req.parts.headers, gw.store.cold_pool().is_some())?;
+    let (class, tier) = requested_class(&req.parts.headers, gw.store.has_cold_pool())?;
     let checksum = multipart_checksum::requested(req)?;
     let mut meta = object_meta(&req.parts.headers)?;
     meta.storage_class = Some(class);

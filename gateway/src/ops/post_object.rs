@@ -337,7 +337,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
             headers.insert(n, v);
         }
     }
-    let (class, tier) = requested_class(&headers, gw.store.cold_pool().is_some())?;
+    let (class, tier) = requested_class(&headers, gw.store.has_cold_pool())?;
     if let Some(acl) = get("acl").filter(|a| a != "private" && a != "bucket-owner-full-control") {
         return Err(S3Error::NotImplemented(format!(
             "Canned ACL '{acl}' is not supported; objects and buckets are private"

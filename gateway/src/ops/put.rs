@@ -21,7 +21,7 @@ use crate::{tags, versions, Gateway};
 pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let since_ns = now_ns();
     reject_unsupported(&req.parts.headers)?;
-    let (class, tier) = requested_class(&req.parts.headers, gw.store.cold_pool().is_some())?;
+    let (class, tier) = requested_class(&req.parts.headers, gw.store.has_cold_pool())?;
     let condition = write_condition(&req.parts.headers)?;
     let tags = req
         .header("x-amz-tagging")

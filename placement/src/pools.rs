@@ -1,0 +1,225 @@
+//! The deployment's pools as one value: the first hot pool (whose set
+//! holds every version record, bucket and upload), hot pools added later
+//! (capacity expansion), an optional cold pool, and the tiers outside the
+//! deployment. Each pool is its erasure set, nothing more: the store's one
+//! runner does every pool's background work.
+//!
+//! Hot pools added after the first: version records stay in the first
+//! pool, so listings, versioning and key locks stay in one place; a new
+//! object's bytes go to a pool chosen at random weighted by free space (as
+//! MinIO places new objects across pools), stored there as a tier object
+//! exactly like the cold pool's (see `tier.rs`). Existing data never
+//! moves, so it stays readable throughout; small objects, packed with
+//! their record, stay in the first pool.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use disk_engine::DiskHealth;
+use erasure_set::ErasureSet;
+use parking_lot::{Mutex, RwLock};
+
+use crate::backend::TierBackend;
+use crate::error::Error;
+use crate::model::{COLD_TIER, POOL_TIER_PREFIX};
+
+/// How long a pool's free space is trusted before asking its disks again.
+const FREE_SPACE_TTL: Duration = Duration::from_secs(10);
+
+/// Usable free bytes per hot pool: `None` for the first, else the tier
+/// name of a pool added later.
+type PoolSpace = Vec<(Option<String>, u64)>;
+
+/// Every pool of the deployment and every tier outside it.
+pub(crate) struct Pools {
+    first: Arc<ErasureSet>,
+    /// Hot pools added after the first, by tier name.
+    hot: RwLock<Vec<(String, Arc<ErasureSet>)>>,
+    cold: OnceLock<Arc<ErasureSet>>,
+    /// Tiers outside the deployment (other S3 endpoints), by name.
+    remote: RwLock<HashMap<String, Arc<dyn TierBackend>>>,
+    /// Free space of the hot pools, as last asked, for placing new data.
+    free_space: Mutex<Option<(Instant, PoolSpace)>>,
+}
+
+impl Pools {
+    /// The pools of a deployment whose first pool is `first`.
+    pub(crate) fn new(first: Arc<ErasureSet>) -> Pools {
+        Pools {
+            first,
+            hot: RwLock::default(),
+            cold: OnceLock::new(),
+            remote: RwLock::default(),
+            free_space: Mutex::default(),
+        }
+    }
+
+    /// The first pool's set: every version record lives there.
+    pub(crate) fn first(&self) -> &Arc<ErasureSet> {
+        &self.first
+    }
+
+    /// Makes `cold` the cold pool.
+    pub(crate) fn add_cold(&self, cold: Arc<ErasureSet>) -> Result<(), Error> {
+        self.cold
+            .set(cold)
+            .map_err(|_| Error::InvalidArgument("a cold pool is already attached".into()))
+    }
+
+    /// Adds `pool` (pool `index` of the deployment) as a further hot pool;
+    /// returns its tier name.
+    pub(crate) fn add_hot(&self, index: u32, pool: Arc<ErasureSet>) -> String {
+        let name = format!("{POOL_TIER_PREFIX}{index}");
+        self.hot.write().push((name.clone(), pool));
+        name
+    }
+
+    /// Whether the deployment has a cold pool.
+    pub(crate) fn has_cold(&self) -> bool {
+        self.cold.get().is_some()
+    }
+
+    /// Every pool tier objects can live in, with its tier name: the cold
+    /// pool, then the further hot pools.
+    pub(crate) fn tier_pools(&self) -> Vec<(String, Arc<ErasureSet>)> {
+        let mut out: Vec<(String, Arc<ErasureSet>)> = self
+            .cold
+            .get()
+            .map(|c| (COLD_TIER.to_string(), c.clone()))
+            .into_iter()
+            .collect();
+        out.extend(self.hot.read().iter().cloned());
+        out
+    }
+
+    /// Every pool's set with its tier name (`None` for the first): the
+    /// first, the hot pools added later, then the cold pool.
+    pub(crate) fn every(&self) -> Vec<(Option<String>, Arc<ErasureSet>)> {
+        let mut out = vec![(None, self.first.clone())];
+        out.extend(
+            self.hot
+                .read()
+                .iter()
+                .map(|(n, s)| (Some(n.clone()), s.clone())),
+        );
+        if let Some(c) = self.cold.get() {
+            out.push((Some(COLD_TIER.to_string()), c.clone()));
+        }
+        out
+    }
+
+    /// The pool of the deployment named `tier` in version records.
+    pub(crate) fn pool(&self, tier: &str) -> Option<Arc<ErasureSet>> {
+        if tier == COLD_TIER {
+            return self.cold.get().cloned();
+        }
+        self.hot
+            .read()
+            .iter()
+            .find(|(n, _)| n == tier)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// [`Pools::pool`], or why there is none.
+    pub(crate) fn require(&self, tier: &str) -> Result<Arc<ErasureSet>, Error> {
+        self.pool(tier).ok_or_else(|| match tier {
+            COLD_TIER => Error::InvalidArgument("this server has no cold pool".into()),
+            other => Error::InvalidArgument(format!("this server has no pool {other:?}")),
+        })
+    }
+
+    /// Adds (or with `None` removes) the tier outside the deployment named
+    /// `name`.
+    pub(crate) fn set_remote(&self, name: &str, backend: Option<Arc<dyn TierBackend>>) {
+        let mut tiers = self.remote.write();
+        match backend {
+            Some(b) => tiers.insert(name.to_string(), b),
+            None => tiers.remove(name),
+        };
+    }
+
+    /// Whether a tier outside the deployment is named `name`.
+    pub(crate) fn has_remote(&self, name: &str) -> bool {
+        self.remote.read().contains_key(name)
+    }
+
+    /// The tiers outside the deployment, by name (sorted).
+    pub(crate) fn remotes(&self) -> Vec<(String, Arc<dyn TierBackend>)> {
+        let mut out: Vec<(String, Arc<dyn TierBackend>)> = self
+            .remote
+            .read()
+            .iter()
+            .map(|(n, b)| (n.clone(), b.clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// The tier outside the deployment named `name`.
+    pub(crate) fn remote(&self, name: &str) -> Result<Arc<dyn TierBackend>, Error> {
+        self.remote
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("no tier named {name:?} is configured")))
+    }
+
+    /// The hot pool a new object's bytes go to: `None` for the first, else
+    /// the tier name of a pool added later.
+    pub(crate) async fn pool_for_new_data(&self, size_hint: Option<u64>) -> Option<String> {
+        if self.hot.read().is_empty() || size_hint.is_some_and(|s| s <= self.first.pack_threshold())
+        {
+            return None;
+        }
+        let weights = self.free_space_by_pool().await;
+        let total: u64 = weights.iter().map(|(_, w)| w).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut pick = (uuid::Uuid::new_v4().as_u128() % total as u128) as u64;
+        for (pool, w) in weights {
+            if pick < w {
+                return pool;
+            }
+            pick -= w;
+        }
+        None
+    }
+
+    /// Usable free bytes of the first pool (`None`) and of each later hot
+    /// one.
+    async fn free_space_by_pool(&self) -> PoolSpace {
+        if let Some((at, v)) = self.free_space.lock().as_ref() {
+            if at.elapsed() < FREE_SPACE_TTL {
+                return v.clone();
+            }
+        }
+        let mut out = vec![(None, usable(&self.first).await)];
+        let hot = self.hot.read().clone();
+        for (name, pool) in hot {
+            out.push((Some(name), usable(&pool).await));
+        }
+        *self.free_space.lock() = Some((Instant::now(), out.clone()));
+        out
+    }
+}
+
+/// What a pool's set can still store: its fullest online disk's free
+/// space times its data shards (0 without a write quorum).
+async fn usable(set: &ErasureSet) -> u64 {
+    let free: Vec<u64> = set
+        .health()
+        .await
+        .into_iter()
+        .filter_map(|h| match h {
+            DiskHealth::Online { free_bytes, .. } => Some(free_bytes),
+            DiskHealth::Offline { .. } => None,
+        })
+        .collect();
+    if free.len() < set.quorum().write {
+        return 0;
+    }
+    let data = (set.width() - set.parity_shards()) as u64;
+    free.into_iter().min().unwrap_or(0).saturating_mul(data)
+}

@@ -1,0 +1,166 @@
+//! Starting a store: its first pool's set, the pools attached to it, and
+//! the one runner of background work for all of them. Each pool's set
+//! gets its repair worker and its at-risk finder; the store as a whole
+//! has one tier release worker, one heal worker (whose passes cover every
+//! pool), one garbage collector (likewise), and — once other gateways
+//! share the disks — one background lease and a writer lease on each
+//! pool's disks. Workers of pools after the first are named after their
+//! pool (`repair (cold)`). [`Store::shutdown`] stops them all.
+
+use std::sync::Arc;
+
+use background_work::Workers;
+use disk_engine::Disk;
+use erasure_set::{ErasureSet, LocalSet, RepairQueue, RepairWorker};
+use parking_lot::Mutex;
+use tokio_util::task::TaskTracker;
+
+use crate::background::WriterLease;
+use crate::collector::Collector;
+use crate::error::Error;
+use crate::gc::GcWorker;
+use crate::heal::{AtRiskFinder, HealWorker};
+use crate::healer::Healer;
+use crate::pools::Pools;
+use crate::store::{Store, StoreOptions};
+use crate::tier::TierReleaseWorker;
+
+impl Store {
+    /// A store over one erasure set of `disks` (in slot order) with `parity`
+    /// parity shards. Starts its background workers; call
+    /// [`Store::shutdown`] to stop them.
+    pub fn new(
+        disks: Vec<Arc<dyn Disk>>,
+        parity: usize,
+        opts: StoreOptions,
+    ) -> Result<Arc<Store>, Error> {
+        let (set, repair) = open_set(disks, parity, opts)?;
+        let workers = Workers::new();
+        workers.spawn(repair);
+        let (release, released) = tokio::sync::mpsc::unbounded_channel();
+        set.release_tier_objects_to(release);
+        Ok(Arc::new_cyclic(|me| {
+            workers.spawn(TierReleaseWorker {
+                store: me.clone(),
+                rx: released,
+                next: None,
+            });
+            let healer = Arc::new(Healer::default());
+            workers.spawn(HealWorker::new(me.clone(), healer.clone()));
+            let collector = Arc::new(Collector::default());
+            workers.spawn(GcWorker::new(me.clone(), collector.clone()));
+            workers.spawn(AtRiskFinder::new(me.clone(), &set, true));
+            Store {
+                pools: Pools::new(set),
+                bucket_cache: Mutex::default(),
+                in_flight: Mutex::default(),
+                healer,
+                background: Default::default(),
+                workers,
+                me: me.clone(),
+                commits: TaskTracker::new(),
+                collector,
+                opts,
+            }
+        }))
+    }
+
+    /// A store over an opened set (see [`crate::open_local_set`]); an
+    /// offline set gives a store whose every request answers why.
+    pub fn for_set(set: LocalSet, opts: StoreOptions) -> Result<Arc<Store>, Error> {
+        let offline = set.offline.clone();
+        let store = Store::new(set.disks, set.parity, opts)?;
+        if let Some(why) = offline {
+            store.set().mark_offline(why);
+        }
+        Ok(store)
+    }
+
+    /// Makes the opened set `cold` this store's cold pool, where versions
+    /// of cold storage classes keep their bytes (see `tier.rs`).
+    pub fn attach_cold_pool(&self, cold: LocalSet) -> Result<(), Error> {
+        let (set, repair) = self.open_pool(cold)?;
+        self.pools.add_cold(set.clone())?;
+        self.start_pool(crate::COLD_TIER, &set, repair);
+        Ok(())
+    }
+
+    /// Adds the opened set `pool` (pool `index` of the deployment) as a
+    /// further hot pool: new objects' bytes go to it by free space, as tier
+    /// objects, while their version records stay in the first pool (see
+    /// `pools.rs`). Returns its tier name.
+    pub fn attach_hot_pool(&self, index: u32, pool: LocalSet) -> Result<String, Error> {
+        let (set, repair) = self.open_pool(pool)?;
+        let name = self.pools.add_hot(index, set.clone());
+        self.start_pool(&name, &set, repair);
+        Ok(name)
+    }
+
+    /// Declares that other processes (gateways) write this store's disks
+    /// too: from now on every object lock is also leased on a majority of
+    /// its set's disks (see `locks.rs`), one gateway at a time runs the
+    /// scheduled background work (see `background.rs`), and this one holds
+    /// a writer lease on every pool's disks. Pools attached later share
+    /// their locks as they are attached.
+    pub fn share_locks(&self) {
+        let first = self.set().clone();
+        self.workers
+            .spawn(self.background.contend(first.disks().to_vec()));
+        for (tier, set) in self.pools.every() {
+            set.locks().share(set.disks().to_vec());
+            let lease = WriterLease::new(set.disks().to_vec());
+            match tier {
+                None => self.workers.spawn(lease),
+                Some(tier) => self
+                    .workers
+                    .spawn_as(format!("writer lease ({tier})"), lease),
+            }
+        }
+    }
+
+    /// Opens an attached pool's set with this store's tunables; an offline
+    /// set answers why to every request that needs it.
+    fn open_pool(&self, pool: LocalSet) -> Result<(Arc<ErasureSet>, RepairWorker), Error> {
+        let (set, repair) = open_set(pool.disks, pool.parity, self.opts)?;
+        if let Some(why) = pool.offline {
+            set.mark_offline(why);
+        }
+        Ok((set, repair))
+    }
+
+    /// Starts the workers of the attached pool `tier`.
+    fn start_pool(&self, tier: &str, set: &Arc<ErasureSet>, repair: RepairWorker) {
+        self.workers.spawn_as(format!("repair ({tier})"), repair);
+        self.workers.spawn_as(
+            format!("at-risk finder ({tier})"),
+            AtRiskFinder::new(self.me.clone(), set, false),
+        );
+        if self.set().locks().is_shared() {
+            set.locks().share(set.disks().to_vec());
+            self.workers.spawn_as(
+                format!("writer lease ({tier})"),
+                WriterLease::new(set.disks().to_vec()),
+            );
+        }
+    }
+}
+
+/// A set of `disks` with `parity` parity shards and the worker draining
+/// its repair queue (not started yet).
+fn open_set(
+    disks: Vec<Arc<dyn Disk>>,
+    parity: usize,
+    opts: StoreOptions,
+) -> Result<(Arc<ErasureSet>, RepairWorker), Error> {
+    let (queue, rx) = RepairQueue::new();
+    let set = Arc::new(ErasureSet::new(
+        disks,
+        parity,
+        opts.block_size,
+        opts.read_cache_bytes,
+        opts.pack_threshold,
+        queue,
+    )?);
+    let repair = RepairWorker::new(Arc::downgrade(&set), rx);
+    Ok((set, repair))
+}
