@@ -91,9 +91,8 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     // A pool whose disks were not opened comes back with a restart: the
     // replacement watch leaves it alone.
     let offline: Vec<bool> = sets.iter().map(|s| s.offline.is_some()).collect();
-    let mut sets = sets.into_iter().zip(&map.pools).enumerate();
     let mut store = None;
-    for (index, (set, pool)) in sets.by_ref() {
+    for (index, (set, pool)) in sets.into_iter().zip(&map.pools).enumerate() {
         let nodes: std::collections::BTreeSet<&str> =
             pool.disks.iter().map(|d| d.node.as_str()).collect();
         layout.push(format!(

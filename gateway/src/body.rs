@@ -27,10 +27,16 @@ const DRAIN_LIMIT_BYTES: u64 = 256 << 20;
 /// Longest wait for the next bytes while draining: a client that is still
 /// sending delivers data well within it; a stalled one is let go.
 const DRAIN_IDLE: Duration = Duration::from_secs(2);
+/// Longest a drain goes on in all, however the bytes trickle in: a client
+/// refused a request holds its connection no longer than one that sends
+/// nothing holds it before its first request (the header timeout's
+/// default).
+const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A request body that, when dropped unread (the request failed before or
 /// while reading it), keeps reading and discarding up to
-/// [`DRAIN_LIMIT_BYTES`] in the background. Without it the connection closes
+/// [`DRAIN_LIMIT_BYTES`] (for at most [`DRAIN_DEADLINE`]) in the
+/// background. Without it the connection closes
 /// under a client that is still sending, which sees a broken pipe instead of
 /// the S3 error.
 ///
@@ -106,8 +112,10 @@ impl Drop for DrainOnDrop {
             rt.spawn(async move {
                 let mut frames = body.into_data_stream();
                 let mut drained = 0u64;
+                let deadline = tokio::time::Instant::now() + DRAIN_DEADLINE;
                 while drained < DRAIN_LIMIT_BYTES {
-                    match tokio::time::timeout(DRAIN_IDLE, frames.next()).await {
+                    let wait = deadline.min(tokio::time::Instant::now() + DRAIN_IDLE);
+                    match tokio::time::timeout_at(wait, frames.next()).await {
                         Ok(Some(Ok(b))) => drained += b.len() as u64,
                         _ => break,
                     }

@@ -5,7 +5,8 @@
 //! timeout does not: a connection that never sends a byte, one that sends
 //! part of the HTTP/2 preface and stops, and an HTTP/2 connection (prior
 //! knowledge or ALPN) that opens no stream. Request bodies are bounded by
-//! the body reader's rate rule, not here.
+//! the body reader's rate rule, and the discarded rest of a refused body
+//! by the drain's deadline (`body.rs`), not here.
 
 use std::future::Future;
 use std::io;

@@ -381,6 +381,16 @@ impl S3Error {
         out
     }
 
+    /// Whether this answer ends its connection's reads: the client sends
+    /// too slowly, or more than it may (whatever headers are added).
+    fn stops_reading(&self) -> bool {
+        match self {
+            S3Error::RequestTimeout | S3Error::MaxPostPreDataLengthExceeded => true,
+            S3Error::WithHeaders(inner, _) => inner.stops_reading(),
+            _ => false,
+        }
+    }
+
     /// Builds the HTTP response; HEAD requests and 304s get no body.
     pub fn into_response(
         self,
@@ -402,10 +412,7 @@ impl S3Error {
         if let S3Error::InvalidRange(size) = &self {
             builder = builder.header(http::header::CONTENT_RANGE, format!("bytes */{size}"));
         }
-        if matches!(
-            self,
-            S3Error::RequestTimeout | S3Error::MaxPostPreDataLengthExceeded
-        ) {
+        if self.stops_reading() {
             // The rest of the body is not wanted: close instead of draining
             // it at the sender's pace (HTTP/2 drops this header and resets
             // the stream).

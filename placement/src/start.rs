@@ -79,6 +79,11 @@ impl Store {
     /// Makes the opened set `cold` this store's cold pool, where versions
     /// of cold storage classes keep their bytes (see `tier.rs`).
     pub fn attach_cold_pool(&self, cold: LocalSet) -> Result<(), Error> {
+        if self.pools.has_cold() {
+            return Err(Error::InvalidArgument(
+                "a cold pool is already attached".into(),
+            ));
+        }
         let (set, repair) = self.open_pool(cold)?;
         self.pools.add_cold(set.clone())?;
         self.start_pool(crate::COLD_TIER, &set, repair);
@@ -100,8 +105,10 @@ impl Store {
     /// too: from now on every object lock is also leased on a majority of
     /// its set's disks (see `locks.rs`), one gateway at a time runs the
     /// scheduled background work (see `background.rs`), and this one holds
-    /// a writer lease on every pool's disks. Pools attached later share
-    /// their locks as they are attached.
+    /// a writer lease on every pool's disks (this process's collector asks
+    /// only the first pool's, but a gateway of an earlier release, which
+    /// collects each pool on its own, asks that pool's). Pools attached
+    /// later share their locks as they are attached.
     pub fn share_locks(&self) {
         let first = self.set().clone();
         self.workers
@@ -118,12 +125,16 @@ impl Store {
         }
     }
 
-    /// Opens an attached pool's set with this store's tunables; an offline
-    /// set answers why to every request that needs it.
+    /// Opens an attached pool's set with this store's tunables, its locks
+    /// shared if the store's are (before any request can reach it); an
+    /// offline set answers why to every request that needs it.
     fn open_pool(&self, pool: LocalSet) -> Result<(Arc<ErasureSet>, RepairWorker), Error> {
         let (set, repair) = open_set(pool.disks, pool.parity, self.opts)?;
         if let Some(why) = pool.offline {
             set.mark_offline(why);
+        }
+        if self.set().locks().is_shared() {
+            set.locks().share(set.disks().to_vec());
         }
         Ok((set, repair))
     }
@@ -136,7 +147,6 @@ impl Store {
             AtRiskFinder::new(self.me.clone(), set, false),
         );
         if self.set().locks().is_shared() {
-            set.locks().share(set.disks().to_vec());
             self.workers.spawn_as(
                 format!("writer lease ({tier})"),
                 WriterLease::new(set.disks().to_vec()),

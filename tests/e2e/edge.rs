@@ -496,3 +496,33 @@ async fn a_refused_body_being_sent_is_read_to_its_end_before_the_close() {
         .unwrap()
         .expect("the whole body could be sent: the server read it");
 }
+
+/// The rest of a refused body is drained only for a while: a client that
+/// trickles it in (a byte a second, within the drain's idle limit) has its
+/// connection closed after the drain's deadline instead of holding it for
+/// as long as it keeps sending.
+#[tokio::test]
+async fn a_refused_body_trickling_in_is_drained_only_until_a_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = Server::start(1);
+    let head = signed_head(&s, "PUT", "/no-such-bucket/k", &[], 1 << 20, &[]);
+    let sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    let (mut rd, mut wr) = sock.into_split();
+    wr.write_all(head.as_bytes()).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        while wr.write_all(b"x").await.is_ok() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(50), rd.read_to_end(&mut answer)).await;
+    trickle.abort();
+    let answer = String::from_utf8_lossy(&answer).to_lowercase();
+    assert!(answer.starts_with("http/1.1 404"), "{answer}");
+    assert!(
+        closed.is_ok(),
+        "still open after {:?} of trickling",
+        started.elapsed()
+    );
+}

@@ -89,11 +89,12 @@ async fn two_gib_streams_up_and_down_in_bounded_memory() {
         warm >> 20
     );
     // Memory does not grow with the object: 16 times the warm-up object
-    // costs at most 64 MiB more (the peak varies by some 50 MiB from run
-    // to run with how the allocator reuses freed buffers; a 5 GiB object
-    // measured no more than a 2 GiB one), ...
+    // costs at most 96 MiB more (the peak varies by some 50 MiB from run
+    // to run with how the allocator reuses freed buffers — one CI run
+    // measured 265 MiB after the warm-up and 329 MiB after 2 GiB, another
+    // 288 and 326; a 5 GiB object measured no more than a 2 GiB one), ...
     assert!(
-        peak < warm + (64 << 20),
+        peak < warm + (96 << 20),
         "peak RSS {} MiB after {} MiB, {} MiB after {len} bytes",
         warm >> 20,
         WARM_UP_BYTES >> 20,
