@@ -9,13 +9,14 @@ export AWS_ACCESS_KEY_ID=$GRANARY_ROOT_USER AWS_SECRET_ACCESS_KEY=$GRANARY_ROOT_
 
 # One server of 4 fresh directories under $dir (d1..d4) at a time:
 # `start_server BINARY PORT [FLAGS...]` starts it and waits until it is
-# ready; `stop_server` stops it and removes its directories (a script
+# ready; `stop_server` stops it and removes its directories and the
+# unseal key the server writes beside them (a script
 # traps EXIT with it).
 server_pid=
 stop_server() {
     if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
     server_pid=
-    if [ -n "${dir:-}" ]; then rm -rf "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4; fi
+    if [ -n "${dir:-}" ]; then rm -rf "$dir"/d1 "$dir"/d2 "$dir"/d3 "$dir"/d4 "$dir"/granary-unseal.key; fi
 }
 start_server() {
     local bin=$1 port=$2
