@@ -25,6 +25,7 @@ mod error;
 mod gc;
 mod heal;
 mod healer;
+mod key_hash;
 mod model;
 mod multipart;
 mod objects;
@@ -61,6 +62,7 @@ pub use erasure_set::{
 pub use error::Error;
 pub use gc::DEFAULT_GC_INTERVAL;
 pub use healer::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
+pub use key_hash::{key_hash, set_index};
 pub use model::{BucketRecord, PartRecord, UploadRecord, Versioning, COLD_TIER, POOL_TIER_PREFIX};
 pub use multipart::UploadInfo;
 pub use objects::{
