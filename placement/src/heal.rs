@@ -2,9 +2,10 @@
 //! — system documents, every bucket, tier objects, then those of the hot
 //! pools added later and of the cold pool — is read completely from every
 //! disk (each block's checksum verified), and whatever is missing, short,
-//! corrupt or without its record is rebuilt from the other disks. A pass runs on demand (`granary admin heal`) and
-//! every scrub interval, paced to a byte rate so foreground requests keep
-//! their latency. Its progress is readable while it runs.
+//! corrupt or without its record is rebuilt from the other disks. A pass
+//! runs on demand (`granary admin heal`) and every scrub interval, paced
+//! to a byte rate so foreground requests keep their latency. Its progress
+//! is readable while it runs.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};

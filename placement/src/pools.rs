@@ -80,17 +80,13 @@ impl Pools {
         self.cold.get().is_some()
     }
 
-    /// Every pool tier objects can live in, with its tier name: the cold
-    /// pool, then the further hot pools.
+    /// Every pool tier objects can live in, with its tier name: every
+    /// pool but the first, in the order of [`Pools::every`].
     pub(crate) fn tier_pools(&self) -> Vec<(String, Arc<ErasureSet>)> {
-        let mut out: Vec<(String, Arc<ErasureSet>)> = self
-            .cold
-            .get()
-            .map(|c| (COLD_TIER.to_string(), c.clone()))
+        self.every()
             .into_iter()
-            .collect();
-        out.extend(self.hot.read().iter().cloned());
-        out
+            .filter_map(|(tier, set)| Some((tier?, set)))
+            .collect()
     }
 
     /// Every pool's set with its tier name (`None` for the first): the

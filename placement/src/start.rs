@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use background_work::Workers;
+use background_work::{Worker, Workers};
 use disk_engine::Disk;
 use erasure_set::{ErasureSet, LocalSet, RepairQueue, RepairWorker};
 use parking_lot::Mutex;
@@ -79,11 +79,6 @@ impl Store {
     /// Makes the opened set `cold` this store's cold pool, where versions
     /// of cold storage classes keep their bytes (see `tier.rs`).
     pub fn attach_cold_pool(&self, cold: LocalSet) -> Result<(), Error> {
-        if self.pools.has_cold() {
-            return Err(Error::InvalidArgument(
-                "a cold pool is already attached".into(),
-            ));
-        }
         let (set, repair) = self.open_pool(cold)?;
         self.pools.add_cold(set.clone())?;
         self.start_pool(crate::COLD_TIER, &set, repair);
@@ -115,13 +110,7 @@ impl Store {
             .spawn(self.background.contend(first.disks().to_vec()));
         for (tier, set) in self.pools.every() {
             set.locks().share(set.disks().to_vec());
-            let lease = WriterLease::new(set.disks().to_vec());
-            match tier {
-                None => self.workers.spawn(lease),
-                Some(tier) => self
-                    .workers
-                    .spawn_as(format!("writer lease ({tier})"), lease),
-            }
+            self.spawn_for(tier.as_deref(), WriterLease::new(set.disks().to_vec()));
         }
     }
 
@@ -141,16 +130,21 @@ impl Store {
 
     /// Starts the workers of the attached pool `tier`.
     fn start_pool(&self, tier: &str, set: &Arc<ErasureSet>, repair: RepairWorker) {
-        self.workers.spawn_as(format!("repair ({tier})"), repair);
-        self.workers.spawn_as(
-            format!("at-risk finder ({tier})"),
-            AtRiskFinder::new(self.me.clone(), set, false),
-        );
+        self.spawn_for(Some(tier), repair);
+        self.spawn_for(Some(tier), AtRiskFinder::new(self.me.clone(), set, false));
         if self.set().locks().is_shared() {
-            self.workers.spawn_as(
-                format!("writer lease ({tier})"),
-                WriterLease::new(set.disks().to_vec()),
-            );
+            self.spawn_for(Some(tier), WriterLease::new(set.disks().to_vec()));
+        }
+    }
+
+    /// Starts `worker` for the pool `tier` (`None`: the first), named
+    /// after that pool when it is not the first (`repair (cold)`).
+    fn spawn_for(&self, tier: Option<&str>, worker: impl Worker) {
+        match tier {
+            None => self.workers.spawn(worker),
+            Some(tier) => self
+                .workers
+                .spawn_as(format!("{} ({tier})", worker.name()), worker),
         }
     }
 }

@@ -168,11 +168,6 @@ impl Store {
         self.background.owns()
     }
 
-    /// Objects waiting in the repair queue.
-    pub fn repair_backlog(&self) -> usize {
-        self.set().repair_queue().backlog()
-    }
-
     /// Repair counters.
     pub fn repair_stats(&self) -> Arc<RepairStats> {
         self.set().repair_queue().stats.clone()
@@ -187,11 +182,6 @@ impl Store {
     /// known to agree).
     pub fn listing_one_disk_pages(&self) -> u64 {
         self.set().one_disk_pages()
-    }
-
-    /// Every disk slot of the first pool with its health.
-    pub async fn disk_status(&self) -> Vec<DiskStatus> {
-        disk_status(self.set()).await
     }
 
     /// Every pool with its backlogs: the first, the hot pools added later,
