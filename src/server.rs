@@ -6,7 +6,10 @@ use anyhow::Context;
 use clap::Args;
 use disk_engine::{LocalDiskOptions, ShardIoMode, Tier};
 use gateway::AccessKey;
-use placement::{open_local_set, LocalSetConfig, Store, StoreOptions, DEFAULT_BLOCK_SIZE};
+use placement::{
+    open_local_pool, open_local_set, LocalPoolConfig, LocalSetConfig, Store, StoreOptions,
+    DEFAULT_BLOCK_SIZE,
+};
 
 use crate::credentials::{env_keys, KEYS_FROM_ENV};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
@@ -15,8 +18,9 @@ use crate::keyring::{check_before_formatting, server_keys, KeyringDirs, Origin, 
 /// Options of `granary server`.
 #[derive(Args, Debug)]
 pub struct ServerArgs {
-    /// Data directories of the hot pool (1 to 16); created if missing on
-    /// first start.
+    /// Data directories of the hot pool; created if missing on first
+    /// start. Up to 16 form one erasure set; more are divided into sets of
+    /// equal width (see --set-width).
     #[arg(default_value = "./data", conflicts_with = "hot")]
     pub dirs: Vec<PathBuf>,
     /// The hot pool's directories (NVMe), instead of the plain list: where
@@ -32,9 +36,15 @@ pub struct ServerArgs {
     /// directories).
     #[arg(long, requires = "cold")]
     pub cold_parity: Option<usize>,
-    /// Parity shards (default: 0 for 1 dir, mirroring for 2-3, 2 for 4-5, 3 for 6-7, 4 for 8+).
+    /// Parity shards of each hot erasure set (default by set width: 0 for
+    /// 1 disk, mirroring for 2-3, 2 for 4-5, 3 for 6-7, 4 for 8+).
     #[arg(long)]
     pub parity: Option<usize>,
+    /// Disks per erasure set of the hot pool (default: the widest of 4 to
+    /// 16 that divides the directory count; up to 16 directories, one set
+    /// of all of them). Recorded at formatting; a formatted pool keeps it.
+    #[arg(long, value_name = "DISKS")]
+    pub set_width: Option<usize>,
     /// How shard files are read and written: `auto` (io_uring with O_DIRECT
     /// where the filesystem allows), `buffered` (io_uring through the page
     /// cache) or `blocking` (no io_uring).
@@ -98,30 +108,37 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let all_dirs: Vec<PathBuf> = hot_dirs.iter().chain(&args.cold).cloned().collect();
     let unseal = UnsealSource::new(args.unseal_key_file.clone(), &hot_dirs[0]);
     check_before_formatting(&unseal, &hot_dirs, &all_dirs)?;
-    let cfg = LocalSetConfig {
+    let cfg = LocalPoolConfig {
         dirs: hot_dirs.clone(),
+        set_width: args.set_width,
         parity: args.parity,
-        tier: Tier::Hot,
-        pool: 0,
-        deployment: None,
         disk: disk.clone(),
     };
-    let set = tokio::task::spawn_blocking(move || open_local_set(&cfg))
+    let pool = tokio::task::spawn_blocking(move || open_local_pool(&cfg))
         .await?
         .context("cannot open the data directories")?;
-    let mut layout = describe_layout(set.disks.len(), set.parity);
-    let mut local = set.local.clone();
+    let mut layout = match pool.sets.len() {
+        1 => describe_layout(pool.width(), pool.parity()),
+        n => format!(
+            "{n} erasure sets of {}",
+            describe_layout(pool.width(), pool.parity())
+        ),
+    };
+    let mut local: Vec<_> = pool.sets.iter().flat_map(|s| s.local.clone()).collect();
     let opts = store_options(&args.front);
-    let deployment_id = set.deployment_id;
-    let created = set.created;
-    let mut replaced = !set.replaced.is_empty();
-    let store = Store::for_set(set, opts)?;
+    let deployment_id = pool.deployment_id;
+    let created = pool.created;
+    let mut replaced = pool.sets.iter().any(|s| !s.replaced.is_empty());
+    let store = Store::for_pool(pool, opts)?;
     if !args.cold.is_empty() {
         let cfg = LocalSetConfig {
             dirs: args.cold.clone(),
             parity: args.cold_parity,
             tier: Tier::Cold,
             pool: 1,
+            set: 0,
+            sets: 1,
+            pool_exists: false,
             deployment: Some(deployment_id),
             disk,
         };

@@ -51,6 +51,11 @@ pub struct FormatRecord {
     pub tier: Tier,
     /// Erasure set index within the pool.
     pub set: u32,
+    /// Erasure sets in the pool, all of the same width (`set_disks`).
+    /// Records written before pools had many sets lack it: one. The
+    /// checksum of a one-set record leaves it out, so theirs still match.
+    #[serde(default = "one")]
+    pub sets: u32,
     /// Slot of this disk within its set (0-based).
     pub position: u32,
     /// Data shards per stripe (k).
@@ -59,6 +64,25 @@ pub struct FormatRecord {
     pub parity_shards: u32,
     /// Ids of every disk of the set by slot, so a slot's history is known.
     pub set_disks: Vec<DiskId>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A one-set record as records were before `sets` existed: what its
+/// checksum covers.
+#[derive(Serialize)]
+struct OneSet<'a> {
+    deployment_id: &'a Uuid,
+    disk_id: &'a DiskId,
+    pool: u32,
+    tier: Tier,
+    set: u32,
+    position: u32,
+    data_shards: u32,
+    parity_shards: u32,
+    set_disks: &'a [DiskId],
 }
 
 #[derive(Serialize, Deserialize)]
@@ -83,6 +107,7 @@ impl FormatRecord {
                 pool: 0,
                 tier,
                 set: 0,
+                sets: 1,
                 position: slot as u32,
                 data_shards: data,
                 parity_shards: parity,
@@ -97,7 +122,21 @@ impl FormatRecord {
     }
 
     fn checksum(&self) -> String {
-        let body = serde_json::to_vec(self).expect("format record serialises");
+        let body = match self.sets {
+            1 => serde_json::to_vec(&OneSet {
+                deployment_id: &self.deployment_id,
+                disk_id: &self.disk_id,
+                pool: self.pool,
+                tier: self.tier,
+                set: self.set,
+                position: self.position,
+                data_shards: self.data_shards,
+                parity_shards: self.parity_shards,
+                set_disks: &self.set_disks,
+            }),
+            _ => serde_json::to_vec(self),
+        }
+        .expect("format record serialises");
         format!("{:08x}", crc_fast::crc32_iscsi(&body))
     }
 
@@ -133,6 +172,9 @@ impl FormatRecord {
         let f = env.format;
         if f.position as usize >= f.set_size() || f.set_disks.len() != f.set_size() {
             return Err(DiskError::corrupt("format record", "slot outside its set"));
+        }
+        if f.sets == 0 || f.set >= f.sets {
+            return Err(DiskError::corrupt("format record", "set outside its pool"));
         }
         Ok(f)
     }
@@ -210,6 +252,29 @@ mod tests {
             DirState::Formatted(g) => assert_eq!(g, f),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_format_written_before_sets_were_recorded_still_opens() {
+        // A record written by the release before the `sets` field existed
+        // (its checksum covers the fields it had): one set, and written
+        // again it is byte for byte what it was.
+        let old = include_str!("testdata/format-one-set.json");
+        let f = FormatRecord::decode(old.as_bytes()).unwrap();
+        assert_eq!((f.set, f.sets, f.set_size()), (0, 1, 4));
+        let text = String::from_utf8(f.encode()).unwrap();
+        assert!(text.contains("\"checksum\": \"f717125d\""), "{text}");
+        assert_eq!(FormatRecord::decode(&f.encode()).unwrap(), f);
+        let many = FormatRecord {
+            set: 2,
+            sets: 4,
+            ..f
+        };
+        let text = String::from_utf8(many.encode()).unwrap();
+        assert!(text.contains("\"sets\": 4"), "{text}");
+        assert_eq!(FormatRecord::decode(text.as_bytes()).unwrap(), many);
+        let outside = FormatRecord { set: 4, ..many };
+        assert!(FormatRecord::decode(&outside.encode()).is_err());
     }
 
     #[test]

@@ -67,7 +67,7 @@ impl Objects {
     /// current version; a key that is not UTF-8 is shown with replacement
     /// characters, as S3 keys are UTF-8. Fields longer than a u16 (which no
     /// gateway writes) are cut.
-    pub(crate) fn push(&mut self, name: &[u8], v: &SummaryView<'_>) {
+    pub fn push(&mut self, name: &[u8], v: &SummaryView<'_>) {
         match std::str::from_utf8(name) {
             Ok(n) => self.names.push_str(n),
             Err(_) => self.names.push_str(&String::from_utf8_lossy(name)),

@@ -30,9 +30,16 @@ pub struct LocalSetConfig {
     pub parity: Option<usize>,
     /// Tier of the pool the directories form.
     pub tier: Tier,
-    /// Index of the pool in the deployment (0: the hot pool holding every
-    /// version record; 1: the cold pool).
+    /// Index of the pool in the deployment (0: the first hot pool; 1: the
+    /// cold pool).
     pub pool: u32,
+    /// Index of this set in its pool.
+    pub set: u32,
+    /// Sets in the pool.
+    pub sets: u32,
+    /// Whether other sets of the pool are formatted (see
+    /// [`SetWant::pool_exists`]).
+    pub pool_exists: bool,
     /// The deployment a pool after the first joins; `None` for the first
     /// pool, which formats a new deployment.
     pub deployment: Option<Uuid>,
@@ -84,6 +91,9 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, SetError> {
         parity: cfg.parity,
         tier: cfg.tier,
         pool: cfg.pool,
+        set: cfg.set,
+        sets: cfg.sets,
+        pool_exists: cfg.pool_exists,
         deployment: cfg.deployment,
         // Cold pools trade fault tolerance for space by default: parity 2
         // (wider, cheaper stripes than the hot pool's on as many disks).
@@ -167,6 +177,9 @@ mod tests {
             parity,
             tier: Tier::Hot,
             pool: 0,
+            set: 0,
+            sets: 1,
+            pool_exists: false,
             deployment: None,
             disk: LocalDiskOptions::default(),
         }

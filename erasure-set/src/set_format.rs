@@ -77,6 +77,14 @@ pub struct SetWant {
     pub tier: Tier,
     /// Pool index in the deployment.
     pub pool: u32,
+    /// Index of this set in its pool.
+    pub set: u32,
+    /// Sets in the pool (1 for a pool formatted before pools had many).
+    pub sets: u32,
+    /// Whether other sets of the pool are formatted already: a set none
+    /// of whose disks holds its format is then not formatted as new (its
+    /// disks are more likely failed mounts than new), it is offline.
+    pub pool_exists: bool,
     /// The deployment the set must belong to (`None`: any, or a new one).
     pub deployment: Option<Uuid>,
     /// Parity of a new set when `parity` is `None`.
@@ -104,9 +112,9 @@ pub struct LocalSet {
     pub offline: Option<String>,
 }
 
-/// How a pool's set is named in messages. Each pool is one set today.
-pub fn set_name(pool: u32) -> String {
-    format!("erasure set 1 of pool {pool}")
+/// How set `set` (0-based) of pool `pool` is named in messages.
+pub fn set_name(pool: u32, set: u32) -> String {
+    format!("erasure set {} of pool {pool}", set + 1)
 }
 
 fn setup(msg: String) -> SetError {
@@ -132,6 +140,10 @@ pub fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, SetError>
         .collect();
 
     let Some(&(first_slot, reference)) = formatted.first() else {
+        if want.pool_exists {
+            let deployment = want.deployment.unwrap_or_default();
+            return Ok(offline_set(slots, want, &states, 0, want.default_parity, deployment));
+        }
         return format_new(slots, want);
     };
     let reference = reference.clone();
@@ -156,6 +168,16 @@ pub fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, SetError>
                 "{dir} is disk {} of its set but was given in position {}; give the disks in their original order",
                 f.position + 1,
                 slot + 1
+            )));
+        }
+        if f.set != want.set || f.sets != want.sets {
+            return Err(setup(format!(
+                "{dir} is a disk of erasure set {} of {} in its pool but was given in set {} of {}; \
+                 give the disks in their original order",
+                f.set + 1,
+                f.sets,
+                want.set + 1,
+                want.sets
             )));
         }
         if f.parity_shards != reference.parity_shards
@@ -227,26 +249,18 @@ pub fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, SetError>
             return Err(setup(format!(
                 "{}: only {} of its {n} disks answer with its format and {silent} do not answer; \
                  not formatting its empty disks until they do",
-                set_name(want.pool),
+                set_name(want.pool, want.set),
                 formatted.len()
             )));
         }
-        let why = set_offline_reason(slots, want, &states, formatted.len(), read_quorum);
-        tracing::error!(set = %set_name(want.pool), "{why}");
-        let disks = (0..n)
-            .map(|slot| {
-                Arc::new(OfflineDisk::new(slots.show(slot), "its set is offline")) as Arc<dyn Disk>
-            })
-            .collect();
-        return Ok(LocalSet {
-            disks,
-            local: vec![None; n],
+        return Ok(offline_set(
+            slots,
+            want,
+            &states,
+            formatted.len(),
             parity,
-            deployment_id: reference.deployment_id,
-            replaced: Vec::new(),
-            created: false,
-            offline: Some(why),
-        });
+            reference.deployment_id,
+        ));
     }
 
     // The format of `slot` in the set whose disks are `set_disks`.
@@ -293,6 +307,34 @@ fn failed_mount(dir: &str) -> String {
     )
 }
 
+/// A set with too few formatted disks, opened offline: none of its disks
+/// is opened or written.
+fn offline_set(
+    slots: &dyn Slots,
+    want: &SetWant,
+    states: &[DirState],
+    formatted: usize,
+    parity: usize,
+    deployment_id: Uuid,
+) -> LocalSet {
+    let n = slots.count();
+    let read_quorum = Quorum::for_layout(n - parity, parity).read;
+    let why = set_offline_reason(slots, want, states, formatted, read_quorum);
+    tracing::error!(set = %set_name(want.pool, want.set), "{why}");
+    let disks = (0..n)
+        .map(|slot| Arc::new(OfflineDisk::new(slots.show(slot), "its set is offline")) as Arc<dyn Disk>)
+        .collect();
+    LocalSet {
+        disks,
+        local: vec![None; n],
+        parity,
+        deployment_id,
+        replaced: Vec::new(),
+        created: false,
+        offline: Some(why),
+    }
+}
+
 /// Why a set with too few formatted disks is not formatted, naming it and
 /// each slot that lacks its format.
 fn set_offline_reason(
@@ -318,7 +360,7 @@ fn set_offline_reason(
         "{} ({}) is offline: only {formatted} of its {} disks hold its format and reading it needs {read_quorum}; \
          not formatting empty disks over data the others may still hold. Missing or empty: {}. \
          Bring those disks back (check their mounts) and restart",
-        set_name(want.pool),
+        set_name(want.pool, want.set),
         want.tier,
         states.len(),
         missing.join(", ")
@@ -329,15 +371,18 @@ fn format_new(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, SetError> {
     let n = slots.count();
     let parity = want.parity.unwrap_or(want.default_parity);
     let mut formats = FormatRecord::new_set(want.tier, (n - parity) as u32, parity as u32);
+    let deployment = want.deployment.unwrap_or(formats[0].deployment_id);
     for f in &mut formats {
         f.pool = want.pool;
-        f.deployment_id = want.deployment.unwrap_or(f.deployment_id);
+        f.set = want.set;
+        f.sets = want.sets;
+        f.deployment_id = deployment;
     }
     let deployment_id = formats[0].deployment_id;
     for (slot, f) in formats.iter().enumerate() {
         slots.write_format(slot, f, None)?;
     }
-    tracing::info!(disks = n, data = n - parity, parity, tier = %want.tier, %deployment_id, "formatted a new pool");
+    tracing::info!(disks = n, data = n - parity, parity, tier = %want.tier, %deployment_id, set = %set_name(want.pool, want.set), "formatted a new erasure set");
     let mut set = open_all(slots, parity, deployment_id, &formats, &[])?;
     set.created = true;
     Ok(set)
@@ -422,6 +467,9 @@ mod tests {
             parity: None,
             tier: Tier::Hot,
             pool: 0,
+            set: 0,
+            sets: 1,
+            pool_exists: false,
             deployment: None,
             default_parity: 2,
             parity_name: "--parity",

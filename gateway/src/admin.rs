@@ -153,7 +153,8 @@ fn stats(store: &placement::Store) -> Value {
     })
 }
 
-/// The pools' disks with their state, the store's background workers, the
+/// The pools' erasure sets (one entry each, numbered from 1 within their
+/// pool) with their disks' state, the store's background workers, the
 /// heal pass and the repair backlog.
 async fn status(store: &Arc<placement::Store>) -> Value {
     let disks = store.disk_status_by_pool().await;
@@ -182,6 +183,7 @@ async fn status(store: &Arc<placement::Store>) -> Value {
                 .collect();
             json!({
                 "tier": tier,
+                "set": pool.set + 1,
                 "disks": disks,
                 "repairBacklog": pool.repair_backlog,
                 "objectsAtRisk": pool.objects_at_risk,

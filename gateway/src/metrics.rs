@@ -94,13 +94,14 @@ pub fn render(gw: &Gateway) -> String {
     o.family(
         "granary_objects_at_risk",
         "gauge",
-        "Objects acknowledged with fewer than k + m disks holding them and not healed since, by pool.",
+        "Objects acknowledged with fewer than k + m disks holding them and not healed since, by pool and erasure set.",
     );
     let pools = gw.store.pool_status();
     for pool in &pools {
+        let set = (pool.set + 1).to_string();
         o.sample(
             "granary_objects_at_risk",
-            &[("pool", pool.tier.as_deref().unwrap_or("hot"))],
+            &[("pool", pool.tier.as_deref().unwrap_or("hot")), ("set", &set)],
             pool.objects_at_risk as f64,
         );
     }

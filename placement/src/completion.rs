@@ -61,7 +61,7 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.detached(move |me| async move {
-            let _guard = me.set().locks().lock(&bucket, &key).await?;
+            let _guard = me.pools.set_of(&bucket, &key).locks().lock(&bucket, &key).await?;
             match me.completion_of(&bucket, &key, upload_id).await? {
                 Some(done) => me.finish_completion(&bucket, &key, upload_id, done).await,
                 None => Err(Error::NoSuchUpload),
@@ -79,12 +79,12 @@ impl Store {
         meta: ObjectMeta,
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
-        let _guard = self.set().locks().lock(bucket, key).await?;
+        let _guard = self.pools.set_of(bucket, key).locks().lock(bucket, key).await?;
         failpoint::hit("complete.before", "").await;
         // Read once under the lock: for an earlier completion, and for the
         // new version's place among the key's versions.
-        let records = self.set().read_records(bucket, key).await;
-        if let Some(done) = self.completion_in(&records, upload_id)? {
+        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
+        if let Some(done) = self.completion_in((bucket, key), &records, upload_id)? {
             return self.finish_completion(bucket, key, upload_id, done).await;
         }
         // Read under the lock: completed or aborted while we waited?
@@ -110,7 +110,7 @@ impl Store {
             .await?;
         let keep: Vec<Uuid> = committed.object.data_ids().collect();
         let dropped = committed.completed;
-        self.free_parts(None, dropped, &keep).await;
+        self.free_parts((bucket, key), None, dropped, &keep).await;
         failpoint::hit("complete.dropped", "").await;
         Ok(committed.object)
     }
@@ -140,7 +140,7 @@ impl Store {
             .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
             .await?;
         let record = ObjectRecord::new_version(
-            self.set().layout_for(bucket, key),
+            self.pools.set_of(bucket, key).layout_for(bucket, key),
             crate::transition::tiered_parts(&chosen),
             true,
             meta,
@@ -154,7 +154,7 @@ impl Store {
             .commit_completion(bucket, key, upload_id, record, versioning, &state)
             .await?;
         let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
-        self.free_parts(Some(pool), committed.completed, &keep)
+        self.free_parts((bucket, key), Some(pool), committed.completed, &keep)
             .await;
         failpoint::hit("complete.dropped", "").await;
         Ok(committed.object)
@@ -173,7 +173,7 @@ impl Store {
         state: &KeyState,
     ) -> Result<Committed, Error> {
         record.upload_id = Some(upload_id);
-        let all = vec![true; self.set().width()];
+        let all = vec![true; self.pools.set_of(bucket, key).width()];
         let committed = self
             .write_version(
                 bucket,
@@ -199,17 +199,18 @@ impl Store {
         key: &str,
         upload_id: Uuid,
     ) -> Result<Option<Record>, Error> {
-        let records = self.set().read_records(bucket, key).await;
-        self.completion_in(&records, upload_id)
+        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
+        self.completion_in((bucket, key), &records, upload_id)
     }
 
-    /// [`Self::completion_of`] among records already read.
+    /// [`Self::completion_of`] among records of `bucket/key` already read.
     pub(crate) fn completion_in(
         &self,
+        (bucket, key): (&str, &str),
         records: &DiskRecords,
         upload_id: Uuid,
     ) -> Result<Option<Record>, Error> {
-        self.set().require_read_quorum(records)?;
+        self.pools.set_of(bucket, key).require_read_quorum(records)?;
         Ok(records
             .iter()
             .flatten()
@@ -237,7 +238,7 @@ impl Store {
             completes: Some(upload_id),
             ..Carried::default()
         };
-        let committed = self.set().repeat_record(bucket, key, done, carried).await?;
+        let committed = self.pools.set_of(bucket, key).repeat_record(bucket, key, done, carried).await?;
         let object = committed.object;
         let dropped = committed.completed;
         if !dropped.is_empty() {
@@ -246,7 +247,7 @@ impl Store {
             if let Some(t) = &object.tiered {
                 keep.extend(self.tier_object_data(t).await);
             }
-            self.free_parts(pool.as_deref(), dropped, &keep).await;
+            self.free_parts((bucket, key), pool.as_deref(), dropped, &keep).await;
         }
         Ok(object)
     }

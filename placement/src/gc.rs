@@ -217,10 +217,11 @@ impl Store {
         if owner == instance() {
             return true;
         }
-        if !self.set().locks().is_shared() {
+        let system = self.pools.system();
+        if !system.locks().is_shared() {
             return false;
         }
-        let disks = self.set().disks();
+        let disks = system.disks();
         let probe = Uuid::new_v4();
         let (granted, answered) = ask(
             disks,

@@ -78,7 +78,8 @@ impl Store {
                 ..HealProgress::default()
             };
         }
-        let sets: Vec<Arc<ErasureSet>> = self.pools.every().into_iter().map(|(_, s)| s).collect();
+        let named = self.pools.every();
+        let sets: Vec<Arc<ErasureSet>> = named.iter().map(|(_, s)| s.clone()).collect();
         let marks: Vec<u64> = sets.iter().map(|s| s.at_risk().untracked()).collect();
         // Objects at risk first: they are the ones one more failure loses.
         for set in &sets {
@@ -91,10 +92,11 @@ impl Store {
             self.count_rewritten(set, before);
         }
         let mut work = Vec::new();
-        for (i, set) in sets.iter().enumerate() {
-            let namespaces = match i {
-                0 => self.heal_namespaces().await,
-                _ => pool_namespaces(),
+        for (name, set) in &named {
+            // The first pool's sets hold the buckets' keys.
+            let namespaces = match name.tier {
+                None => self.heal_namespaces().await,
+                Some(_) => pool_namespaces(),
             };
             for ns in namespaces {
                 let keys = count_keys(set, &ns).await;

@@ -17,6 +17,7 @@
 
 mod backend;
 mod background;
+mod bucket_cache;
 mod buckets;
 mod cluster;
 mod collector;
@@ -26,10 +27,14 @@ mod gc;
 mod heal;
 mod healer;
 mod key_hash;
+mod listing;
+mod local_pool;
+mod merge;
 mod model;
 mod multipart;
 mod objects;
 mod pools;
+mod set_widths;
 mod start;
 mod store;
 mod stream;
@@ -63,12 +68,14 @@ pub use error::Error;
 pub use gc::DEFAULT_GC_INTERVAL;
 pub use healer::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
 pub use key_hash::{key_hash, set_index};
-pub use model::{BucketRecord, PartRecord, UploadRecord, Versioning, COLD_TIER, POOL_TIER_PREFIX};
+pub use model::{BucketRecord, DeletingMark, PartRecord, UploadRecord, Versioning, COLD_TIER, POOL_TIER_PREFIX};
 pub use multipart::UploadInfo;
+pub use listing::{ObjectListing, VersionListing};
+pub use local_pool::{open_local_pool, LocalPool, LocalPoolConfig};
 pub use objects::{
-    DeleteCondition, DeleteItem, DeleteOutcome, ObjectListing, VersionListing, VersionRef,
-    WriteCondition, WriteOptions,
+    DeleteCondition, DeleteItem, DeleteOutcome, VersionRef, WriteCondition, WriteOptions,
 };
+pub use set_widths::{choose_layout, local_layout, PoolLayout};
 pub use store::{DiskStatus, PoolStatus, Store, StoreOptions};
 pub use stream::ObjectStream;
 pub use transition::{Destination, Transitioned};

@@ -106,6 +106,19 @@ pub struct BucketRecord {
     /// as the gateway stored them; this layer does not interpret them.
     #[serde(default)]
     pub config: std::collections::BTreeMap<String, String>,
+    /// Set while a DeleteBucket decides whether the bucket is empty
+    /// (see `buckets.rs`); writes wait for its decision.
+    #[serde(default)]
+    pub deleting: Option<DeletingMark>,
+}
+
+/// A DeleteBucket under way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletingMark {
+    /// When the bucket was marked, ns since the epoch.
+    pub since_ns: u64,
+    /// The process deleting it.
+    pub by: uuid::Uuid,
 }
 
 #[cfg(test)]
@@ -122,6 +135,7 @@ mod tests {
             region: "us-east-1".into(),
             versioning: Versioning::Enabled,
             config: [("policy".to_string(), "{}".to_string())].into(),
+            deleting: None,
         };
         let e = encode(&r);
         assert_eq!(decode::<BucketRecord>(&e).unwrap(), r);

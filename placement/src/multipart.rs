@@ -8,9 +8,11 @@ use disk_engine::{failpoint, PartEntry, UploadEntry, UploadListStart};
 use erasure_set::clock::now_ns;
 use erasure_set::record::{self, ChecksumValue, ObjectMeta, PartRef};
 use erasure_set::{BodyStream, DroppedPart, ErasureSet, PartRefused, StagedData};
+use futures::future::try_join_all;
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::merge::{merge_pages, SetPage};
 use crate::model::TIER_NS;
 use crate::model::{PartRecord, UploadRecord};
 use crate::store::Store;
@@ -56,7 +58,7 @@ impl Store {
         checksum: Option<(String, String)>,
         cold: bool,
     ) -> Result<Uuid, Error> {
-        self.bucket(bucket).await?;
+        self.bucket_for_write(bucket).await?;
         let upload_id = Uuid::now_v7();
         let pool = match cold {
             true => Some(crate::model::COLD_TIER.to_string()),
@@ -67,7 +69,7 @@ impl Store {
                 .pools
                 .require(p)?
                 .layout_for(TIER_NS, &upload_id.to_string()),
-            None => self.set().layout_for(bucket, key),
+            None => self.pools.set_of(bucket, key).layout_for(bucket, key),
         };
         let rec = UploadRecord {
             initiated_ns: now_ns(),
@@ -84,7 +86,7 @@ impl Store {
             upload_id,
             body: record::encode(&rec),
         };
-        self.set().put_upload(bucket, entry).await?;
+        self.pools.set_of(bucket, key).put_upload(bucket, entry).await?;
         Ok(upload_id)
     }
 
@@ -96,29 +98,37 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<UploadRecord, Error> {
         self.bucket(bucket).await?;
-        match self.set().get_upload(bucket, key, upload_id).await? {
+        match self.pools.set_of(bucket, key).get_upload(bucket, key, upload_id).await? {
             Some(body) => Ok(record::decode(&body)?),
             None => Err(Error::NoSuchUpload),
         }
     }
 
-    /// The set an upload's parts are written to.
-    pub(crate) fn part_set(&self, upload: &UploadRecord) -> Result<Arc<ErasureSet>, Error> {
+    /// The set the parts of `bucket/key`'s upload are written to.
+    pub(crate) fn part_set(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload: &UploadRecord,
+    ) -> Result<Arc<ErasureSet>, Error> {
         match upload.part_pool() {
             Some(p) => self.pools.require(p),
-            None => Ok(self.set().clone()),
+            None => Ok(self.pools.set_of(bucket, key).clone()),
         }
     }
 
-    /// Streams one part's data into shard files with the upload's layout.
+    /// Streams one part's data of `bucket/key`'s upload into shard files
+    /// with the upload's layout.
     pub async fn write_part_data(
         &self,
+        bucket: &str,
+        key: &str,
         upload: &UploadRecord,
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
         Ok(self
-            .part_set(upload)?
+            .part_set(bucket, key, upload)?
             .write_data(upload.layout, body, size_hint, false)
             .await?)
     }
@@ -169,7 +179,7 @@ impl Store {
                 etag,
                 checksum,
             },
-            mtime_ns: self.set().next_stamp().mtime_ns,
+            mtime_ns: self.pools.set_of(bucket, key).next_stamp().mtime_ns,
             disks: staged.disks.clone(),
         };
         let entry = PartEntry {
@@ -177,16 +187,15 @@ impl Store {
             body: record::encode(&rec),
         };
         failpoint::hit("part.staged", "").await;
-        let _guard = self.set().locks().lock(bucket, key).await?;
+        let _guard = self.pools.set_of(bucket, key).locks().lock(bucket, key).await?;
         // The set `write_part_data` staged the data in.
-        let part_set = self.part_set(upload)?;
+        let part_set = self.part_set(bucket, key, upload)?;
         // Staged entries in the upload's own set go with the part records;
         // in another pool's, they are removed once the records are written.
         let staged_ids = staged.hand_over();
         let here = upload.part_pool().is_none();
         let unstage = if here { staged_ids.clone() } else { Vec::new() };
-        let replaced = match self
-            .set()
+        let replaced = match self.pools.set_of(bucket, key)
             .put_part(bucket, key, upload_id, entry, unstage)
             .await
         {
@@ -214,15 +223,17 @@ impl Store {
         }
         let pool = upload.part_pool();
         let keep = [staged.data_id.unwrap_or_default()];
-        self.free_parts(pool, replaced, &keep).await;
+        self.free_parts((bucket, key), pool, replaced, &keep).await;
         Ok(rec)
     }
 
-    /// Frees the data of dropped part records (each reported by a disk
-    /// slot), except ids in `keep`: on that slot's disk for parts in this
-    /// pool, on every disk of the pool named `pool` for parts there.
+    /// Frees the data of dropped part records of `(bucket, key)`'s upload
+    /// (each reported by a disk slot), except ids in `keep`: on that slot's
+    /// disk for parts in the key's set, on every disk of the pool named
+    /// `pool` for parts there.
     pub(crate) async fn free_parts(
         &self,
+        (bucket, key): (&str, &str),
         pool: Option<&str>,
         dropped: Vec<DroppedPart>,
         keep: &[Uuid],
@@ -238,7 +249,7 @@ impl Store {
             if pool.is_some() {
                 elsewhere.push(id);
             } else {
-                self.set().free_data(slot, id, false).await;
+                self.pools.set_of(bucket, key).free_data(slot, id, false).await;
             }
         }
         elsewhere.sort();
@@ -261,7 +272,7 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<PartRecord>, bool), Error> {
         self.get_upload(bucket, key, upload_id).await?;
-        let (numbers, more) = self.set().list_parts(upload_id, after, max).await?;
+        let (numbers, more) = self.pools.set_of(bucket, key).list_parts(upload_id, after, max).await?;
         // Of a part written twice, the newer write.
         let out = numbers
             .into_iter()
@@ -289,10 +300,10 @@ impl Store {
     ) -> Result<(), Error> {
         // Short of a write quorum the upload may still be there: nothing of
         // it is freed.
-        let Some(dropped) = self.set().delete_upload(bucket, key, upload_id).await? else {
+        let Some(dropped) = self.pools.set_of(bucket, key).delete_upload(bucket, key, upload_id).await? else {
             return Err(Error::NoSuchUpload);
         };
-        self.free_parts(pool, dropped, keep).await;
+        self.free_parts((bucket, key), pool, dropped, keep).await;
         Ok(())
     }
 
@@ -319,13 +330,13 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
-        let _guard = self.set().locks().lock(bucket, key).await?;
-        let records = self.set().read_records(bucket, key).await;
-        if let Some(done) = self.completion_in(&records, upload_id)? {
+        let _guard = self.pools.set_of(bucket, key).locks().lock(bucket, key).await?;
+        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
+        if let Some(done) = self.completion_in((bucket, key), &records, upload_id)? {
             self.finish_completion(bucket, key, upload_id, done).await?;
             return Err(Error::NoSuchUpload);
         }
-        let state = self.set().resolve_records(records)?;
+        let state = self.pools.set_of(bucket, key).resolve_records(records)?;
         let keep = self.data_of_versions(&state).await;
         self.drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
             .await
@@ -340,10 +351,26 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<UploadInfo>, bool), Error> {
         self.bucket(bucket).await?;
-        let (entries, more) = self.set().list_uploads(bucket, prefix, start, max).await?;
+        let pages = try_join_all(self.pools.first_sets().iter().map(|set| {
+            let start = start.clone();
+            async move {
+                let (entries, more) = set.list_uploads(bucket, prefix, start, max).await?;
+                let next = entries
+                    .last()
+                    .filter(|_| more)
+                    .map(|u| (u.key.clone(), u.upload_id));
+                let entries = entries
+                    .into_iter()
+                    .map(|u| ((u.key.clone(), u.upload_id), u))
+                    .collect();
+                Ok::<_, Error>(SetPage { entries, next })
+            }
+        }))
+        .await?;
+        let (entries, next) = merge_pages(pages, max);
         let out = entries
             .into_iter()
-            .map(|u| {
+            .map(|(_, u)| {
                 Ok(UploadInfo {
                     key: String::from_utf8_lossy(&u.key).into_owned(),
                     upload_id: u.upload_id,
@@ -351,6 +378,6 @@ impl Store {
                 })
             })
             .collect::<Result<_, Error>>()?;
-        Ok((out, more))
+        Ok((out, next.is_some()))
     }
 }

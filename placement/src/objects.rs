@@ -1,14 +1,13 @@
 //! Object operations: stage data, commit versions (with write
-//! preconditions), look versions up, read, delete (delete markers), list.
+//! preconditions), look versions up, read, delete (delete markers).
 
 use std::ops::Range;
-use std::sync::Arc;
 
-use disk_engine::{ListStart, Tier};
-use erasure_set::record::{ObjectMeta, ObjectRecord, ObjectSummary, PartRef};
+use disk_engine::Tier;
+use erasure_set::record::{ObjectMeta, ObjectRecord, PartRef};
 use erasure_set::{
-    version_key, BodyStream, Carried, Committed, DiskRecords, KeyState, ObjectPage, Objects,
-    Resolved, StagedData,
+    version_key, BodyStream, Carried, Committed, DiskRecords, ErasureSet, KeyState, Resolved,
+    StagedData,
 };
 use futures::future::join_all;
 use uuid::Uuid;
@@ -160,23 +159,6 @@ pub struct DeleteOutcome {
     pub delete_marker: bool,
 }
 
-/// One page of an object listing.
-pub struct ObjectListing {
-    /// Keys in order with their current version (delete markers left out).
-    pub entries: Vec<(String, ObjectSummary)>,
-    /// Continue after this key when more may follow.
-    pub next: Option<String>,
-}
-
-/// One page of a version listing.
-pub struct VersionListing {
-    /// Keys in order, each with its versions newest first (delete markers
-    /// included); the first is the current version.
-    pub entries: Vec<(String, Vec<ObjectSummary>)>,
-    /// Continue after this key when more may follow.
-    pub next: Option<String>,
-}
-
 fn find(state: &KeyState, v: VersionRef) -> Option<&Resolved> {
     state
         .versions
@@ -243,8 +225,9 @@ impl Store {
             Tier::Hot => match self.pools.pool_for_new_data(size_hint).await {
                 Some(pool) => self.write_tier_data(&pool, body, size_hint).await,
                 None => {
-                    let layout = self.set().layout_for(bucket, key);
-                    Ok(self.set().write_data(layout, body, size_hint, true).await?)
+                    let set = self.pools.set_of(bucket, key);
+                    let layout = set.layout_for(bucket, key);
+                    Ok(set.write_data(layout, body, size_hint, true).await?)
                 }
             },
             Tier::Cold => {
@@ -293,7 +276,8 @@ impl Store {
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), &meta);
         let record = ObjectRecord::new_version(staged.layout, vec![part], false, meta, tags, None);
         let disks = staged.disks.clone();
-        let _guard = self.set().locks().lock(bucket, key).await?;
+        let set = self.pools.set_of(bucket, key);
+        let _guard = set.locks().lock(bucket, key).await?;
         let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
         self.write_version(
             bucket,
@@ -325,18 +309,19 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
-        let _guard = self.set().locks().lock(bucket, key).await?;
+        let set = self.pools.set_of(bucket, key);
+        let _guard = set.locks().lock(bucket, key).await?;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
         disk_engine::failpoint::hit("tier.put.committed", "").await;
         let part = PartRef::single(size, None, false, &meta);
-        let layout = self.set().layout_for(bucket, key);
+        let layout = set.layout_for(bucket, key);
         let record =
             ObjectRecord::new_version(layout, vec![part], false, meta, tags, Some(tier.clone()));
-        let all = vec![true; self.set().width()];
+        let all = vec![true; set.width()];
         let (versioning, state) = match self.prepare_version(bucket, key, opts).await {
             Ok(p) => p,
             Err(e) => {
-                self.set().release_tiered(vec![tier]);
+                set.release_tiered(vec![tier]);
                 return Err(e);
             }
         };
@@ -354,7 +339,7 @@ impl Store {
         key: &str,
         opts: &WriteOptions,
     ) -> Result<(Versioning, KeyState), Error> {
-        let records = self.set().read_records(bucket, key).await;
+        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
         self.prepare_version_from(bucket, key, opts, records).await
     }
 
@@ -367,8 +352,8 @@ impl Store {
         opts: &WriteOptions,
         records: DiskRecords,
     ) -> Result<(Versioning, KeyState), Error> {
-        let versioning = self.bucket(bucket).await?.versioning;
-        let state = self.set().resolve_records(records)?;
+        let versioning = self.bucket_for_write(bucket).await?.versioning;
+        let state = self.pools.set_of(bucket, key).resolve_records(records)?;
         check_condition((bucket, key), &state, opts)?;
         Ok((versioning, state))
     }
@@ -400,8 +385,8 @@ impl Store {
             unstage: &unstage,
             completes,
         };
-        let committed = self
-            .set()
+        let set = self.pools.set_of(bucket, key);
+        let committed = set
             .commit_record(
                 bucket,
                 key,
@@ -414,10 +399,12 @@ impl Store {
             .await;
         if committed.is_err() {
             for id in &unstage {
-                self.set().unstage(*id).await;
+                set.unstage(*id).await;
             }
         }
-        Ok(committed?)
+        let committed = committed?;
+        self.confirm_bucket(bucket, key, &committed.object).await?;
+        Ok(committed)
     }
 
     /// A version of `bucket/key`: the current one (`None`), which may be a
@@ -431,15 +418,16 @@ impl Store {
         version: Option<VersionRef>,
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let state = self.set().resolve_key(bucket, key).await?;
+        let set = self.pools.set_of(bucket, key);
+        let state = set.resolve_key(bucket, key).await?;
         let found = match version {
             None => state
                 .latest()
                 .ok_or_else(|| Error::no_such_key(bucket, key))?,
             Some(v) => find(&state, v).ok_or(Error::NoSuchVersion)?,
         };
-        if (0..self.set().width()).any(|s| state.responded[s] && !found.holders[s]) {
-            self.set().repair_queue().request(bucket, key, Vec::new());
+        if (0..set.width()).any(|s| state.responded[s] && !found.holders[s]) {
+            set.repair_queue().request(bucket, key, Vec::new());
         }
         Ok(found.object.clone())
     }
@@ -464,7 +452,11 @@ impl Store {
     ) -> ObjectStream {
         match object.tiered.clone() {
             Some(tier) => self.read_tiered(tier, range),
-            None => self.set().read_object(bucket, key, object, range).into(),
+            None => self
+                .pools
+                .set_of(bucket, key)
+                .read_object(bucket, key, object, range)
+                .into(),
         }
     }
 
@@ -503,13 +495,10 @@ impl Store {
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
         let key = item.key.as_str();
-        let _guard = self.set().locks().lock(bucket, key).await?;
+        let set = self.pools.set_of(bucket, key);
+        let _guard = set.locks().lock(bucket, key).await?;
         if let Some(c) = &item.condition {
-            c.check(
-                (bucket, key),
-                &self.set().resolve_key(bucket, key).await?,
-                None,
-            )?;
+            c.check((bucket, key), &set.resolve_key(bucket, key).await?, None)?;
         }
         self.add_delete_marker_locked(bucket, key, versioning).await
     }
@@ -545,8 +534,9 @@ impl Store {
         permanent: bool,
     ) -> Result<bool, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        let _guard = self.set().locks().lock(bucket, key).await?;
-        let state = self.set().resolve_key(bucket, key).await?;
+        let set = self.pools.set_of(bucket, key);
+        let _guard = set.locks().lock(bucket, key).await?;
+        let state = set.resolve_key(bucket, key).await?;
         let Some(found) = find(&state, seen).filter(|r| r.object.mtime_ns == seen_mtime_ns) else {
             return Ok(false);
         };
@@ -557,8 +547,7 @@ impl Store {
             return Ok(false);
         }
         if permanent || versioning == Versioning::Unversioned {
-            self.set()
-                .delete_versions(
+            set.delete_versions(
                     bucket,
                     vec![(key.as_bytes().to_vec(), found.record.version)],
                 )
@@ -576,12 +565,13 @@ impl Store {
         key: &str,
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
+        let set = self.pools.set_of(bucket, key);
         let marker = ObjectRecord {
             version_id: None,
             mtime_ns: 0,
             delete_marker: true,
             size: 0,
-            layout: self.set().layout_for(bucket, key),
+            layout: set.layout_for(bucket, key),
             parts: Vec::new(),
             multipart: false,
             meta: ObjectMeta::default(),
@@ -590,9 +580,8 @@ impl Store {
             tiered: None,
             upload_id: None,
         };
-        let all = vec![true; self.set().width()];
-        let stored = self
-            .set()
+        let all = vec![true; set.width()];
+        let stored = set
             .commit_record(
                 bucket,
                 key,
@@ -603,6 +592,7 @@ impl Store {
                 None,
             )
             .await?;
+        self.confirm_bucket(bucket, key, &stored.object).await?;
         Ok(DeleteOutcome {
             version: Some(VersionRef::of(&stored.object)),
             delete_marker: true,
@@ -638,64 +628,23 @@ impl Store {
             .collect();
         let mut out: Vec<Option<Result<DeleteOutcome, Error>>> =
             items.iter().map(|_| None).collect();
-        if !batch.is_empty() {
-            let _guards = self
-                .set()
-                .locks()
-                .lock_all(bucket, batch.iter().map(|&i| items[i].key.as_str()))
-                .await?;
-            // Whether each named version is a delete marker, for the reply,
-            // once its condition holds.
-            let markers = join_all(batch.iter().map(|&i| async move {
-                let item = &items[i];
-                if item.version.is_none() && item.condition.is_none() {
-                    return Ok(false);
-                }
-                let state = self.set().resolve_key(bucket, &item.key).await?;
-                if let Some(c) = &item.condition {
-                    c.check((bucket, &item.key), &state, item.version)?;
-                }
-                Ok(item
-                    .version
-                    .is_some_and(|v| find(&state, v).is_some_and(|r| r.object.delete_marker)))
-            }))
-            .await;
-            let mut records = Vec::new();
-            for (&i, marker) in batch.iter().zip(markers) {
-                let DeleteItem { key, version, .. } = &items[i];
-                if marker.is_ok() {
-                    records.push((
-                        key.as_bytes().to_vec(),
-                        version_key(version.and_then(|v| v.id())),
-                    ));
-                }
-                out[i] = Some(marker.map(|delete_marker| DeleteOutcome {
-                    version: *version,
-                    delete_marker,
-                }));
-            }
-            records.sort();
-            records.dedup();
-            let removed = match records.is_empty() {
-                true => Ok(()),
-                false => self
-                    .set()
-                    .delete_versions(bucket, records)
-                    .await
-                    .map_err(Error::from),
-            };
-            if let Err(e) = removed {
-                for &i in &batch {
-                    if matches!(out[i], Some(Ok(_))) {
-                        out[i] = Some(Err(match &e {
-                            Error::WriteQuorum { needed, got } => Error::WriteQuorum {
-                                needed: *needed,
-                                got: *got,
-                            },
-                            other => Error::Internal(other.to_string()),
-                        }));
-                    }
-                }
+        // One batch per set, each under its own keys' locks.
+        let mut by_set: Vec<Vec<usize>> = vec![Vec::new(); self.pools.first_sets().len()];
+        for i in batch {
+            by_set[self.pools.index_of(bucket, &items[i].key)].push(i);
+        }
+        let sets = self.pools.first_sets();
+        let removed = join_all(
+            by_set
+                .into_iter()
+                .enumerate()
+                .filter(|(_, batch)| !batch.is_empty())
+                .map(|(s, batch)| self.remove_batch(&sets[s], bucket, items, batch)),
+        )
+        .await;
+        for outcomes in removed {
+            for (i, outcome) in outcomes? {
+                out[i] = Some(outcome);
             }
         }
         let markers = join_all((0..items.len()).filter(|&i| out[i].is_none()).map(
@@ -714,6 +663,76 @@ impl Store {
             .into_iter()
             .map(|o| o.expect("every item has an outcome"))
             .collect())
+    }
+
+    /// Removes the versions of `items` named by `batch` (all of keys of
+    /// `set`) in one batch per disk under all their keys' locks, once each
+    /// one's condition holds; returns each item's outcome.
+    async fn remove_batch(
+        &self,
+        set: &ErasureSet,
+        bucket: &str,
+        items: &[DeleteItem],
+        batch: Vec<usize>,
+    ) -> Result<Vec<(usize, Result<DeleteOutcome, Error>)>, Error> {
+        let _guards = set
+            .locks()
+            .lock_all(bucket, batch.iter().map(|&i| items[i].key.as_str()))
+            .await?;
+        // Whether each named version is a delete marker, for the reply,
+        // once its condition holds.
+        let markers = join_all(batch.iter().map(|&i| async move {
+            let item = &items[i];
+            if item.version.is_none() && item.condition.is_none() {
+                return Ok(false);
+            }
+            let state = set.resolve_key(bucket, &item.key).await?;
+            if let Some(c) = &item.condition {
+                c.check((bucket, &item.key), &state, item.version)?;
+            }
+            Ok(item
+                .version
+                .is_some_and(|v| find(&state, v).is_some_and(|r| r.object.delete_marker)))
+        }))
+        .await;
+        let mut records = Vec::new();
+        let mut out = Vec::with_capacity(batch.len());
+        for (&i, marker) in batch.iter().zip(markers) {
+            let DeleteItem { key, version, .. } = &items[i];
+            if marker.is_ok() {
+                records.push((
+                    key.as_bytes().to_vec(),
+                    version_key(version.and_then(|v| v.id())),
+                ));
+            }
+            out.push((
+                i,
+                marker.map(|delete_marker| DeleteOutcome {
+                    version: *version,
+                    delete_marker,
+                }),
+            ));
+        }
+        records.sort();
+        records.dedup();
+        let removed = match records.is_empty() {
+            true => Ok(()),
+            false => set.delete_versions(bucket, records).await.map_err(Error::from),
+        };
+        if let Err(e) = removed {
+            for (_, outcome) in out.iter_mut() {
+                if outcome.is_ok() {
+                    *outcome = Err(match &e {
+                        Error::WriteQuorum { needed, got } => Error::WriteQuorum {
+                            needed: *needed,
+                            got: *got,
+                        },
+                        other => Error::Internal(other.to_string()),
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Replaces the tags of a version (the current one with `None`) without
@@ -771,8 +790,9 @@ impl Store {
         change: impl FnOnce(&mut ObjectRecord),
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let _guard = self.set().locks().lock(bucket, key).await?;
-        let state = self.set().resolve_key(bucket, key).await?;
+        let set = self.pools.set_of(bucket, key);
+        let _guard = set.locks().lock(bucket, key).await?;
+        let state = set.resolve_key(bucket, key).await?;
         let found = match version {
             None => state
                 .latest()
@@ -784,104 +804,8 @@ impl Store {
         }
         let mut object = found.object.clone();
         change(&mut object);
-        Ok(self
-            .set()
+        Ok(set
             .rewrite_record(bucket, key, object, &found.holders, &state)
             .await?)
-    }
-
-    /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`
-    /// with their current version. The page may hold fewer entries than
-    /// asked even when more follow; continue from `next`.
-    pub async fn list_objects(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        start: ListStart,
-        max_keys: usize,
-    ) -> Result<ObjectListing, Error> {
-        let page = self
-            .list_object_page(bucket, prefix, start, max_keys)
-            .await?;
-        Ok(ObjectListing {
-            entries: page.summaries(),
-            next: page.next,
-        })
-    }
-
-    /// [`Self::list_objects`] as a compact page, rendered without
-    /// allocating per key.
-    pub async fn list_object_page(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        start: ListStart,
-        max_keys: usize,
-    ) -> Result<ObjectPage, Error> {
-        self.bucket(bucket).await?;
-        let current = self
-            .set()
-            .list_current(bucket, prefix.as_bytes(), start.clone(), max_keys)
-            .await?;
-        let lossy = |k: Vec<u8>| String::from_utf8_lossy(&k).into_owned();
-        if let Some(page) = current {
-            return Ok(ObjectPage::new(
-                page.objects,
-                page.range,
-                page.next.map(lossy),
-            ));
-        }
-        let page = self.list_versions(bucket, prefix, start, max_keys).await?;
-        let mut objects = Objects::with_capacity(page.entries.len());
-        for (key, versions) in &page.entries {
-            if let Some(v) = versions.first().filter(|v| !v.delete_marker) {
-                objects.push_summary(key, v);
-            }
-        }
-        let range = 0..objects.len();
-        Ok(ObjectPage::new(Arc::new(objects), range, page.next))
-    }
-
-    /// Starts reading, ahead of the request, the page of
-    /// [`Self::list_objects`] a client is expected to ask for next, so that
-    /// it is ready (or under way) when asked. With `paging` (the client
-    /// asks for that many keys at a time, each page after the last key of
-    /// the one before, delete markers not counted), the pages after it are
-    /// read ahead too while the client keeps up. A page is used only if no
-    /// write changed the set in between.
-    pub fn read_ahead(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        start: ListStart,
-        max_keys: usize,
-        paging: Option<usize>,
-    ) {
-        self.set()
-            .read_ahead(bucket, prefix.as_bytes(), start, max_keys, paging);
-    }
-
-    /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`
-    /// with all their versions, newest first.
-    pub async fn list_versions(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        start: ListStart,
-        max_keys: usize,
-    ) -> Result<VersionListing, Error> {
-        self.bucket(bucket).await?;
-        let page = self
-            .set()
-            .list_resolved::<ObjectSummary>(bucket, prefix.as_bytes(), start, max_keys)
-            .await?;
-        Ok(VersionListing {
-            entries: page
-                .keys
-                .into_iter()
-                .map(|(k, versions)| (k, versions.into_iter().map(|v| v.object).collect()))
-                .collect(),
-            next: page.next.map(|k| String::from_utf8_lossy(&k).into_owned()),
-        })
     }
 }

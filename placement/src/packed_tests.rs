@@ -30,7 +30,7 @@ async fn small_objects_are_packed_without_files_and_read_back_exactly() {
         let r = packed_rig(n);
         r.store.create_bucket("b", "us-east-1").await.unwrap();
         // A packed object is one stripe: the threshold is capped there.
-        let k = r.store.set().data_shards();
+        let k = r.store.pools.system().data_shards();
         let t = (THRESHOLD as usize).min(k * BLOCK as usize);
         let sizes = [1, 2, 3, 4, 5, 4095, 4096, 4097, t / 2 + 1, t - 1, t];
         for (i, &size) in sizes.iter().enumerate() {

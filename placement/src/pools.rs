@@ -1,8 +1,13 @@
-//! The deployment's pools as one value: the first hot pool (whose set
-//! holds every version record, bucket and upload), hot pools added later
-//! (capacity expansion), an optional cold pool, and the tiers outside the
-//! deployment. Each pool is its erasure set, nothing more: the store's one
-//! runner does every pool's background work.
+//! The deployment's pools as one value: the first hot pool (whose sets
+//! hold every version record and upload, each key's in the set its hash
+//! names, and the cluster-wide documents in its first set), hot pools
+//! added later (capacity expansion), an optional cold pool, and the tiers
+//! outside the deployment. Each pool is its erasure sets, nothing more:
+//! the store's one runner does every set's background work.
+//!
+//! A key's set in the first pool is [`crate::set_index`] of the bucket and
+//! key, keyed by the deployment id, over the pool's sets; a pool of one
+//! set (every pool formatted before pools had many) needs no hash.
 //!
 //! Hot pools added after the first: version records stay in the first
 //! pool, so listings, versioning and key locks stay in one place; a new
@@ -19,6 +24,7 @@ use std::time::{Duration, Instant};
 use disk_engine::DiskHealth;
 use erasure_set::ErasureSet;
 use parking_lot::{Mutex, RwLock};
+use uuid::Uuid;
 
 use crate::backend::TierBackend;
 use crate::error::Error;
@@ -31,9 +37,32 @@ const FREE_SPACE_TTL: Duration = Duration::from_secs(10);
 /// name of a pool added later.
 type PoolSpace = Vec<(Option<String>, u64)>;
 
+/// Which set of which pool: the pool's tier name (`None` for the first
+/// pool) and the set's index in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SetName {
+    pub(crate) tier: Option<String>,
+    pub(crate) index: usize,
+}
+
+impl SetName {
+    /// How the set's workers are told apart: nothing for a first pool of
+    /// one set, else the set (`set 2`), the pool (`cold`) or both.
+    pub(crate) fn suffix(&self, first_sets: usize) -> Option<String> {
+        match (&self.tier, first_sets) {
+            (None, 1) => None,
+            (None, _) => Some(format!("set {}", self.index + 1)),
+            (Some(tier), _) => Some(tier.clone()),
+        }
+    }
+}
+
 /// Every pool of the deployment and every tier outside it.
 pub(crate) struct Pools {
-    first: Arc<ErasureSet>,
+    /// The first pool's sets; the first holds the cluster-wide documents.
+    first: Vec<Arc<ErasureSet>>,
+    /// The deployment id, which keys the hash placing keys on sets.
+    deployment: Uuid,
     /// Hot pools added after the first, by tier name.
     hot: RwLock<Vec<(String, Arc<ErasureSet>)>>,
     cold: OnceLock<Arc<ErasureSet>>,
@@ -44,10 +73,13 @@ pub(crate) struct Pools {
 }
 
 impl Pools {
-    /// The pools of a deployment whose first pool is `first`.
-    pub(crate) fn new(first: Arc<ErasureSet>) -> Pools {
+    /// The pools of deployment `deployment` whose first pool's sets are
+    /// `first` (at least one).
+    pub(crate) fn new(first: Vec<Arc<ErasureSet>>, deployment: Uuid) -> Pools {
+        assert!(!first.is_empty(), "a pool has at least one set");
         Pools {
             first,
+            deployment,
             hot: RwLock::default(),
             cold: OnceLock::new(),
             remote: RwLock::default(),
@@ -55,9 +87,29 @@ impl Pools {
         }
     }
 
-    /// The first pool's set: every version record lives there.
-    pub(crate) fn first(&self) -> &Arc<ErasureSet> {
+    /// The set holding the cluster-wide documents (buckets, users,
+    /// policies): the first pool's first.
+    pub(crate) fn system(&self) -> &Arc<ErasureSet> {
+        &self.first[0]
+    }
+
+    /// The first pool's sets, in order.
+    pub(crate) fn first_sets(&self) -> &[Arc<ErasureSet>] {
         &self.first
+    }
+
+    /// The index of the first pool's set holding `bucket/key`'s records.
+    pub(crate) fn index_of(&self, bucket: &str, key: &str) -> usize {
+        match self.first.len() {
+            1 => 0,
+            n => crate::key_hash::set_index(self.deployment, bucket, key, n),
+        }
+    }
+
+    /// The first pool's set holding `bucket/key`'s records, data and
+    /// uploads.
+    pub(crate) fn set_of(&self, bucket: &str, key: &str) -> &Arc<ErasureSet> {
+        &self.first[self.index_of(bucket, key)]
     }
 
     /// Makes `cold` the cold pool.
@@ -85,22 +137,29 @@ impl Pools {
     pub(crate) fn tier_pools(&self) -> Vec<(String, Arc<ErasureSet>)> {
         self.every()
             .into_iter()
-            .filter_map(|(tier, set)| Some((tier?, set)))
+            .filter_map(|(name, set)| Some((name.tier?, set)))
             .collect()
     }
 
-    /// Every pool's set with its tier name (`None` for the first): the
-    /// first, the hot pools added later, then the cold pool.
-    pub(crate) fn every(&self) -> Vec<(Option<String>, Arc<ErasureSet>)> {
-        let mut out = vec![(None, self.first.clone())];
-        out.extend(
-            self.hot
-                .read()
-                .iter()
-                .map(|(n, s)| (Some(n.clone()), s.clone())),
-        );
+    /// Every set of every pool with its name: the first pool's, the hot
+    /// pools added later, then the cold pool.
+    pub(crate) fn every(&self) -> Vec<(SetName, Arc<ErasureSet>)> {
+        let first = self.first.iter().enumerate().map(|(index, s)| {
+            (SetName { tier: None, index }, s.clone())
+        });
+        let mut out: Vec<_> = first.collect();
+        let named = |tier: &str, s: &Arc<ErasureSet>| {
+            (
+                SetName {
+                    tier: Some(tier.to_string()),
+                    index: 0,
+                },
+                s.clone(),
+            )
+        };
+        out.extend(self.hot.read().iter().map(|(n, s)| named(n, s)));
         if let Some(c) = self.cold.get() {
-            out.push((Some(COLD_TIER.to_string()), c.clone()));
+            out.push(named(COLD_TIER, c));
         }
         out
     }
@@ -164,7 +223,8 @@ impl Pools {
     /// The hot pool a new object's bytes go to: `None` for the first, else
     /// the tier name of a pool added later.
     pub(crate) async fn pool_for_new_data(&self, size_hint: Option<u64>) -> Option<String> {
-        if self.hot.read().is_empty() || size_hint.is_some_and(|s| s <= self.first.pack_threshold())
+        if self.hot.read().is_empty()
+            || size_hint.is_some_and(|s| s <= self.system().pack_threshold())
         {
             return None;
         }
@@ -191,7 +251,11 @@ impl Pools {
                 return v.clone();
             }
         }
-        let mut out = vec![(None, usable(&self.first).await)];
+        let mut first = 0u64;
+        for set in &self.first {
+            first = first.saturating_add(usable(set).await);
+        }
+        let mut out = vec![(None, first)];
         let hot = self.hot.read().clone();
         for (name, pool) in hot {
             out.push((Some(name), usable(&pool).await));

@@ -13,6 +13,9 @@ fn pool_set(dir: &std::path::Path, n: usize, tier: Tier, pool: u32) -> LocalSet 
         parity: None,
         tier,
         pool,
+        set: 0,
+        sets: 1,
+        pool_exists: false,
         deployment: None,
         disk: LocalDiskOptions {
             fsync: false,

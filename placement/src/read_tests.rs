@@ -20,7 +20,7 @@ async fn boundaries_and_ranges_on_every_io_path() {
         for cache in [0, 64 << 20] {
             let r = rig_with(4, None, io, cache);
             r.store.create_bucket("b", "us-east-1").await.unwrap();
-            let layout = r.store.set().layout_for("b", "k");
+            let layout = r.store.pools.system().layout_for("b", "k");
             let block = layout.block_size as usize;
             let stripe = layout.stripe_size() as usize;
             let unit = (READ_BATCH_BYTES as usize / stripe).max(1) * stripe;

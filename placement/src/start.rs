@@ -1,11 +1,11 @@
-//! Starting a store: its first pool's set, the pools attached to it, and
-//! the one runner of background work for all of them. Each pool's set
-//! gets its repair worker and its at-risk finder; the store as a whole
+//! Starting a store: its first pool's sets, the pools attached to it, and
+//! the one runner of background work for all of them. Each set gets its
+//! repair worker and its at-risk finder; the store as a whole
 //! has one tier release worker, one heal worker (whose passes cover every
 //! pool), one garbage collector (likewise), and — once other gateways
 //! share the disks — one background lease and a writer lease on each
-//! pool's disks. Workers of pools after the first are named after their
-//! pool (`repair (cold)`). [`Store::shutdown`] stops them all.
+//! set's disks. Workers of sets other than a lone first one are named
+//! after their set (`repair (set 2)`, `repair (cold)`). [`Store::shutdown`] stops them all.
 
 use std::sync::Arc;
 
@@ -14,6 +14,7 @@ use disk_engine::Disk;
 use erasure_set::{ErasureSet, LocalSet, RepairQueue, RepairWorker};
 use parking_lot::Mutex;
 use tokio_util::task::TaskTracker;
+use uuid::Uuid;
 
 use crate::background::WriterLease;
 use crate::collector::Collector;
@@ -21,7 +22,8 @@ use crate::error::Error;
 use crate::gc::GcWorker;
 use crate::heal::{AtRiskFinder, HealWorker};
 use crate::healer::Healer;
-use crate::pools::Pools;
+use crate::local_pool::LocalPool;
+use crate::pools::{Pools, SetName};
 use crate::store::{Store, StoreOptions};
 use crate::tier::TierReleaseWorker;
 
@@ -34,11 +36,54 @@ impl Store {
         parity: usize,
         opts: StoreOptions,
     ) -> Result<Arc<Store>, Error> {
-        let (set, repair) = open_set(disks, parity, opts)?;
+        Store::with_sets(vec![(disks, parity, None)], Uuid::nil(), opts)
+    }
+
+    /// A store over an opened set (see [`crate::open_local_set`]); an
+    /// offline set gives a store whose every request answers why.
+    pub fn for_set(set: LocalSet, opts: StoreOptions) -> Result<Arc<Store>, Error> {
+        Store::with_sets(
+            vec![(set.disks, set.parity, set.offline)],
+            set.deployment_id,
+            opts,
+        )
+    }
+
+    /// A store over an opened pool of many sets (see
+    /// [`crate::open_local_pool`]): each key's records and data live in the
+    /// set its hash names; an offline set answers why to the requests for
+    /// its keys, and the others serve.
+    pub fn for_pool(pool: LocalPool, opts: StoreOptions) -> Result<Arc<Store>, Error> {
+        let sets = pool
+            .sets
+            .into_iter()
+            .map(|s| (s.disks, s.parity, s.offline))
+            .collect();
+        Store::with_sets(sets, pool.deployment_id, opts)
+    }
+
+    /// A store whose first pool is `sets` (disks in slot order, parity, why
+    /// it is offline) of deployment `deployment`.
+    fn with_sets(sets: Vec<FirstSet>, deployment: Uuid, opts: StoreOptions) -> Result<Arc<Store>, Error> {
         let workers = Workers::new();
-        workers.spawn(repair);
         let (release, released) = tokio::sync::mpsc::unbounded_channel();
-        set.release_tier_objects_to(release);
+        let count = sets.len();
+        let mut first = Vec::with_capacity(count);
+        // The hot-object cache's size is the store's, shared by its sets.
+        let per_set = StoreOptions {
+            read_cache_bytes: opts.read_cache_bytes / count as u64,
+            ..opts
+        };
+        for (index, (disks, parity, offline)) in sets.into_iter().enumerate() {
+            let (set, repair) = open_set(disks, parity, per_set)?;
+            if let Some(why) = offline {
+                set.mark_offline(why);
+            }
+            set.release_tier_objects_to(release.clone());
+            let name = SetName { tier: None, index };
+            spawn_named(&workers, name.suffix(count), repair);
+            first.push(set);
+        }
         Ok(Arc::new_cyclic(|me| {
             workers.spawn(TierReleaseWorker {
                 store: me.clone(),
@@ -49,10 +94,13 @@ impl Store {
             workers.spawn(HealWorker::new(me.clone(), healer.clone()));
             let collector = Arc::new(Collector::default());
             workers.spawn(GcWorker::new(me.clone(), collector.clone()));
-            workers.spawn(AtRiskFinder::new(me.clone(), &set, true));
+            for (index, set) in first.iter().enumerate() {
+                let name = SetName { tier: None, index };
+                spawn_named(&workers, name.suffix(count), AtRiskFinder::new(me.clone(), set, true));
+            }
             Store {
-                pools: Pools::new(set),
-                bucket_cache: Mutex::default(),
+                pools: Pools::new(first, deployment),
+                bucket_cache: Default::default(),
                 in_flight: Mutex::default(),
                 healer,
                 background: Default::default(),
@@ -63,17 +111,6 @@ impl Store {
                 opts,
             }
         }))
-    }
-
-    /// A store over an opened set (see [`crate::open_local_set`]); an
-    /// offline set gives a store whose every request answers why.
-    pub fn for_set(set: LocalSet, opts: StoreOptions) -> Result<Arc<Store>, Error> {
-        let offline = set.offline.clone();
-        let store = Store::new(set.disks, set.parity, opts)?;
-        if let Some(why) = offline {
-            store.set().mark_offline(why);
-        }
-        Ok(store)
     }
 
     /// Makes the opened set `cold` this store's cold pool, where versions
@@ -105,12 +142,12 @@ impl Store {
     /// collects each pool on its own, asks that pool's). Pools attached
     /// later share their locks as they are attached.
     pub fn share_locks(&self) {
-        let first = self.set().clone();
+        let system = self.pools.system().clone();
         self.workers
-            .spawn(self.background.contend(first.disks().to_vec()));
-        for (tier, set) in self.pools.every() {
+            .spawn(self.background.contend(system.disks().to_vec()));
+        for (name, set) in self.pools.every() {
             set.locks().share(set.disks().to_vec());
-            self.spawn_for(tier.as_deref(), WriterLease::new(set.disks().to_vec()));
+            self.spawn_for(&name, WriterLease::new(set.disks().to_vec()));
         }
     }
 
@@ -122,7 +159,7 @@ impl Store {
         if let Some(why) = pool.offline {
             set.mark_offline(why);
         }
-        if self.set().locks().is_shared() {
+        if self.pools.system().locks().is_shared() {
             set.locks().share(set.disks().to_vec());
         }
         Ok((set, repair))
@@ -130,22 +167,38 @@ impl Store {
 
     /// Starts the workers of the attached pool `tier`.
     fn start_pool(&self, tier: &str, set: &Arc<ErasureSet>, repair: RepairWorker) {
-        self.spawn_for(Some(tier), repair);
-        self.spawn_for(Some(tier), AtRiskFinder::new(self.me.clone(), set, false));
-        if self.set().locks().is_shared() {
-            self.spawn_for(Some(tier), WriterLease::new(set.disks().to_vec()));
+        let name = SetName {
+            tier: Some(tier.to_string()),
+            index: 0,
+        };
+        self.spawn_for(&name, repair);
+        self.spawn_for(&name, AtRiskFinder::new(self.me.clone(), set, false));
+        if self.pools.system().locks().is_shared() {
+            self.spawn_for(&name, WriterLease::new(set.disks().to_vec()));
         }
     }
 
-    /// Starts `worker` for the pool `tier` (`None`: the first), named
-    /// after that pool when it is not the first (`repair (cold)`).
-    fn spawn_for(&self, tier: Option<&str>, worker: impl Worker) {
-        match tier {
-            None => self.workers.spawn(worker),
-            Some(tier) => self
-                .workers
-                .spawn_as(format!("{} ({tier})", worker.name()), worker),
-        }
+    /// Starts `worker` for the set `name`, named after it where the store
+    /// has more than one (`repair (cold)`, `repair (set 2)`).
+    fn spawn_for(&self, name: &SetName, worker: impl Worker) {
+        spawn_named(
+            &self.workers,
+            name.suffix(self.pools.first_sets().len()),
+            worker,
+        );
+    }
+}
+
+/// A first-pool set to open: its disks in slot order, its parity, and why
+/// it is offline.
+type FirstSet = (Vec<Arc<dyn Disk>>, usize, Option<String>);
+
+/// Starts `worker` in `workers`, its name followed by `suffix` in
+/// parentheses.
+fn spawn_named(workers: &Workers, suffix: Option<String>, worker: impl Worker) {
+    match suffix {
+        None => workers.spawn(worker),
+        Some(s) => workers.spawn_as(format!("{} ({s})", worker.name()), worker),
     }
 }
 

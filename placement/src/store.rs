@@ -1,14 +1,14 @@
 //! The placement layer's front door: one object store over the pools
-//! (`pools.rs`): the first hot pool's set holds every version record;
-//! hot pools added later, the cold pool and remote tiers hold the bytes of
-//! some versions. Facet files (`objects.rs`, `multipart.rs`, `buckets.rs`,
+//! (`pools.rs`): the first hot pool's sets hold every version record,
+//! each key's in the set its hash names; hot pools added later, the cold
+//! pool and remote tiers hold the bytes of some versions. Facet files (`objects.rs`, `multipart.rs`, `buckets.rs`,
 //! `system.rs`, `transition.rs`, `tier.rs`, `heal.rs`, `gc.rs`) add its
 //! methods; `start.rs` builds it and starts its one runner of background
 //! work. This file imports none of them.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering::Relaxed;
 
 use background_work::{Worker, WorkerInfo, Workers};
 use disk_engine::DiskHealth;
@@ -23,17 +23,15 @@ use crate::background::BackgroundLease;
 use crate::collector::Collector;
 use crate::error::Error;
 use crate::healer::Healer;
-use crate::model::BucketRecord;
+use crate::bucket_cache::BucketCache;
 use crate::pools::Pools;
-
-/// How long a bucket lookup is trusted without asking the disks again.
-pub(crate) const BUCKET_CACHE_TTL: Duration = Duration::from_secs(2);
 
 /// The object store: buckets, objects, multipart uploads, over the pools.
 pub struct Store {
     /// Every pool of the deployment and every tier outside it.
     pub(crate) pools: Pools,
-    pub(crate) bucket_cache: Mutex<std::collections::HashMap<String, (BucketRecord, Instant)>>,
+    /// Bucket records read lately (see `bucket_cache.rs`).
+    pub(crate) bucket_cache: BucketCache,
     /// Tier objects transitions are writing and verifying now: the sweep
     /// leaves them alone whatever their age.
     pub(crate) in_flight: Mutex<std::collections::HashSet<uuid::Uuid>>,
@@ -90,12 +88,14 @@ pub struct DiskStatus {
     pub health: DiskHealth,
 }
 
-/// One pool as admins see it.
+/// One erasure set of a pool as admins see it.
 #[derive(Clone, Debug)]
 pub struct PoolStatus {
-    /// Its tier name in version records: `None` for the first pool, else
-    /// [`crate::COLD_TIER`] or a hot pool's name (`pool-1`…).
+    /// Its pool's tier name in version records: `None` for the first pool,
+    /// else [`crate::COLD_TIER`] or a hot pool's name (`pool-1`…).
     pub tier: Option<String>,
+    /// The set's index in its pool (0-based).
+    pub set: usize,
     /// Objects waiting in its set's repair queue.
     pub repair_backlog: usize,
     /// Objects acknowledged with fewer than k + m of its disks holding
@@ -127,27 +127,33 @@ impl Store {
             .map_err(|e| Error::Internal(format!("commit task: {e}")))?
     }
 
-    /// The first pool's erasure set, where every version record lives.
-    pub fn set(&self) -> &Arc<ErasureSet> {
-        self.pools.first()
-    }
-
-    /// Why the first pool's set is offline, if it is (its disks were not
-    /// opened): the store then serves nothing.
+    /// Why the set holding the cluster-wide documents is offline, if it is
+    /// (its disks were not opened): the store then serves nothing.
     pub fn offline_reason(&self) -> Option<&str> {
-        self.set().offline_reason()
+        self.pools.system().offline_reason()
     }
 
-    /// Hot-object cache counters.
+    /// Hot-object cache counters, over every set of the first pool.
     pub fn cache_stats(&self) -> CacheStats {
-        self.set().cache_stats()
+        let mut total = CacheStats::default();
+        for set in self.pools.first_sets() {
+            let c = set.cache_stats();
+            total.hits += c.hits;
+            total.misses += c.misses;
+            total.coalesced += c.coalesced;
+            total.bytes += c.bytes;
+            total.capacity += c.capacity;
+            total.units += c.units;
+        }
+        total
     }
 
     /// Reclaims the space of deleted and overwritten packed objects on
     /// every online disk now (compaction does it gradually otherwise).
     /// Returns how many disks finished; reads and writes go on meanwhile.
     pub async fn collect_packed_garbage(&self) -> usize {
-        let done = futures::future::join_all(self.set().disks().iter().map(|d| async move {
+        let disks = self.pools.first_sets().iter().flat_map(|s| s.disks());
+        let done = futures::future::join_all(disks.map(|d| async move {
             match d.collect_pieces().await {
                 Ok(()) => true,
                 Err(e) => {
@@ -168,30 +174,47 @@ impl Store {
         self.background.owns()
     }
 
-    /// Repair counters.
-    pub fn repair_stats(&self) -> Arc<RepairStats> {
-        self.set().repair_queue().stats.clone()
+    /// Repair counters, summed over every set of the first pool.
+    pub fn repair_stats(&self) -> RepairStats {
+        let total = RepairStats::default();
+        for set in self.pools.first_sets() {
+            let s = &set.repair_queue().stats;
+            for (sum, one) in [
+                (&total.queued, &s.queued),
+                (&total.dropped, &s.dropped),
+                (&total.repaired, &s.repaired),
+                (&total.shards_rewritten, &s.shards_rewritten),
+                (&total.records_rewritten, &s.records_rewritten),
+                (&total.failed, &s.failed),
+                (&total.degraded_writes, &s.degraded_writes),
+            ] {
+                sum.fetch_add(one.load(Relaxed), Relaxed);
+            }
+        }
+        total
     }
 
     /// Listing pages served from pages read ahead.
     pub fn listing_read_ahead_hits(&self) -> u64 {
-        self.set().list_ahead_hits()
+        self.pools.first_sets().iter().map(|s| s.list_ahead_hits()).sum()
     }
 
     /// Listing pages read from one disk's heads (where the disks are
     /// known to agree).
     pub fn listing_one_disk_pages(&self) -> u64 {
-        self.set().one_disk_pages()
+        self.pools.first_sets().iter().map(|s| s.one_disk_pages()).sum()
     }
 
-    /// Every pool with its backlogs: the first, the hot pools added later,
-    /// then the cold pool (nothing here asks the disks).
+    /// Every set of every pool with its backlogs: the first pool's, the
+    /// hot pools added later, then the cold pool (nothing here asks the
+    /// disks).
     pub fn pool_status(&self) -> Vec<PoolStatus> {
         self.pools
             .every()
             .into_iter()
-            .map(|(tier, set)| PoolStatus {
-                tier,
+            .map(|(name, set)| PoolStatus {
+                tier: name.tier,
+                set: name.index,
                 repair_backlog: set.repair_queue().backlog(),
                 objects_at_risk: set.at_risk().count(),
                 offline: set.offline_reason().map(str::to_string),
@@ -199,7 +222,7 @@ impl Store {
             .collect()
     }
 
-    /// Every pool's disk slots with their health, in the order of
+    /// Every set's disk slots with their health, in the order of
     /// [`Store::pool_status`].
     pub async fn disk_status_by_pool(&self) -> Vec<Vec<DiskStatus>> {
         let mut out = Vec::new();
@@ -215,16 +238,18 @@ impl Store {
         self.pools.has_cold()
     }
 
-    /// True when enough disks are online to accept writes.
+    /// True when the set holding the cluster-wide documents has enough
+    /// disks online to accept writes (another set below its write quorum
+    /// refuses the writes of its keys alone).
     pub async fn writable(&self) -> bool {
-        let online = self
-            .set()
+        let system = self.pools.system();
+        let online = system
             .health()
             .await
             .iter()
             .filter(|h| matches!(h, DiskHealth::Online { .. }))
             .count();
-        online >= self.set().quorum().write
+        online >= system.quorum().write
     }
 
     /// Runs `worker` with the store's own until [`Store::shutdown`] (the

@@ -50,6 +50,9 @@ pub(crate) fn rig_packing(
         parity,
         tier: Tier::Hot,
         pool: 0,
+        set: 0,
+        sets: 1,
+        pool_exists: false,
         deployment: None,
         disk: LocalDiskOptions {
             fsync: false,
@@ -160,7 +163,7 @@ async fn round_trips_at_stripe_boundaries_and_ranges() {
     ] {
         let r = rig(n, parity);
         r.store.create_bucket("b", "us-east-1").await.unwrap();
-        let stripe = r.store.set().layout_for("b", "k").stripe_size() as usize;
+        let stripe = r.store.pools.system().layout_for("b", "k").stripe_size() as usize;
         for len in [0, 1, stripe - 1, stripe, stripe + 1, 3 * stripe + 7] {
             let d = data(len, len as u8);
             put(&r, "k", &d).await.unwrap();
@@ -302,7 +305,7 @@ async fn put_ghost_on_disk_0(r: &Rig) {
     let object = r.store.head_object("b", "a").await.unwrap();
     let stray = disk_engine::Record {
         version: disk_engine::VersionId::NULL,
-        stamp: r.store.set().next_stamp(),
+        stamp: r.store.pools.system().next_stamp(),
         body: erasure_set::record::encode(&object),
         listing: erasure_set::encode_projection(&object),
     };
@@ -411,7 +414,8 @@ async fn listings_from_heads_match_the_records_through_versions_and_a_missing_di
     let store = &r.store;
     let heads = |prefix: &'static str| async move {
         store
-            .set()
+            .pools
+            .system()
             .list_current("b", prefix.as_bytes(), ListStart::Beginning, 1000)
             .await
             .unwrap()
@@ -433,7 +437,7 @@ async fn listings_from_heads_match_the_records_through_versions_and_a_missing_di
 async fn a_listing_from_some_disks_shows_what_reads_show_after_interrupted_writes() {
     let r = rig(4, None);
     assert_eq!(
-        erasure_set::heads_readers(4, r.store.set().quorum().read),
+        erasure_set::heads_readers(4, r.store.pools.system().quorum().read),
         3
     );
     r.store.create_bucket("b", "us-east-1").await.unwrap();
@@ -462,7 +466,7 @@ async fn a_listing_from_some_disks_shows_what_reads_show_after_interrupted_write
             object.meta.etag = format!("cut-{i}");
             let rec = disk_engine::Record {
                 version: disk_engine::VersionId::NULL,
-                stamp: r.store.set().next_stamp(),
+                stamp: r.store.pools.system().next_stamp(),
                 body: erasure_set::record::encode(&object),
                 listing: erasure_set::encode_projection(&object),
             };
@@ -529,7 +533,7 @@ async fn a_page_read_ahead_is_used_only_if_nothing_was_written_since() {
         put(&r, k, b"x").await.unwrap();
     }
     let store = &r.store;
-    let hits = || store.set().list_ahead_hits();
+    let hits = || store.pools.system().list_ahead_hits();
     let page = |after: &'static str| page_after(&r, after, 2);
     // Read ahead, nothing written: the page read ahead is served.
     r.store
@@ -571,8 +575,8 @@ async fn a_client_paging_through_keys_is_read_ahead_in_chunks_of_pages() {
         put(&r, &format!("k{i:02}"), b"x").await.unwrap();
     }
     let store = &r.store;
-    let hits = || store.set().list_ahead_hits();
-    let chunks = || store.set().list_ahead_chunks();
+    let hits = || store.pools.system().list_ahead_hits();
+    let chunks = || store.pools.system().list_ahead_chunks();
     let page = |after: &'static str| page_after(&r, after, 4);
     // A client asking for 3 keys at a time (the set is asked for one more,
     // to tell whether more follow) is read ahead 12 keys at a time: the
@@ -663,15 +667,15 @@ async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_mi
     assert_eq!(listed_from_one_disk(&r, "x/").await, ["x/1"]);
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 1);
     // Once the key is healed and compared again, its pages read one disk.
-    assert!(r.store.set().recheck_doubts("b").await);
+    assert!(r.store.pools.system().recheck_doubts("b").await);
     assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(
         r.store.listing_one_disk_pages(),
         one_disk + 1,
         "not healed yet"
     );
-    r.store.set().heal_object("b", "b", &[]).await.unwrap();
-    assert!(r.store.set().recheck_doubts("b").await);
+    r.store.pools.system().heal_object("b", "b", &[]).await.unwrap();
+    assert!(r.store.pools.system().recheck_doubts("b").await);
     assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 2);
 }
@@ -751,7 +755,7 @@ async fn paging_through_chunks_read_ahead_lists_every_visible_key_once() {
         }
     }
     let store = &r.store;
-    let hits = || store.set().list_ahead_hits();
+    let hits = || store.pools.system().list_ahead_hits();
     for max in [1, 2, 3, 4, 5, 7, 13, 100] {
         let before = hits();
         assert_eq!(page_through(&r, max).await, visible, "pages of {max}");
@@ -775,7 +779,7 @@ async fn multipart_complete_and_abort() {
     for (i, p) in parts.iter().enumerate() {
         let staged = r
             .store
-            .write_part_data(&up, body(p, 4096), None)
+            .write_part_data("b", "mp", &up, body(p, 4096), None)
             .await
             .unwrap();
         r.store
@@ -795,7 +799,7 @@ async fn multipart_complete_and_abort() {
     // Re-uploading part 2 replaces it.
     let staged = r
         .store
-        .write_part_data(&up, body(&parts[1], 999), None)
+        .write_part_data("b", "mp", &up, body(&parts[1], 999), None)
         .await
         .unwrap();
     r.store
@@ -845,7 +849,7 @@ async fn multipart_complete_and_abort() {
     let up2 = r.store.get_upload("b", "mp2", id2).await.unwrap();
     let staged = r
         .store
-        .write_part_data(&up2, body(&parts[0], 4096), None)
+        .write_part_data("b", "mp2", &up2, body(&parts[0], 4096), None)
         .await
         .unwrap();
     let part = r

@@ -1,6 +1,7 @@
 //! Cluster-wide state as small documents in the reserved system namespace
-//! (buckets, users): erasure-set records with their value inline, read and
-//! written with the same quorums as objects.
+//! (buckets, users, policies): erasure-set records with their value
+//! inline, in the first pool's first set, read and written with the same
+//! quorums as objects.
 
 use erasure_set::record::{ObjectMeta, ObjectRecord};
 use erasure_set::ErasureLayout;
@@ -13,12 +14,12 @@ impl Store {
     /// Reads a document; `None` when absent. Queues a repair when some
     /// disk lacks it.
     pub async fn get_system_doc(&self, path: &str) -> Result<Option<Vec<u8>>, Error> {
-        let state = self.set().resolve_key(SYSTEM_NS, path).await?;
+        let state = self.pools.system().resolve_key(SYSTEM_NS, path).await?;
         let Some(v) = state.latest().filter(|v| !v.object.delete_marker) else {
             return Ok(None);
         };
-        if (0..self.set().width()).any(|s| state.responded[s] && !v.holders[s]) {
-            self.set()
+        if (0..self.pools.system().width()).any(|s| state.responded[s] && !v.holders[s]) {
+            self.pools.system()
                 .repair_queue()
                 .request(SYSTEM_NS, path, Vec::new());
         }
@@ -36,7 +37,7 @@ impl Store {
         path: &str,
         change: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, Error>,
     ) -> Result<(), Error> {
-        let _guard = self.set().locks().lock(SYSTEM_NS, path).await?;
+        let _guard = self.pools.system().locks().lock(SYSTEM_NS, path).await?;
         let current = self.get_system_doc(path).await?;
         match change(current)? {
             Some(value) => self.write_system_doc(path, value).await,
@@ -64,8 +65,8 @@ impl Store {
         let mut out = Vec::new();
         let mut start = disk_engine::ListStart::Beginning;
         loop {
-            let page = self
-                .set()
+            let page = self.pools
+                .system()
                 .list_resolved::<ObjectRecord>(
                     SYSTEM_NS,
                     prefix.as_bytes(),
@@ -102,9 +103,9 @@ impl Store {
             delete_marker: false,
             size: 0,
             layout: ErasureLayout {
-                data: self.set().data_shards() as u8,
-                parity: self.set().parity_shards() as u8,
-                block_size: self.set().block_size(),
+                data: self.pools.system().data_shards() as u8,
+                parity: self.pools.system().parity_shards() as u8,
+                block_size: self.pools.system().block_size(),
                 rotation: 0,
             },
             parts: Vec::new(),
@@ -115,8 +116,8 @@ impl Store {
             tiered: None,
             upload_id: None,
         };
-        let all = vec![true; self.set().width()];
-        self.set()
+        let all = vec![true; self.pools.system().width()];
+        self.pools.system()
             .commit_record(
                 SYSTEM_NS,
                 path,
@@ -132,8 +133,8 @@ impl Store {
 
     /// Deletes a document; the caller holds the path's lock.
     pub(crate) async fn remove_system_doc(&self, path: &str) -> Result<(), Error> {
-        Ok(self
-            .set()
+        Ok(self.pools
+            .system()
             .delete_version(SYSTEM_NS, path, disk_engine::VersionId::NULL)
             .await?)
     }

@@ -188,13 +188,13 @@ impl Store {
         match self.tier_crc(&tier_ref, size).await {
             Ok(written) if written == read => {}
             Ok(_) => {
-                self.set().release_tiered(vec![tier_ref]);
+                self.pools.set_of(bucket, key).release_tiered(vec![tier_ref]);
                 return Err(Error::Corrupt(
                     "the cold copy differs from the hot one".into(),
                 ));
             }
             Err(e) => {
-                self.set().release_tiered(vec![tier_ref]);
+                self.pools.set_of(bucket, key).release_tiered(vec![tier_ref]);
                 return Err(e);
             }
         }
@@ -207,7 +207,7 @@ impl Store {
         match flipped {
             Ok(true) => Ok(Transitioned::Moved(size)),
             Ok(false) => {
-                self.set().release_tiered(vec![tier_ref]);
+                self.pools.set_of(bucket, key).release_tiered(vec![tier_ref]);
                 Ok(Transitioned::Unchanged)
             }
             // The rewrite may have reached some disks: the sweep decides
@@ -244,8 +244,9 @@ impl Store {
         before: &ObjectRecord,
         after: ObjectRecord,
     ) -> Result<bool, Error> {
-        let _guard = self.set().locks().lock(bucket, key).await?;
-        let state = self.set().resolve_key(bucket, key).await?;
+        let set = self.pools.set_of(bucket, key);
+        let _guard = set.locks().lock(bucket, key).await?;
+        let state = set.resolve_key(bucket, key).await?;
         let wanted = version_key(before.version_id);
         let unchanged = state
             .versions
@@ -254,9 +255,8 @@ impl Store {
         if !unchanged {
             return Ok(false);
         }
-        let all = vec![true; self.set().width()];
-        self.set()
-            .rewrite_record(bucket, key, after, &all, &state)
+        let all = vec![true; set.width()];
+        set.rewrite_record(bucket, key, after, &all, &state)
             .await?;
         Ok(true)
     }
@@ -280,13 +280,13 @@ impl Store {
                 }
             };
             for (id, bucket, key) in stale {
-                let Ok(_guard) = self.set().locks().lock(&bucket, &key).await else {
+                let Ok(_guard) = self.pools.set_of(&bucket, &key).locks().lock(&bucket, &key).await else {
                     continue;
                 };
                 if !self.in_flight.lock().contains(&id) && !self.refers_to(&bucket, &key, id).await
                 {
                     tracing::info!(tier = %name, %id, %bucket, %key, "deleting an unreferenced remote tier object");
-                    self.set().release_tiered(vec![TierRef {
+                    self.pools.set_of(&bucket, &key).release_tiered(vec![TierRef {
                         tier: name.clone(),
                         id,
                     }]);
@@ -300,7 +300,7 @@ impl Store {
     /// Whether a version of `bucket/key` refers to tier object `id` (true
     /// when that cannot be told: disks missing).
     async fn refers_to(&self, bucket: &str, key: &str, id: uuid::Uuid) -> bool {
-        match self.set().resolve_key(bucket, key).await {
+        match self.pools.set_of(bucket, key).resolve_key(bucket, key).await {
             Ok(state) => state
                 .versions
                 .iter()
@@ -345,7 +345,7 @@ impl Store {
                 // Under the owner key's lock: a PUT of a cold object commits
                 // its tier object and then its version under it, so this
                 // never sees one between the two.
-                let Ok(_guard) = self.set().locks().lock(&bucket, &key).await else {
+                let Ok(_guard) = self.pools.set_of(&bucket, &key).locks().lock(&bucket, &key).await else {
                     continue;
                 };
                 if self.in_flight.lock().contains(&id) || self.refers_to(&bucket, &key, id).await {
@@ -361,7 +361,7 @@ impl Store {
                     // from, which still exists: only the record goes.
                     self.forget_tier_object(&tier).await;
                 } else {
-                    self.set().release_tiered(vec![tier]);
+                    self.pools.set_of(&bucket, &key).release_tiered(vec![tier]);
                 }
                 deleted += 1;
             }

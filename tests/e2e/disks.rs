@@ -347,7 +347,7 @@ async fn objects_written_while_a_disk_failed_are_at_risk_until_healed_across_a_r
     assert_eq!(at_risk(&s), (3, 3));
     let metrics = scrape_metrics(&s, "scrape").await;
     assert!(
-        metrics.contains("granary_objects_at_risk{pool=\"hot\"} 3"),
+        metrics.contains("granary_objects_at_risk{pool=\"hot\",set=\"1\"} 3"),
         "{metrics}"
     );
     let st = admin(&s, &["status"]).unwrap();

@@ -32,6 +32,8 @@ pub struct Server {
     extra: Vec<String>,
     /// Environment variables set for the next launches.
     pub env: Vec<(String, String)>,
+    /// The rest of the last launch's "listening" line: address and layout.
+    pub banner: String,
     child: Option<Child>,
 }
 
@@ -66,6 +68,7 @@ impl Server {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            banner: String::new(),
             child: None,
         };
         s.launch().expect("server starts");
@@ -90,6 +93,7 @@ impl Server {
             addr: String::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             env: Vec::new(),
+            banner: String::new(),
             child: None,
         };
         s.launch()?;
@@ -115,11 +119,12 @@ impl Server {
     /// error output when it exits instead.
     pub fn launch(&mut self) -> Result<(), String> {
         let log = self.root.path().join("server.log");
-        let (child, url) = spawn_until(self.command(), &log, "Granary listening on ")?;
-        let url = url.split_whitespace().next().unwrap();
+        let (child, banner) = spawn_until(self.command(), &log, "Granary listening on ")?;
+        let url = banner.split_whitespace().next().unwrap();
         let (_, addr) = url.split_once("://").unwrap();
         self.addr = addr.to_string();
         self.endpoint = url.to_string();
+        self.banner = banner.clone();
         self.child = Some(child);
         Ok(())
     }

@@ -30,6 +30,7 @@ mod objects;
 mod post_object;
 mod remote_tier;
 mod server;
+mod sets;
 mod small_objects;
 mod tagging;
 mod tiers;

@@ -151,7 +151,11 @@ pub async fn stream_copy(
                 .write_data_in(tier, req.bucket(), req.key(), body, Some(size))
                 .await
         }
-        CopyTarget::Part(upload) => gw.store.write_part_data(upload, body, Some(size)).await,
+        CopyTarget::Part(upload) => {
+            gw.store
+                .write_part_data(req.bucket(), req.key(), upload, body, Some(size))
+                .await
+        }
     }?;
     let digests = Arc::try_unwrap(tap)
         .map_err(|_| S3Error::Internal("copy stream still referenced".into()))?

@@ -242,8 +242,11 @@ pub async fn receive(
         }
         Target::Part(upload) => {
             let upload = upload.clone();
+            let (bucket, key) = (req.bucket().to_string(), req.key().to_string());
             gw.in_bulk(length, async move {
-                store.write_part_data(&upload, stream, Some(length)).await
+                store
+                    .write_part_data(&bucket, &key, &upload, stream, Some(length))
+                    .await
             })
             .await?
         }
