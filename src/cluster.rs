@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use gateway::AccessKey;
-use placement::{open_cluster_pool, ClusterMap, Store};
+use placement::{open_cluster_pool, ClusterMap, LocalPool, Store};
 
 use crate::credentials::{cluster_secret, gateway_keys, rpc_tls, KEYS_FROM_ENV};
 use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
@@ -66,9 +66,9 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
     };
     let ((user, password), master) = gateway_keys()?;
     let deadline = Instant::now() + Duration::from_secs(args.wait);
-    let mut sets = Vec::new();
+    let mut pools = Vec::new();
     for index in 0..map.pools.len() {
-        let set = loop {
+        let sets = loop {
             let (map, access) = (map.clone(), access.clone());
             let handle = tokio::runtime::Handle::current();
             let tried = tokio::task::spawn_blocking(move || {
@@ -76,7 +76,7 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
             })
             .await?;
             match tried {
-                Ok(set) => break set,
+                Ok(sets) => break sets,
                 Err(e) if Instant::now() < deadline => {
                     tracing::warn!(pool = index, error = %e, "pool not ready; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -84,32 +84,47 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
                 Err(e) => return Err(e).context(format!("cannot open pool {index}")),
             }
         };
-        sets.push(set);
+        pools.push(sets);
     }
     let opts = store_options(&args.front);
     let mut layout = Vec::new();
-    // A pool whose disks were not opened comes back with a restart: the
-    // replacement watch leaves it alone.
-    let offline: Vec<bool> = sets.iter().map(|s| s.offline.is_some()).collect();
+    // A set whose disks were not opened comes back with a restart: the
+    // replacement watch leaves its pool alone.
+    let offline: Vec<bool> = pools
+        .iter()
+        .map(|sets| sets.iter().any(|s| s.offline.is_some()))
+        .collect();
     let mut store = None;
-    for (index, (set, pool)) in sets.into_iter().zip(&map.pools).enumerate() {
+    for (index, (mut sets, pool)) in pools.into_iter().zip(&map.pools).enumerate() {
         let nodes: std::collections::BTreeSet<&str> =
             pool.disks.iter().map(|d| d.node.as_str()).collect();
-        layout.push(format!(
-            "{}: {} on {} nodes",
-            pool.tier,
-            describe_layout(set.disks.len(), set.parity),
-            nodes.len()
-        ));
+        let one = describe_layout(pool.set_width, pool.parity);
+        layout.push(match sets.len() {
+            1 => format!("{}: {one} on {} nodes", pool.tier, nodes.len()),
+            n => format!(
+                "{}: {n} erasure sets of {one} on {} nodes",
+                pool.tier,
+                nodes.len()
+            ),
+        });
         // Pool 0 holds every version record; later hot pools take new
         // objects' bytes by free space, the cold pool those of cold
         // classes.
         match (&store, pool.tier) {
-            (None, _) => store = Some(Store::for_set(set, opts)?),
-            (Some(s), disk_engine::Tier::Hot) => {
-                s.attach_hot_pool(index as u32, set)?;
+            (None, _) => {
+                store = Some(Store::for_pool(
+                    LocalPool {
+                        sets,
+                        deployment_id: map.deployment,
+                        created: false,
+                    },
+                    opts,
+                )?)
             }
-            (Some(s), disk_engine::Tier::Cold) => s.attach_cold_pool(set)?,
+            (Some(s), disk_engine::Tier::Hot) => {
+                s.attach_hot_pool(index as u32, sets.remove(0))?;
+            }
+            (Some(s), disk_engine::Tier::Cold) => s.attach_cold_pool(sets.remove(0))?,
         }
     }
     let store = store.context("the cluster map has no pools")?;
@@ -162,8 +177,9 @@ async fn watch_replacements(
             })
             .await;
             match opened {
-                Ok(Ok(set)) if !set.replaced.is_empty() => {
-                    tracing::warn!(pool = index, slots = ?set.replaced, "replaced disks formatted; healing");
+                Ok(Ok(sets)) if sets.iter().any(|s| !s.replaced.is_empty()) => {
+                    let replaced: Vec<_> = sets.iter().map(|s| s.replaced.clone()).collect();
+                    tracing::warn!(pool = index, slots_by_set = ?replaced, "replaced disks formatted; healing");
                     // The store's pass covers every pool.
                     store.start_heal();
                 }

@@ -59,7 +59,7 @@ pub use listing::ResolvedPage;
 pub use local_set::{
     default_parity, open_local_set, LocalSet, LocalSetConfig, DEFAULT_COLD_PARITY, MAX_SET_DISKS,
 };
-pub use locks::{ask, release, take, writer_lease_name, KeyLocks, LEASE_RENEWAL};
+pub use locks::{ask, release, take, writer_lease_name, KeyGuard, KeyLocks, LEASE_RENEWAL};
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
 pub use projection::{encode as encode_projection, listing_of_body, Etag, SummaryView};
 pub use quorum::{Quorum, Tally};

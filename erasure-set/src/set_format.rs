@@ -142,7 +142,14 @@ pub fn open_set(slots: &dyn Slots, want: &SetWant) -> Result<LocalSet, SetError>
     let Some(&(first_slot, reference)) = formatted.first() else {
         if want.pool_exists {
             let deployment = want.deployment.unwrap_or_default();
-            return Ok(offline_set(slots, want, &states, 0, want.default_parity, deployment));
+            return Ok(offline_set(
+                slots,
+                want,
+                &states,
+                0,
+                want.default_parity,
+                deployment,
+            ));
         }
         return format_new(slots, want);
     };
@@ -322,7 +329,9 @@ fn offline_set(
     let why = set_offline_reason(slots, want, states, formatted, read_quorum);
     tracing::error!(set = %set_name(want.pool, want.set), "{why}");
     let disks = (0..n)
-        .map(|slot| Arc::new(OfflineDisk::new(slots.show(slot), "its set is offline")) as Arc<dyn Disk>)
+        .map(|slot| {
+            Arc::new(OfflineDisk::new(slots.show(slot), "its set is offline")) as Arc<dyn Disk>
+        })
         .collect();
     LocalSet {
         disks,

@@ -101,7 +101,10 @@ pub fn render(gw: &Gateway) -> String {
         let set = (pool.set + 1).to_string();
         o.sample(
             "granary_objects_at_risk",
-            &[("pool", pool.tier.as_deref().unwrap_or("hot")), ("set", &set)],
+            &[
+                ("pool", pool.tier.as_deref().unwrap_or("hot")),
+                ("set", &set),
+            ],
             pool.objects_at_risk as f64,
         );
     }

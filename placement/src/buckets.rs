@@ -59,9 +59,9 @@ fn bucket_key(name: &str) -> String {
 
 /// Whether `b` is being deleted now (its mark is not a dead one's).
 fn deleting(b: &BucketRecord) -> bool {
-    b.deleting.as_ref().is_some_and(|m| {
-        now_ns().saturating_sub(m.since_ns) < DELETING_STALE.as_nanos() as u64
-    })
+    b.deleting
+        .as_ref()
+        .is_some_and(|m| now_ns().saturating_sub(m.since_ns) < DELETING_STALE.as_nanos() as u64)
 }
 
 impl Store {

@@ -15,12 +15,15 @@
 //! A disk is `HOST[:PORT]:/PATH` (port 9100 by default); `{a...b}` expands
 //! to every number from a to b (keeping leading zeros), and several ranges
 //! in one pattern expand as nested loops, the leftmost outermost. A pool's
-//! disks form one erasure set whose slots alternate between nodes, so a
-//! node holds as few shards of the set as possible; a layout in which a
-//! node would hold more than the parity (its loss would lose data) is
-//! refused. Pools are listed hot first (the first holds every version
-//! record; pools added later take new objects' bytes by free space, see
-//! `pools.rs`), then at most one cold pool.
+//! disks are ordered so consecutive slots alternate between nodes, and
+//! divided into erasure sets (`set_widths.rs`, the node being the failure
+//! domain): the first pool into sets of `set_width` disks, by default the
+//! widest of 4–16 that divides its disk count and leaves no node more
+//! disks of a set than its parity; later pools are one set each. A layout
+//! in which a node would hold more than the parity of a set (its loss
+//! would lose data) is refused. Pools are listed hot first (the first
+//! holds every version record; pools added later take new objects' bytes
+//! by free space, see `pools.rs`), then at most one cold pool.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -53,8 +56,10 @@ pub struct ClusterMap {
 pub struct PoolMap {
     /// Tier of the pool.
     pub tier: Tier,
-    /// Parity shards (m) of its set.
+    /// Parity shards (m) of each of its sets.
     pub parity: usize,
+    /// Disks per set: set `s` is disks `s * set_width ..`.
+    pub set_width: usize,
     /// Disks in slot order (alternating between nodes).
     pub disks: Vec<NodeDisk>,
 }
@@ -87,6 +92,7 @@ struct FileShape {
 struct PoolShape {
     tier: Tier,
     parity: Option<usize>,
+    set_width: Option<usize>,
     disks: Vec<String>,
 }
 
@@ -201,33 +207,41 @@ impl ClusterMap {
                 }
             }
             let n = disks.len();
-            if n == 0 || n > MAX_SET_DISKS {
+            if i > 0 && (n > MAX_SET_DISKS || p.set_width.is_some_and(|w| w != n)) {
                 return Err(bad(format!(
-                    "pool {i} has {n} disks; a pool is one erasure set of 1 to {MAX_SET_DISKS}"
-                )));
-            }
-            let parity = p.parity.unwrap_or(match p.tier {
-                Tier::Hot => default_parity(n),
-                Tier::Cold => default_parity(n).min(DEFAULT_COLD_PARITY),
-            });
-            if parity >= n {
-                return Err(bad(format!(
-                    "pool {i}: parity {parity} needs more than {parity} disks"
+                    "pool {i} has {n} disks; only the first pool is divided into sets, a later one is one erasure set of 1 to {MAX_SET_DISKS}"
                 )));
             }
             let disks = interleave(disks);
-            let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
-            for d in &disks {
-                *per_node.entry(&d.node).or_default() += 1;
-            }
-            if let Some((node, count)) = per_node.iter().find(|(_, c)| **c > parity) {
-                return Err(bad(format!(
-                    "pool {i}: node {node} would hold {count} shards of a set with parity {parity}, so losing it would lose data; spread the disks over more nodes or raise the parity"
-                )));
-            }
+            let nodes: Vec<&str> = {
+                let mut seen: Vec<&str> = Vec::new();
+                for d in &disks {
+                    if !seen.contains(&d.node.as_str()) {
+                        seen.push(&d.node);
+                    }
+                }
+                seen
+            };
+            let domains: Vec<usize> = disks
+                .iter()
+                .map(|d| nodes.iter().position(|n| *n == d.node).expect("listed"))
+                .collect();
+            let tier = p.tier;
+            let width = match i {
+                0 => p.set_width,
+                _ => Some(n),
+            };
+            let layout =
+                crate::set_widths::choose_layout(&domains, width, p.parity, |w| match tier {
+                    Tier::Hot => default_parity(w),
+                    Tier::Cold => default_parity(w).min(DEFAULT_COLD_PARITY),
+                })
+                .map_err(|e| bad(format!("pool {i}: {e}")))?;
+            let (parity, set_width) = (layout.parity, layout.width);
             pools.push(PoolMap {
                 tier: p.tier,
                 parity,
+                set_width,
                 disks,
             });
         }
@@ -296,14 +310,15 @@ impl Slots for RemoteSlots {
 }
 
 /// Opens pool `index` of `map` over its nodes, formatting it on first
-/// start. A new pool is only formatted when every disk answers. Blocking:
+/// start: its sets in order. A new pool is only formatted when every disk
+/// answers, its sets last to first (see `local_pool.rs` for why). Blocking:
 /// call it from a blocking thread of `runtime`.
 pub fn open_cluster_pool(
     map: &ClusterMap,
     index: usize,
     access: &NodeAccess,
     runtime: tokio::runtime::Handle,
-) -> Result<LocalSet, Error> {
+) -> Result<Vec<LocalSet>, Error> {
     let pool = &map.pools[index];
     let mut nodes: BTreeMap<&str, Arc<NodeClient>> = BTreeMap::new();
     let disks: Vec<(Arc<NodeClient>, NodeDisk)> = pool
@@ -321,39 +336,43 @@ pub fn open_cluster_pool(
         runtime.block_on(futures::future::join_all(disks.iter().map(
             |(node, d)| async move { node.probe(&d.path).await.map_err(|e| e.to_string()) },
         )));
-    let slots = RemoteSlots {
-        disks,
-        probed,
-        runtime,
-    };
-    let any_formatted = slots
-        .probed
+    let formatted = |p: &Result<DirState, String>| matches!(p, Ok(DirState::Formatted(_)));
+    let unreachable: Vec<String> = disks
         .iter()
-        .any(|p| matches!(p, Ok(DirState::Formatted(_))));
-    let unreachable: Vec<String> = slots
-        .disks
-        .iter()
-        .zip(&slots.probed)
+        .zip(&probed)
         .filter_map(|((_, d), p)| p.as_ref().err().map(|e| format!("{d} ({e})")))
         .collect();
-    if !any_formatted && !unreachable.is_empty() {
+    if !probed.iter().any(formatted) && !unreachable.is_empty() {
         return Err(bad(format!(
             "a new pool is formatted only when all its disks answer; not answering: {}",
             unreachable.join(", ")
         )));
     }
-    let want = SetWant {
-        parity: Some(pool.parity),
-        tier: pool.tier,
-        pool: index as u32,
-        set: 0,
-        sets: 1,
-        pool_exists: false,
-        deployment: Some(map.deployment),
-        default_parity: pool.parity,
-        parity_name: "the cluster file's parity",
-    };
-    Ok(open_set(&slots, &want)?)
+    let width = pool.set_width;
+    let sets = disks.len() / width;
+    let complete = probed[..width].iter().any(formatted);
+    let mut opened = Vec::with_capacity(sets);
+    for s in (0..sets).rev() {
+        let slots = RemoteSlots {
+            disks: disks[s * width..(s + 1) * width].to_vec(),
+            probed: probed[s * width..(s + 1) * width].to_vec(),
+            runtime: runtime.clone(),
+        };
+        let want = SetWant {
+            parity: Some(pool.parity),
+            tier: pool.tier,
+            pool: index as u32,
+            set: s as u32,
+            sets: sets as u32,
+            pool_exists: complete,
+            deployment: Some(map.deployment),
+            default_parity: pool.parity,
+            parity_name: "the cluster file's parity",
+        };
+        opened.push(open_set(&slots, &want)?);
+    }
+    opened.reverse();
+    Ok(opened)
 }
 
 #[cfg(test)]
@@ -437,6 +456,6 @@ disks = ["cold{1...4}:/q"]
             assert!(ClusterMap::parse(text).is_err(), "{text}");
         }
         let err = ClusterMap::parse("deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"hot\"\nparity = 1\ndisks = [\"a:/d{1...2}\", \"b:/d1\"]").unwrap_err().to_string();
-        assert!(err.contains("would hold 2 shards"), "{err}");
+        assert!(err.contains("would hold 2 disks of one node"), "{err}");
     }
 }

@@ -61,7 +61,7 @@ impl Store {
     ) -> Result<ObjectRecord, Error> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.detached(move |me| async move {
-            let _guard = me.pools.set_of(&bucket, &key).locks().lock(&bucket, &key).await?;
+            let _guard = me.lock_key(&bucket, &key).await?;
             match me.completion_of(&bucket, &key, upload_id).await? {
                 Some(done) => me.finish_completion(&bucket, &key, upload_id, done).await,
                 None => Err(Error::NoSuchUpload),
@@ -79,11 +79,15 @@ impl Store {
         meta: ObjectMeta,
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
-        let _guard = self.pools.set_of(bucket, key).locks().lock(bucket, key).await?;
+        let _guard = self.lock_key(bucket, key).await?;
         failpoint::hit("complete.before", "").await;
         // Read once under the lock: for an earlier completion, and for the
         // new version's place among the key's versions.
-        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
+        let records = self
+            .pools
+            .set_of(bucket, key)
+            .read_records(bucket, key)
+            .await;
         if let Some(done) = self.completion_in((bucket, key), &records, upload_id)? {
             return self.finish_completion(bucket, key, upload_id, done).await;
         }
@@ -199,7 +203,11 @@ impl Store {
         key: &str,
         upload_id: Uuid,
     ) -> Result<Option<Record>, Error> {
-        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
+        let records = self
+            .pools
+            .set_of(bucket, key)
+            .read_records(bucket, key)
+            .await;
         self.completion_in((bucket, key), &records, upload_id)
     }
 
@@ -210,7 +218,9 @@ impl Store {
         records: &DiskRecords,
         upload_id: Uuid,
     ) -> Result<Option<Record>, Error> {
-        self.pools.set_of(bucket, key).require_read_quorum(records)?;
+        self.pools
+            .set_of(bucket, key)
+            .require_read_quorum(records)?;
         Ok(records
             .iter()
             .flatten()
@@ -238,7 +248,11 @@ impl Store {
             completes: Some(upload_id),
             ..Carried::default()
         };
-        let committed = self.pools.set_of(bucket, key).repeat_record(bucket, key, done, carried).await?;
+        let committed = self
+            .pools
+            .set_of(bucket, key)
+            .repeat_record(bucket, key, done, carried)
+            .await?;
         let object = committed.object;
         let dropped = committed.completed;
         if !dropped.is_empty() {
@@ -247,7 +261,8 @@ impl Store {
             if let Some(t) = &object.tiered {
                 keep.extend(self.tier_object_data(t).await);
             }
-            self.free_parts((bucket, key), pool.as_deref(), dropped, &keep).await;
+            self.free_parts((bucket, key), pool.as_deref(), dropped, &keep)
+                .await;
         }
         Ok(object)
     }

@@ -43,6 +43,8 @@ mod tier;
 mod transition;
 
 #[cfg(test)]
+mod listing_tests;
+#[cfg(test)]
 mod packed_tests;
 #[cfg(test)]
 mod pools_tests;
@@ -68,10 +70,12 @@ pub use error::Error;
 pub use gc::DEFAULT_GC_INTERVAL;
 pub use healer::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
 pub use key_hash::{key_hash, set_index};
-pub use model::{BucketRecord, DeletingMark, PartRecord, UploadRecord, Versioning, COLD_TIER, POOL_TIER_PREFIX};
-pub use multipart::UploadInfo;
 pub use listing::{ObjectListing, VersionListing};
 pub use local_pool::{open_local_pool, LocalPool, LocalPoolConfig};
+pub use model::{
+    BucketRecord, DeletingMark, PartRecord, UploadRecord, Versioning, COLD_TIER, POOL_TIER_PREFIX,
+};
+pub use multipart::UploadInfo;
 pub use objects::{
     DeleteCondition, DeleteItem, DeleteOutcome, VersionRef, WriteCondition, WriteOptions,
 };

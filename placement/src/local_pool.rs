@@ -64,10 +64,11 @@ pub fn open_local_pool(cfg: &LocalPoolConfig) -> Result<LocalPool, Error> {
             return Err(setup(format!("directory {} is given twice", a.display())));
         }
     }
-    let formatted: Option<(PathBuf, FormatRecord)> = cfg.dirs.iter().find_map(|d| match probe_dir(d) {
-        DirState::Formatted(f) => Some((d.clone(), f)),
-        _ => None,
-    });
+    let formatted: Option<(PathBuf, FormatRecord)> =
+        cfg.dirs.iter().find_map(|d| match probe_dir(d) {
+            DirState::Formatted(f) => Some((d.clone(), f)),
+            _ => None,
+        });
     let (width, sets) = match &formatted {
         Some((dir, f)) => {
             let (width, sets) = (f.set_size(), f.sets as usize);
@@ -91,9 +92,19 @@ pub fn open_local_pool(cfg: &LocalPoolConfig) -> Result<LocalPool, Error> {
             (l.width, l.sets)
         }
     };
-    let mut deployment = formatted.as_ref().map(|(_, f)| f.deployment_id);
+    // A new pool's sets are formatted last to first, so the first set
+    // holding a format means every set was formatted once: a set none of
+    // whose disks holds one then lost them all, and is offline rather
+    // than formatted anew. Without the first set's, the pool's formatting
+    // was cut short, and the sets without a format are formatted now.
+    let complete = cfg.dirs[..width]
+        .iter()
+        .any(|d| matches!(probe_dir(d), DirState::Formatted(_)));
+    let deployment = formatted
+        .as_ref()
+        .map_or_else(Uuid::new_v4, |(_, f)| f.deployment_id);
     let mut opened = Vec::with_capacity(sets);
-    for s in 0..sets {
+    for s in (0..sets).rev() {
         let set = open_local_set(&LocalSetConfig {
             dirs: cfg.dirs[s * width..(s + 1) * width].to_vec(),
             parity: cfg.parity,
@@ -101,15 +112,15 @@ pub fn open_local_pool(cfg: &LocalPoolConfig) -> Result<LocalPool, Error> {
             pool: 0,
             set: s as u32,
             sets: sets as u32,
-            pool_exists: formatted.is_some(),
-            deployment,
+            pool_exists: complete,
+            deployment: Some(deployment),
             disk: cfg.disk.clone(),
         })?;
-        deployment = Some(set.deployment_id);
         opened.push(set);
     }
+    opened.reverse();
     Ok(LocalPool {
-        deployment_id: opened[0].deployment_id,
+        deployment_id: deployment,
         created: formatted.is_none(),
         sets: opened,
     })
@@ -178,6 +189,25 @@ mod tests {
         let why = pool.sets[1].offline.clone().expect("offline");
         assert!(why.contains("erasure set 2 of pool 0"), "{why}");
         assert!(!c.dirs[4].join("format.json").exists());
+    }
+
+    #[test]
+    fn a_pool_whose_formatting_was_cut_short_is_formatted_to_its_end() {
+        // Sets are formatted last to first: a kill after the second set's
+        // formats leaves the first set without any; the next start formats
+        // it into the same deployment.
+        let root = tempfile::tempdir().unwrap();
+        let c = cfg(root.path(), 8, Some(4));
+        let pool = open_local_pool(&c).unwrap();
+        let dep = pool.deployment_id;
+        drop(pool);
+        for d in &c.dirs[..4] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+        let pool = open_local_pool(&c).unwrap();
+        assert!(pool.sets.iter().all(|s| s.offline.is_none()));
+        assert_eq!(pool.deployment_id, dep);
+        assert!(pool.sets.iter().all(|s| s.deployment_id == dep));
     }
 
     #[test]

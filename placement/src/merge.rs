@@ -51,7 +51,10 @@ mod tests {
 
     #[test]
     fn a_truncated_set_bounds_the_page() {
-        let m = merge_pages(vec![page(&["a", "c", "e"], Some("e")), page(&["b", "f"], None)], 10);
+        let m = merge_pages(
+            vec![page(&["a", "c", "e"], Some("e")), page(&["b", "f"], None)],
+            10,
+        );
         assert_eq!(keys(&m), vec!["a", "b", "c", "e"]);
         assert_eq!(m.1.as_deref(), Some("e"));
         let m = merge_pages(vec![page(&["a", "c"], None), page(&["b", "d"], None)], 3);

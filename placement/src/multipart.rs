@@ -86,7 +86,10 @@ impl Store {
             upload_id,
             body: record::encode(&rec),
         };
-        self.pools.set_of(bucket, key).put_upload(bucket, entry).await?;
+        self.pools
+            .set_of(bucket, key)
+            .put_upload(bucket, entry)
+            .await?;
         Ok(upload_id)
     }
 
@@ -98,7 +101,12 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<UploadRecord, Error> {
         self.bucket(bucket).await?;
-        match self.pools.set_of(bucket, key).get_upload(bucket, key, upload_id).await? {
+        match self
+            .pools
+            .set_of(bucket, key)
+            .get_upload(bucket, key, upload_id)
+            .await?
+        {
             Some(body) => Ok(record::decode(&body)?),
             None => Err(Error::NoSuchUpload),
         }
@@ -187,7 +195,7 @@ impl Store {
             body: record::encode(&rec),
         };
         failpoint::hit("part.staged", "").await;
-        let _guard = self.pools.set_of(bucket, key).locks().lock(bucket, key).await?;
+        let _guard = self.lock_key(bucket, key).await?;
         // The set `write_part_data` staged the data in.
         let part_set = self.part_set(bucket, key, upload)?;
         // Staged entries in the upload's own set go with the part records;
@@ -195,7 +203,9 @@ impl Store {
         let staged_ids = staged.hand_over();
         let here = upload.part_pool().is_none();
         let unstage = if here { staged_ids.clone() } else { Vec::new() };
-        let replaced = match self.pools.set_of(bucket, key)
+        let replaced = match self
+            .pools
+            .set_of(bucket, key)
             .put_part(bucket, key, upload_id, entry, unstage)
             .await
         {
@@ -249,7 +259,10 @@ impl Store {
             if pool.is_some() {
                 elsewhere.push(id);
             } else {
-                self.pools.set_of(bucket, key).free_data(slot, id, false).await;
+                self.pools
+                    .set_of(bucket, key)
+                    .free_data(slot, id, false)
+                    .await;
             }
         }
         elsewhere.sort();
@@ -272,7 +285,11 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<PartRecord>, bool), Error> {
         self.get_upload(bucket, key, upload_id).await?;
-        let (numbers, more) = self.pools.set_of(bucket, key).list_parts(upload_id, after, max).await?;
+        let (numbers, more) = self
+            .pools
+            .set_of(bucket, key)
+            .list_parts(upload_id, after, max)
+            .await?;
         // Of a part written twice, the newer write.
         let out = numbers
             .into_iter()
@@ -300,7 +317,12 @@ impl Store {
     ) -> Result<(), Error> {
         // Short of a write quorum the upload may still be there: nothing of
         // it is freed.
-        let Some(dropped) = self.pools.set_of(bucket, key).delete_upload(bucket, key, upload_id).await? else {
+        let Some(dropped) = self
+            .pools
+            .set_of(bucket, key)
+            .delete_upload(bucket, key, upload_id)
+            .await?
+        else {
             return Err(Error::NoSuchUpload);
         };
         self.free_parts((bucket, key), pool, dropped, keep).await;
@@ -330,8 +352,12 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
-        let _guard = self.pools.set_of(bucket, key).locks().lock(bucket, key).await?;
-        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
+        let _guard = self.lock_key(bucket, key).await?;
+        let records = self
+            .pools
+            .set_of(bucket, key)
+            .read_records(bucket, key)
+            .await;
         if let Some(done) = self.completion_in((bucket, key), &records, upload_id)? {
             self.finish_completion(bucket, key, upload_id, done).await?;
             return Err(Error::NoSuchUpload);

@@ -37,7 +37,7 @@ impl VersionRef {
         version_id.map_or(VersionRef::Null, VersionRef::Id)
     }
 
-    fn id(self) -> Option<Uuid> {
+    pub(crate) fn id(self) -> Option<Uuid> {
         match self {
             VersionRef::Null => None,
             VersionRef::Id(u) => Some(u),
@@ -339,7 +339,11 @@ impl Store {
         key: &str,
         opts: &WriteOptions,
     ) -> Result<(Versioning, KeyState), Error> {
-        let records = self.pools.set_of(bucket, key).read_records(bucket, key).await;
+        let records = self
+            .pools
+            .set_of(bucket, key)
+            .read_records(bucket, key)
+            .await;
         self.prepare_version_from(bucket, key, opts, records).await
     }
 
@@ -548,10 +552,10 @@ impl Store {
         }
         if permanent || versioning == Versioning::Unversioned {
             set.delete_versions(
-                    bucket,
-                    vec![(key.as_bytes().to_vec(), found.record.version)],
-                )
-                .await?;
+                bucket,
+                vec![(key.as_bytes().to_vec(), found.record.version)],
+            )
+            .await?;
         } else {
             self.add_delete_marker_locked(bucket, key, versioning)
                 .await?;
@@ -717,7 +721,10 @@ impl Store {
         records.dedup();
         let removed = match records.is_empty() {
             true => Ok(()),
-            false => set.delete_versions(bucket, records).await.map_err(Error::from),
+            false => set
+                .delete_versions(bucket, records)
+                .await
+                .map_err(Error::from),
         };
         if let Err(e) = removed {
             for (_, outcome) in out.iter_mut() {

@@ -144,9 +144,11 @@ impl Pools {
     /// Every set of every pool with its name: the first pool's, the hot
     /// pools added later, then the cold pool.
     pub(crate) fn every(&self) -> Vec<(SetName, Arc<ErasureSet>)> {
-        let first = self.first.iter().enumerate().map(|(index, s)| {
-            (SetName { tier: None, index }, s.clone())
-        });
+        let first = self
+            .first
+            .iter()
+            .enumerate()
+            .map(|(index, s)| (SetName { tier: None, index }, s.clone()));
         let mut out: Vec<_> = first.collect();
         let named = |tier: &str, s: &Arc<ErasureSet>| {
             (

@@ -53,7 +53,7 @@ pub fn choose_layout(
                 "a set width of {w} is outside 1–{MAX_SET_DISKS} disks"
             ));
         }
-        if n % w != 0 {
+        if !n.is_multiple_of(w) {
             return Err(format!(
                 "{n} disks cannot be divided into sets of {w}; give a multiple of {w}"
             ));
@@ -70,12 +70,20 @@ pub fn choose_layout(
         return Ok(layout(w));
     }
     let fits = |w: usize| {
-        n % w == 0 && parity_of(w) < w && breaks_domain_rule(domains, w, parity_of(w)).is_none()
+        n.is_multiple_of(w)
+            && parity_of(w) < w
+            && breaks_domain_rule(domains, w, parity_of(w)).is_none()
     };
-    if let Some(w) = (MIN_DEFAULT_SET_WIDTH..=MAX_SET_DISKS).rev().find(|&w| fits(w)) {
+    if let Some(w) = (MIN_DEFAULT_SET_WIDTH..=MAX_SET_DISKS)
+        .rev()
+        .find(|&w| fits(w))
+    {
         return Ok(layout(w));
     }
     if n < MIN_DEFAULT_SET_WIDTH || n <= MAX_SET_DISKS {
+        if let Some(why) = breaks_domain_rule(domains, n, parity_of(n)) {
+            return Err(why);
+        }
         return Ok(layout(n));
     }
     Err(format!(
@@ -96,9 +104,10 @@ fn breaks_domain_rule(domains: &[usize], width: usize, parity: usize) -> Option<
             let held = set.iter().filter(|x| *x == d).count();
             if held > allowed {
                 return Some(format!(
-                    "erasure set {} of {width} disks would hold {held} disks of one failure \
-                     domain, more than its parity {parity} can rebuild; spread the disks over \
-                     more nodes, or choose a width and parity that fit",
+                    "erasure set {} of {width} disks would hold {held} disks of one node \
+                     (failure domain), more than its parity {parity} can rebuild, so losing it \
+                     would lose data; spread the disks over more nodes, or choose a width and \
+                     parity that fit",
                     s + 1
                 ));
             }
@@ -112,7 +121,7 @@ fn breaks_domain_rule(domains: &[usize], width: usize, parity: usize) -> Option<
 fn nearby_counts(n: usize) -> Vec<String> {
     let lo = n.saturating_sub(8).max(MAX_SET_DISKS + 1);
     (lo..=n + 8)
-        .filter(|&c| (MIN_DEFAULT_SET_WIDTH..=MAX_SET_DISKS).any(|w| c % w == 0))
+        .filter(|&c| (MIN_DEFAULT_SET_WIDTH..=MAX_SET_DISKS).any(|w| c.is_multiple_of(w)))
         .map(|c| c.to_string())
         .collect()
 }

@@ -64,7 +64,11 @@ impl Store {
 
     /// A store whose first pool is `sets` (disks in slot order, parity, why
     /// it is offline) of deployment `deployment`.
-    fn with_sets(sets: Vec<FirstSet>, deployment: Uuid, opts: StoreOptions) -> Result<Arc<Store>, Error> {
+    fn with_sets(
+        sets: Vec<FirstSet>,
+        deployment: Uuid,
+        opts: StoreOptions,
+    ) -> Result<Arc<Store>, Error> {
         let workers = Workers::new();
         let (release, released) = tokio::sync::mpsc::unbounded_channel();
         let count = sets.len();
@@ -96,7 +100,11 @@ impl Store {
             workers.spawn(GcWorker::new(me.clone(), collector.clone()));
             for (index, set) in first.iter().enumerate() {
                 let name = SetName { tier: None, index };
-                spawn_named(&workers, name.suffix(count), AtRiskFinder::new(me.clone(), set, true));
+                spawn_named(
+                    &workers,
+                    name.suffix(count),
+                    AtRiskFinder::new(me.clone(), set, true),
+                );
             }
             Store {
                 pools: Pools::new(first, deployment),

@@ -7,23 +7,23 @@
 //! work. This file imports none of them.
 
 use std::future::Future;
-use std::sync::{Arc, Weak};
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Weak};
 
 use background_work::{Worker, WorkerInfo, Workers};
 use disk_engine::DiskHealth;
 use erasure_set::{
-    CacheStats, ErasureSet, RepairStats, DEFAULT_BLOCK_SIZE, DEFAULT_PACK_THRESHOLD,
+    CacheStats, ErasureSet, KeyGuard, RepairStats, DEFAULT_BLOCK_SIZE, DEFAULT_PACK_THRESHOLD,
     DEFAULT_READ_CACHE_BYTES,
 };
 use parking_lot::Mutex;
 use tokio_util::task::TaskTracker;
 
 use crate::background::BackgroundLease;
+use crate::bucket_cache::BucketCache;
 use crate::collector::Collector;
 use crate::error::Error;
 use crate::healer::Healer;
-use crate::bucket_cache::BucketCache;
 use crate::pools::Pools;
 
 /// The object store: buckets, objects, multipart uploads, over the pools.
@@ -127,6 +127,12 @@ impl Store {
             .map_err(|e| Error::Internal(format!("commit task: {e}")))?
     }
 
+    /// Waits for and takes the lock of `bucket/key`, in the set holding it.
+    pub(crate) async fn lock_key(&self, bucket: &str, key: &str) -> Result<KeyGuard<'_>, Error> {
+        let set = self.pools.set_of(bucket, key);
+        Ok(set.locks().lock(bucket, key).await?)
+    }
+
     /// Why the set holding the cluster-wide documents is offline, if it is
     /// (its disks were not opened): the store then serves nothing.
     pub fn offline_reason(&self) -> Option<&str> {
@@ -196,13 +202,21 @@ impl Store {
 
     /// Listing pages served from pages read ahead.
     pub fn listing_read_ahead_hits(&self) -> u64 {
-        self.pools.first_sets().iter().map(|s| s.list_ahead_hits()).sum()
+        self.pools
+            .first_sets()
+            .iter()
+            .map(|s| s.list_ahead_hits())
+            .sum()
     }
 
     /// Listing pages read from one disk's heads (where the disks are
     /// known to agree).
     pub fn listing_one_disk_pages(&self) -> u64 {
-        self.pools.first_sets().iter().map(|s| s.one_disk_pages()).sum()
+        self.pools
+            .first_sets()
+            .iter()
+            .map(|s| s.one_disk_pages())
+            .sum()
     }
 
     /// Every set of every pool with its backlogs: the first pool's, the

@@ -674,7 +674,12 @@ async fn a_listing_reads_one_disk_where_the_disks_agree_but_not_where_a_write_mi
         one_disk + 1,
         "not healed yet"
     );
-    r.store.pools.system().heal_object("b", "b", &[]).await.unwrap();
+    r.store
+        .pools
+        .system()
+        .heal_object("b", "b", &[])
+        .await
+        .unwrap();
     assert!(r.store.pools.system().recheck_doubts("b").await);
     assert_eq!(first_page(&r, "").await, ["a", "b", "c", "x/1"]);
     assert_eq!(r.store.listing_one_disk_pages(), one_disk + 2);

@@ -19,7 +19,8 @@ impl Store {
             return Ok(None);
         };
         if (0..self.pools.system().width()).any(|s| state.responded[s] && !v.holders[s]) {
-            self.pools.system()
+            self.pools
+                .system()
                 .repair_queue()
                 .request(SYSTEM_NS, path, Vec::new());
         }
@@ -65,7 +66,8 @@ impl Store {
         let mut out = Vec::new();
         let mut start = disk_engine::ListStart::Beginning;
         loop {
-            let page = self.pools
+            let page = self
+                .pools
                 .system()
                 .list_resolved::<ObjectRecord>(
                     SYSTEM_NS,
@@ -117,7 +119,8 @@ impl Store {
             upload_id: None,
         };
         let all = vec![true; self.pools.system().width()];
-        self.pools.system()
+        self.pools
+            .system()
             .commit_record(
                 SYSTEM_NS,
                 path,
@@ -133,7 +136,8 @@ impl Store {
 
     /// Deletes a document; the caller holds the path's lock.
     pub(crate) async fn remove_system_doc(&self, path: &str) -> Result<(), Error> {
-        Ok(self.pools
+        Ok(self
+            .pools
             .system()
             .delete_version(SYSTEM_NS, path, disk_engine::VersionId::NULL)
             .await?)

@@ -188,13 +188,17 @@ impl Store {
         match self.tier_crc(&tier_ref, size).await {
             Ok(written) if written == read => {}
             Ok(_) => {
-                self.pools.set_of(bucket, key).release_tiered(vec![tier_ref]);
+                self.pools
+                    .set_of(bucket, key)
+                    .release_tiered(vec![tier_ref]);
                 return Err(Error::Corrupt(
                     "the cold copy differs from the hot one".into(),
                 ));
             }
             Err(e) => {
-                self.pools.set_of(bucket, key).release_tiered(vec![tier_ref]);
+                self.pools
+                    .set_of(bucket, key)
+                    .release_tiered(vec![tier_ref]);
                 return Err(e);
             }
         }
@@ -207,7 +211,9 @@ impl Store {
         match flipped {
             Ok(true) => Ok(Transitioned::Moved(size)),
             Ok(false) => {
-                self.pools.set_of(bucket, key).release_tiered(vec![tier_ref]);
+                self.pools
+                    .set_of(bucket, key)
+                    .release_tiered(vec![tier_ref]);
                 Ok(Transitioned::Unchanged)
             }
             // The rewrite may have reached some disks: the sweep decides
@@ -256,8 +262,7 @@ impl Store {
             return Ok(false);
         }
         let all = vec![true; set.width()];
-        set.rewrite_record(bucket, key, after, &all, &state)
-            .await?;
+        set.rewrite_record(bucket, key, after, &all, &state).await?;
         Ok(true)
     }
 
@@ -280,16 +285,18 @@ impl Store {
                 }
             };
             for (id, bucket, key) in stale {
-                let Ok(_guard) = self.pools.set_of(&bucket, &key).locks().lock(&bucket, &key).await else {
+                let Ok(_guard) = self.lock_key(&bucket, &key).await else {
                     continue;
                 };
                 if !self.in_flight.lock().contains(&id) && !self.refers_to(&bucket, &key, id).await
                 {
                     tracing::info!(tier = %name, %id, %bucket, %key, "deleting an unreferenced remote tier object");
-                    self.pools.set_of(&bucket, &key).release_tiered(vec![TierRef {
-                        tier: name.clone(),
-                        id,
-                    }]);
+                    self.pools
+                        .set_of(&bucket, &key)
+                        .release_tiered(vec![TierRef {
+                            tier: name.clone(),
+                            id,
+                        }]);
                     deleted += 1;
                 }
             }
@@ -300,7 +307,12 @@ impl Store {
     /// Whether a version of `bucket/key` refers to tier object `id` (true
     /// when that cannot be told: disks missing).
     async fn refers_to(&self, bucket: &str, key: &str, id: uuid::Uuid) -> bool {
-        match self.pools.set_of(bucket, key).resolve_key(bucket, key).await {
+        match self
+            .pools
+            .set_of(bucket, key)
+            .resolve_key(bucket, key)
+            .await
+        {
             Ok(state) => state
                 .versions
                 .iter()
@@ -345,7 +357,7 @@ impl Store {
                 // Under the owner key's lock: a PUT of a cold object commits
                 // its tier object and then its version under it, so this
                 // never sees one between the two.
-                let Ok(_guard) = self.pools.set_of(&bucket, &key).locks().lock(&bucket, &key).await else {
+                let Ok(_guard) = self.lock_key(&bucket, &key).await else {
                     continue;
                 };
                 if self.in_flight.lock().contains(&id) || self.refers_to(&bucket, &key, id).await {

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use crate::cluster_harness::{gateway_command, Cluster, NetNs};
 use crate::harness::{admin_at, spawn_until, until, Pattern};
 
-async fn put(c: &Client, key: &str, body: &[u8]) -> Result<(), String> {
+pub(crate) async fn put(c: &Client, key: &str, body: &[u8]) -> Result<(), String> {
     c.put_object()
         .bucket("data")
         .key(key)
@@ -24,7 +24,7 @@ async fn put(c: &Client, key: &str, body: &[u8]) -> Result<(), String> {
         .map_err(|e| format!("PUT {key}: {e:?}"))
 }
 
-async fn get(c: &Client, key: &str) -> Result<Vec<u8>, String> {
+pub(crate) async fn get(c: &Client, key: &str) -> Result<Vec<u8>, String> {
     let out = c
         .get_object()
         .bucket("data")
@@ -42,7 +42,7 @@ async fn get(c: &Client, key: &str) -> Result<Vec<u8>, String> {
 
 /// How many times longer (and with how many more workers) the node-kill
 /// test runs than in CI: `GRANARY_E2E_CLUSTER_SCALE` (default 1).
-fn scale() -> u64 {
+pub(crate) fn scale() -> u64 {
     std::env::var("GRANARY_E2E_CLUSTER_SCALE")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -51,8 +51,104 @@ fn scale() -> u64 {
 }
 
 /// Sizes cycling through packed, single-stripe and multi-stripe objects.
-fn size_of(i: u64) -> usize {
+pub(crate) fn size_of(i: u64) -> usize {
     [700, 40 << 10, 300 << 10, 3 << 20][(i % 4) as usize]
+}
+
+/// A steady mixed load through two gateways' clients: each worker writes
+/// a new object through one and reads one acknowledged before through the
+/// other, until [`Load::finish`].
+pub(crate) struct Load {
+    /// Keys acknowledged, with the seed of their bytes.
+    pub(crate) acked: Arc<Mutex<Vec<(String, u64)>>>,
+    write_failures: Arc<Mutex<Vec<String>>>,
+    read_failures: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    /// Starts 4 workers (times [`scale`]).
+    pub(crate) fn start(clients: [Client; 2]) -> Load {
+        let mut load = Load {
+            acked: Arc::default(),
+            write_failures: Arc::default(),
+            read_failures: Arc::default(),
+            stop: Arc::default(),
+            workers: Vec::new(),
+        };
+        for w in 0..4 * scale() {
+            let clients = clients.clone();
+            let (acked, wf, rf, stop) = (
+                load.acked.clone(),
+                load.write_failures.clone(),
+                load.read_failures.clone(),
+                load.stop.clone(),
+            );
+            load.workers.push(tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let seed = w * 1_000_000 + i;
+                    let key = format!("load/{w}/{i}");
+                    let writer = &clients[(i % 2) as usize];
+                    let reader = &clients[((i + 1) % 2) as usize];
+                    match put(writer, &key, &Pattern::bytes(seed, size_of(seed))).await {
+                        Ok(()) => acked.lock().push((key.clone(), seed)),
+                        Err(e) => wf.lock().push(e),
+                    }
+                    let pick = {
+                        let acked = acked.lock();
+                        acked
+                            .get((seed * 7919) as usize % acked.len().max(1))
+                            .cloned()
+                    };
+                    if let Some((k, s)) = pick {
+                        match get(reader, &k).await {
+                            Ok(got) if got == Pattern::bytes(s, size_of(s)) => {}
+                            Ok(_) => rf.lock().push(format!("GET {k}: wrong bytes")),
+                            Err(e) => rf.lock().push(e),
+                        }
+                    }
+                }
+            }));
+        }
+        load
+    }
+
+    /// Stops the workers; returns the keys acknowledged, the failed writes
+    /// and the failed reads.
+    pub(crate) async fn finish(self) -> (Vec<(String, u64)>, Vec<String>, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in self.workers {
+            w.await.unwrap();
+        }
+        let take = |v: &Mutex<Vec<String>>| std::mem::take(&mut *v.lock());
+        let acked = std::mem::take(&mut *self.acked.lock());
+        (acked, take(&self.write_failures), take(&self.read_failures))
+    }
+}
+
+/// Runs a [`Load`] through `clients` for 2 s, kills node `node` for 4 s,
+/// restarts it and goes on 4 s more (times [`scale`]); returns what
+/// [`Load::finish`] does and how many writes were acknowledged while the
+/// node was down.
+pub(crate) async fn kill_under_load(
+    cluster: &mut Cluster,
+    node: usize,
+    clients: [Client; 2],
+) -> (Vec<(String, u64)>, Vec<String>, Vec<String>, usize) {
+    let load = Load::start(clients);
+    let scale = scale();
+    tokio::time::sleep(Duration::from_secs(2 * scale)).await;
+    let before_kill = load.acked.lock().len();
+    cluster.nodes[node].kill();
+    tokio::time::sleep(Duration::from_secs(4 * scale)).await;
+    let during = load.acked.lock().len() - before_kill;
+    cluster.nodes[node].start();
+    tokio::time::sleep(Duration::from_secs(4 * scale)).await;
+    let (acked, writes, reads) = load.finish().await;
+    (acked, writes, reads, during)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -79,54 +175,9 @@ async fn two_gateways_serve_one_cluster_through_a_node_kill() {
     // A steady mixed load through both gateways while node 3 is killed
     // and later restarted: every write is acknowledged, every read of an
     // acknowledged object returns its bytes.
-    let acked: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
-    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut workers = Vec::new();
-    let scale = scale();
-    for w in 0..4 * scale {
-        let clients = [a.clone(), b.clone()];
-        let (acked, errors, stop) = (acked.clone(), errors.clone(), stop.clone());
-        workers.push(tokio::spawn(async move {
-            let mut i = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                i += 1;
-                let seed = w * 1_000_000 + i;
-                let key = format!("load/{w}/{i}");
-                let writer = &clients[(i % 2) as usize];
-                let reader = &clients[((i + 1) % 2) as usize];
-                match put(writer, &key, &Pattern::bytes(seed, size_of(seed))).await {
-                    Ok(()) => acked.lock().push((key.clone(), seed)),
-                    Err(e) => errors.lock().push(e),
-                }
-                let pick = {
-                    let acked = acked.lock();
-                    acked
-                        .get((seed * 7919) as usize % acked.len().max(1))
-                        .cloned()
-                };
-                if let Some((k, s)) = pick {
-                    match get(reader, &k).await {
-                        Ok(got) if got == Pattern::bytes(s, size_of(s)) => {}
-                        Ok(_) => errors.lock().push(format!("GET {k}: wrong bytes")),
-                        Err(e) => errors.lock().push(e),
-                    }
-                }
-            }
-        }));
-    }
-    tokio::time::sleep(Duration::from_secs(2 * scale)).await;
-    let before_kill = acked.lock().len();
-    cluster.nodes[2].kill();
-    tokio::time::sleep(Duration::from_secs(4 * scale)).await;
-    let during = acked.lock().len() - before_kill;
-    cluster.nodes[2].start();
-    tokio::time::sleep(Duration::from_secs(4 * scale)).await;
-    stop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.await.unwrap();
-    }
-    let errors = errors.lock().clone();
+    let (acked, writes, reads, during) =
+        kill_under_load(&mut cluster, 2, [a.clone(), b.clone()]).await;
+    let errors: Vec<String> = writes.into_iter().chain(reads).collect();
     assert!(
         errors.is_empty(),
         "{} failures, first: {:?}\ngateway log:\n{}",
@@ -144,7 +195,7 @@ async fn two_gateways_serve_one_cluster_through_a_node_kill() {
     );
     cluster.nodes[0].kill();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let all = acked.lock().clone();
+    let all = acked;
     for (k, s) in &all {
         let want = Pattern::bytes(*s, size_of(*s));
         assert_eq!(&get(&a, k).await.unwrap(), &want, "{k}");

@@ -201,6 +201,18 @@ impl Gateway {
         client_for(&self.endpoint, USER, SECRET, "us-east-1")
     }
 
+    /// An SDK client of this gateway that never retries: every failure
+    /// the gateway answers reaches the test.
+    pub fn client_without_retries(&self) -> Client {
+        let conf = self
+            .client()
+            .config()
+            .to_builder()
+            .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
+            .build();
+        Client::from_conf(conf)
+    }
+
     /// The gateway's log.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -226,6 +238,29 @@ impl Cluster {
     /// them with `parity`, and `gateways` gateways.
     pub fn start(nodes: usize, disks: usize, parity: usize, gateways: usize) -> Cluster {
         Cluster::start_isolated(nodes, disks, parity, gateways, 0)
+    }
+
+    /// [`Cluster::start`] with the hot pool divided into erasure sets of
+    /// `set_width` disks (`None`: the default width for its disk count).
+    pub fn start_in_sets(
+        nodes: usize,
+        disks: usize,
+        parity: usize,
+        set_width: Option<usize>,
+        gateways: usize,
+    ) -> Cluster {
+        let mut c = Cluster::laid_out(nodes, disks, parity, 0);
+        if let Some(w) = set_width {
+            let text = std::fs::read_to_string(&c.cluster_file).unwrap();
+            let text = text.replacen(
+                &format!("parity = {parity}\n"),
+                &format!("parity = {parity}\nset_width = {w}\n"),
+                1,
+            );
+            std::fs::write(&c.cluster_file, text).unwrap();
+        }
+        c.launch(gateways);
+        c
     }
 
     /// [`Cluster::start`] with the last `isolated` nodes each in a network

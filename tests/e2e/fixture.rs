@@ -35,7 +35,7 @@ pub fn content(name: &str, len: usize) -> Vec<u8> {
 }
 
 /// The completion of the parts a manifest lists.
-fn completed(parts: &[Value]) -> CompletedMultipartUpload {
+pub(crate) fn completed(parts: &[Value]) -> CompletedMultipartUpload {
     CompletedMultipartUpload::builder()
         .set_parts(Some(
             parts
@@ -51,7 +51,7 @@ fn completed(parts: &[Value]) -> CompletedMultipartUpload {
         .build()
 }
 
-fn md5_hex(data: &[u8]) -> String {
+pub(crate) fn md5_hex(data: &[u8]) -> String {
     hex::encode(Md5::digest(data))
 }
 
@@ -59,7 +59,13 @@ fn md5_hex(data: &[u8]) -> String {
 /// its four hot and four cold directories: transitions due at once.
 const FIXTURE_ARGS: [&str; 2] = ["--lifecycle-day-secs", "1"];
 
-async fn put(c: &Client, bucket: &str, key: &str, len: usize, class: Option<&str>) -> Value {
+pub(crate) async fn put(
+    c: &Client,
+    bucket: &str,
+    key: &str,
+    len: usize,
+    class: Option<&str>,
+) -> Value {
     let name = format!("{bucket}/{key}@{}", uuid::Uuid::new_v4().simple());
     let data = content(&name, len);
     let mut req = c
@@ -76,6 +82,64 @@ async fn put(c: &Client, bucket: &str, key: &str, len: usize, class: Option<&str
         "md5": md5_hex(&data),
         "version": out.version_id(),
     })
+}
+
+/// An upload of parts of `lens` (in storage class `class`), completed or
+/// left open; its manifest entry (the object's when completed).
+pub(crate) async fn upload(
+    c: &Client,
+    bucket: &str,
+    key: &str,
+    class: Option<&str>,
+    lens: &[usize],
+    complete: bool,
+) -> Value {
+    let mut create = c.create_multipart_upload().bucket(bucket).key(key);
+    if let Some(class) = class {
+        create = create.storage_class(StorageClass::from(class));
+    }
+    let id = create
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_string();
+    let (mut parts, mut whole) = (Vec::new(), Vec::new());
+    for (n, len) in lens.iter().enumerate() {
+        let number = n as i32 + 1;
+        let name = format!("{bucket}/{key}#{id}.{number}");
+        let data = content(&name, *len);
+        whole.extend_from_slice(&data);
+        let etag = c
+            .upload_part()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(&id)
+            .part_number(number)
+            .body(ByteStream::from(data))
+            .send()
+            .await
+            .unwrap()
+            .e_tag()
+            .unwrap()
+            .to_string();
+        parts.push(json!({"number": number, "name": name, "len": len, "etag": etag}));
+    }
+    if !complete {
+        return json!({"bucket": bucket, "key": key, "upload_id": id, "parts": parts});
+    }
+    let out = c
+        .complete_multipart_upload()
+        .bucket(bucket)
+        .key(key)
+        .upload_id(&id)
+        .multipart_upload(completed(&parts))
+        .send()
+        .await
+        .unwrap();
+    json!({"bucket": bucket, "key": key, "len": whole.len(), "md5": md5_hex(&whole),
+           "version": out.version_id(), "parts": parts})
 }
 
 /// Writes the fixture into `GRANARY_FIXTURE_OUT` (a new directory) with
@@ -153,57 +217,10 @@ async fn write_fixture() {
             true,
         ),
     ] {
-        let mut create = c.create_multipart_upload().bucket(bucket).key(key);
-        if let Some(class) = class {
-            create = create.storage_class(StorageClass::from(class));
-        }
-        let id = create
-            .send()
-            .await
-            .unwrap()
-            .upload_id()
-            .unwrap()
-            .to_string();
-        let mut listed = Vec::new();
-        let mut whole = Vec::new();
-        for (n, len) in parts.iter().enumerate() {
-            let number = n as i32 + 1;
-            let name = format!("{bucket}/{key}#{id}.{number}");
-            let data = content(&name, *len);
-            whole.extend_from_slice(&data);
-            let etag = c
-                .upload_part()
-                .bucket(bucket)
-                .key(key)
-                .upload_id(&id)
-                .part_number(number)
-                .body(ByteStream::from(data.clone()))
-                .send()
-                .await
-                .unwrap()
-                .e_tag()
-                .unwrap()
-                .to_string();
-            listed.push(json!({"number": number, "name": name, "len": len, "etag": etag}));
-        }
-        if complete {
-            let done = completed(&listed);
-            let out = c
-                .complete_multipart_upload()
-                .bucket(bucket)
-                .key(key)
-                .upload_id(&id)
-                .multipart_upload(done)
-                .send()
-                .await
-                .unwrap();
-            objects.push(json!({
-                "bucket": bucket, "key": key, "len": whole.len(),
-                "md5": md5_hex(&whole), "version": out.version_id(),
-                "parts": listed,
-            }));
-        } else {
-            uploads.push(json!({"bucket": bucket, "key": key, "upload_id": id, "parts": listed}));
+        let entry = upload(&c, bucket, key, class, &parts, complete).await;
+        match complete {
+            true => objects.push(entry),
+            false => uploads.push(entry),
         }
     }
 
@@ -260,26 +277,62 @@ async fn write_fixture() {
         "users": users,
         "generated_root": generated_root,
     });
+    pack(
+        &out,
+        &manifest,
+        s.root.path(),
+        &[
+            "hot1", "hot2", "hot3", "hot4", "cold1", "cold2", "cold3", "cold4",
+        ],
+    );
+}
+
+/// Writes a fixture into `out`: `manifest`, and the `entries` of `root`
+/// packed into `data.tar.gz`.
+pub(crate) fn pack(
+    out: &std::path::Path,
+    manifest: &Value,
+    root: &std::path::Path,
+    entries: &[&str],
+) {
     std::fs::write(
         out.join("manifest.json"),
-        serde_json::to_string_pretty(&manifest).unwrap(),
+        serde_json::to_string_pretty(manifest).unwrap(),
     )
     .unwrap();
     let tar = std::process::Command::new("tar")
         .arg("czf")
         .arg(out.join("data.tar.gz"))
         .arg("-C")
-        .arg(s.root.path())
-        .args([
-            "hot1", "hot2", "hot3", "hot4", "cold1", "cold2", "cold3", "cold4",
-        ])
+        .arg(root)
+        .args(entries)
         .status()
         .unwrap();
     assert!(tar.success());
 }
 
+/// The manifest of fixture `name` (in `tests/fixtures/`), and its data
+/// unpacked into a new directory.
+pub(crate) fn unpack(name: &str) -> (Value, tempfile::TempDir) {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(fixture.join("manifest.json")).unwrap()).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let untar = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(fixture.join("data.tar.gz"))
+        .arg("-C")
+        .arg(root.path())
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    (manifest, root)
+}
+
 /// Reads `bucket/key` (version `version`) whole.
-async fn read(c: &Client, bucket: &str, key: &str, version: Option<&str>) -> Vec<u8> {
+pub(crate) async fn read(c: &Client, bucket: &str, key: &str, version: Option<&str>) -> Vec<u8> {
     let out = c
         .get_object()
         .bucket(bucket)
@@ -291,8 +344,19 @@ async fn read(c: &Client, bucket: &str, key: &str, version: Option<&str>) -> Vec
     out.body.collect().await.unwrap().into_bytes().to_vec()
 }
 
-/// Every object of the manifest reads back byte-exact.
-async fn check_objects(c: &Client, manifest: &Value) -> usize {
+/// Every object of the manifest reads back byte-exact, and its delete
+/// marker is still the current version of its key.
+pub(crate) async fn check_objects(c: &Client, manifest: &Value) -> usize {
+    let m = &manifest["delete_marker"];
+    let e = c
+        .get_object()
+        .bucket(m["bucket"].as_str().unwrap())
+        .key(m["key"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(crate::harness::code(&e), "NoSuchKey");
+
     let objects = manifest["objects"].as_array().unwrap();
     for o in objects {
         let (bucket, key) = (o["bucket"].as_str().unwrap(), o["key"].as_str().unwrap());
@@ -313,18 +377,7 @@ async fn check_objects(c: &Client, manifest: &Value) -> usize {
 /// every open upload still completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/65db7ba");
-    let manifest: Value =
-        serde_json::from_slice(&std::fs::read(fixture.join("manifest.json")).unwrap()).unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let untar = std::process::Command::new("tar")
-        .arg("xzf")
-        .arg(fixture.join("data.tar.gz"))
-        .arg("-C")
-        .arg(root.path())
-        .status()
-        .unwrap();
-    assert!(untar.success());
+    let (manifest, root) = unpack("65db7ba");
     let (hot, _) = tiered_dirs(root.path());
     let mut args = FIXTURE_ARGS.to_vec();
     args.extend(["--read-cache-mib", "0"]);
@@ -337,16 +390,6 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
         assert!(d.join("keyring.json").exists(), "{}", d.display());
         assert!(!d.join("master-key").exists() && !d.join("root-credentials").exists());
     }
-    // The delete marker is still the current version of its key.
-    let m = &manifest["delete_marker"];
-    let e = c
-        .get_object()
-        .bucket(m["bucket"].as_str().unwrap())
-        .key(m["key"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap_err();
-    assert_eq!(crate::harness::code(&e), "NoSuchKey");
 
     let files = |dirs: &[PathBuf]| crate::harness::count_shard_files(dirs);
     let before = (files(&hot), files(&cold));
@@ -356,7 +399,32 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
     eprintln!("fixture: shard files hot/cold {before:?} before, {after:?} after");
     check_objects(&c, &manifest).await;
 
-    // Every open upload still has its parts and completes.
+    complete_open_uploads(&c, &manifest).await;
+
+    // Without root credentials in the environment the generated ones of
+    // that build sign in, the first directory replaced or not.
+    s.stop();
+    s.env = vec![
+        ("GRANARY_ROOT_USER".into(), String::new()),
+        ("GRANARY_ROOT_PASSWORD".into(), String::new()),
+    ];
+    std::fs::remove_dir_all(&hot[0]).unwrap();
+    std::fs::create_dir(&hot[0]).unwrap();
+    s.launch().unwrap();
+    let g = &manifest["generated_root"];
+    let root = client_for(
+        &s.endpoint,
+        g["access_key"].as_str().unwrap(),
+        g["secret"].as_str().unwrap(),
+        "us-east-1",
+    );
+    check_objects(&root, &manifest).await;
+    check_users(&s, &manifest).await;
+}
+
+/// Every open upload of the manifest still has its parts and completes,
+/// and the object it makes reads back byte-exact.
+pub(crate) async fn complete_open_uploads(c: &Client, manifest: &Value) {
     for u in manifest["uploads"].as_array().unwrap() {
         let (bucket, key, id) = (
             u["bucket"].as_str().unwrap(),
@@ -390,29 +458,9 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
             .send()
             .await
             .unwrap();
-        let data = read(&c, bucket, key, out.version_id()).await;
+        let data = read(c, bucket, key, out.version_id()).await;
         assert_eq!(md5_hex(&data), md5_hex(&whole), "{bucket}/{key}");
     }
-
-    // Without root credentials in the environment the generated ones of
-    // that build sign in, the first directory replaced or not.
-    s.stop();
-    s.env = vec![
-        ("GRANARY_ROOT_USER".into(), String::new()),
-        ("GRANARY_ROOT_PASSWORD".into(), String::new()),
-    ];
-    std::fs::remove_dir_all(&hot[0]).unwrap();
-    std::fs::create_dir(&hot[0]).unwrap();
-    s.launch().unwrap();
-    let g = &manifest["generated_root"];
-    let root = client_for(
-        &s.endpoint,
-        g["access_key"].as_str().unwrap(),
-        g["secret"].as_str().unwrap(),
-        "us-east-1",
-    );
-    check_objects(&root, &manifest).await;
-    check_users(&s, &manifest).await;
 }
 
 /// Every user of the manifest signs in and is held to its policy.

@@ -43,13 +43,16 @@ impl Server {
         Server::start_with(n, &[])
     }
 
-    /// Starts a server over `n` fresh directories with extra arguments.
+    /// Starts a server over `n` fresh directories with extra arguments
+    /// (see [`wider_pool`] for what `GRANARY_E2E_POOL` changes).
     pub fn start_with(n: usize, extra: &[&str]) -> Server {
         let root = tempfile::tempdir().unwrap();
+        let (n, extra) = wider_pool(n, extra);
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let dirs = (1..=n)
             .map(|i| root.path().join(format!("disk{i}")))
             .collect();
-        Server::start_in(root, dirs, extra)
+        Server::start_in(root, dirs, &extra)
     }
 
     /// Starts a server over `n` fresh directories with `env` set (a name
@@ -287,9 +290,45 @@ impl Drop for Server {
     }
 }
 
-/// A server with four hot and four cold directories.
+/// `GRANARY_E2E_POOL=DIRS:WIDTH:PARITY` (e.g. `32:8:2`) runs the suites
+/// on a pool of many erasure sets: a server started over one or four fresh
+/// directories (and a tiered server's hot pool) gets DIRS directories in
+/// sets of WIDTH with PARITY instead. Other counts, and explicit parities,
+/// are left alone (their tests are about those disks).
+pub fn wider_pool(n: usize, extra: &[&str]) -> (usize, Vec<String>) {
+    let mut out: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let Ok(spec) = std::env::var("GRANARY_E2E_POOL") else {
+        return (n, out);
+    };
+    if !(n == 1 || n == 4) || extra.contains(&"--parity") {
+        return (n, out);
+    }
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [dirs, width, parity] = parts[..] else {
+        panic!("GRANARY_E2E_POOL is DIRS:WIDTH:PARITY, not {spec}");
+    };
+    out.extend(["--set-width", width, "--parity", parity].map(String::from));
+    (dirs.parse().expect("GRANARY_E2E_POOL's DIRS"), out)
+}
+
+/// A server with four hot and four cold directories (more hot ones with
+/// `GRANARY_E2E_POOL`).
 pub fn start_tiered(extra: &[&str]) -> (Server, Vec<PathBuf>) {
-    start_tiered_in(tempfile::tempdir().unwrap(), extra)
+    let (n, extra) = wider_pool(4, extra);
+    if n == 4 {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        return start_tiered_in(tempfile::tempdir().unwrap(), &extra);
+    }
+    let root = tempfile::tempdir().unwrap();
+    let hot: Vec<PathBuf> = (1..=n)
+        .map(|i| root.path().join(format!("hot{i}")))
+        .collect();
+    let (_, cold) = tiered_dirs(root.path());
+    let mut args: Vec<String> = vec!["--cold".into()];
+    args.extend(cold.iter().map(|d| d.display().to_string()));
+    args.extend(extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    (Server::start_in(root, hot, &args), cold)
 }
 
 /// The four hot and four cold directories of a tiered server in `root`.

@@ -3,6 +3,7 @@
 //! signer where an SDK would refuse to send something malformed).
 
 mod cluster_harness;
+mod cluster_sets;
 mod harness;
 
 mod access;
@@ -21,6 +22,7 @@ mod durability;
 mod edge;
 mod faults;
 mod fixture;
+mod fixture_one_pool;
 mod full_disk;
 mod large;
 mod lifecycle;

@@ -13,7 +13,6 @@
 use std::path::PathBuf;
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
 use futures::StreamExt;
 
@@ -41,7 +40,11 @@ fn small_len(i: usize) -> usize {
 fn deployment(dir: &std::path::Path) -> uuid::Uuid {
     let text = std::fs::read_to_string(dir.join("format.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["format"]["deployment_id"].as_str().unwrap().parse().unwrap()
+    v["format"]["deployment_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// Empties directory `d` (as a replaced disk would be).
@@ -122,36 +125,7 @@ async fn put_large(c: &Client, bucket: &str) -> Vec<(String, Vec<u8>)> {
             .unwrap();
         out.push((key, data));
     }
-    let id = c
-        .create_multipart_upload()
-        .bucket(bucket)
-        .key("mpu")
-        .send()
-        .await
-        .unwrap()
-        .upload_id()
-        .unwrap()
-        .to_string();
-    let mut whole = Vec::new();
-    let mut parts = Vec::new();
-    for (n, len) in [(1, 5 << 20), (2, 300 << 10)] {
-        let data = Pattern::bytes(2000 + n as u64, len);
-        whole.extend_from_slice(&data);
-        let etag = c
-            .upload_part()
-            .bucket(bucket)
-            .key("mpu")
-            .upload_id(&id)
-            .part_number(n)
-            .body(ByteStream::from(data))
-            .send()
-            .await
-            .unwrap()
-            .e_tag()
-            .unwrap()
-            .to_string();
-        parts.push(CompletedPart::builder().part_number(n).e_tag(etag).build());
-    }
+    let open = crate::fixture::upload(c, bucket, "mpu", None, &[5 << 20, 300 << 10], false).await;
     let uploads = c
         .list_multipart_uploads()
         .bucket(bucket)
@@ -159,18 +133,12 @@ async fn put_large(c: &Client, bucket: &str) -> Vec<(String, Vec<u8>)> {
         .await
         .unwrap();
     assert_eq!(uploads.uploads().len(), 1);
-    c.complete_multipart_upload()
-        .bucket(bucket)
-        .key("mpu")
-        .upload_id(&id)
-        .multipart_upload(
-            CompletedMultipartUpload::builder()
-                .set_parts(Some(parts))
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let mut whole = Vec::new();
+    for p in open["parts"].as_array().unwrap() {
+        let (name, len) = (p["name"].as_str().unwrap(), p["len"].as_u64().unwrap());
+        whole.extend(crate::fixture::content(name, len as usize));
+    }
+    crate::fixture::complete_open_uploads(c, &serde_json::json!({ "uploads": [open] })).await;
     out.push(("mpu".to_string(), whole));
     out
 }
@@ -218,11 +186,12 @@ async fn check_versions(c: &Client) {
             .send()
             .await
             .unwrap();
-        listed.extend(
-            r.versions()
-                .iter()
-                .map(|v| (v.key().unwrap().to_string(), v.version_id().unwrap().to_string())),
-        );
+        listed.extend(r.versions().iter().map(|v| {
+            (
+                v.key().unwrap().to_string(),
+                v.version_id().unwrap().to_string(),
+            )
+        }));
         markers += r.delete_markers().len();
         if !r.is_truncated().unwrap_or(false) {
             break;
@@ -247,7 +216,14 @@ async fn check_versions(c: &Client) {
         .collect();
     assert_eq!(listed, expected);
     assert_eq!(
-        code(&c.get_object().bucket("ver").key("v/00").send().await.unwrap_err()),
+        code(
+            &c.get_object()
+                .bucket("ver")
+                .key("v/00")
+                .send()
+                .await
+                .unwrap_err()
+        ),
         "NoSuchKey"
     );
 }
@@ -294,7 +270,9 @@ async fn a_pool_of_four_sets_serves_and_loses_only_what_a_set_loses() {
     if n >= 100_000 {
         let even = n as f64 / SETS as f64;
         assert!(
-            per_set.iter().all(|&k| (k as f64 - even).abs() <= even * 0.05),
+            per_set
+                .iter()
+                .all(|&k| (k as f64 - even).abs() <= even * 0.05),
             "{per_set:?}"
         );
     }
@@ -397,7 +375,9 @@ async fn twenty_four_directories_make_two_sets_and_seventeen_are_refused() {
     s.stop();
 
     let root = tempfile::tempdir().unwrap();
-    let dirs = (1..=17).map(|i| root.path().join(format!("d{i}"))).collect();
+    let dirs = (1..=17)
+        .map(|i| root.path().join(format!("d{i}")))
+        .collect();
     let err = Server::try_start_in(root, dirs, &[]).err().unwrap();
     assert!(err.contains("18, 20"), "{err}");
 }
