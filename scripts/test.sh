@@ -8,7 +8,8 @@
 # and that the Kubernetes manifests in ops/ are valid.
 #
 # GRANARY_E2E_LARGE_BYTES sets the size of the large-object test (default
-# 2 GiB). The full-disk test mounts a tmpfs and needs root; it says SKIPPED
+# 2 GiB); GRANARY_E2E_SET_KEYS the keys of the many-sets test (default
+# 2,000; 100,000 checks their spread over the sets within 5%). The full-disk test mounts a tmpfs and needs root; it says SKIPPED
 # otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,13 @@ echo "== cargo test (unit and end-to-end)"
 # With fault points compiled in: the fault tests crash, delay and fail the
 # real binary at named steps (the release build has none).
 cargo test --workspace --locked --features granary/failpoints
+
+echo "== object, multipart, versioning, listing, lifecycle and tier tests on a pool of 4 erasure sets"
+# The same end-to-end suites with every one- or four-directory server
+# replaced by 32 directories in sets of 8 (parity 2); see wider_pool in
+# tests/e2e/harness.rs.
+GRANARY_E2E_POOL=32:8:2 cargo test --workspace --locked --features granary/failpoints --test e2e -- \
+    objects:: multipart:: versioning:: listing:: lifecycle:: tiers::
 
 echo "== S3 compatibility suite"
 # `cargo test --workspace` has just built the binary the e2e tests start

@@ -47,11 +47,31 @@ pub fn gc_summary(g: &Value) -> String {
 
 fn line(p: &Value) -> String {
     let total = p["total"].as_u64().unwrap_or(0).max(1);
-    format!(
+    let mut out = format!(
         "{} {}",
         bar(p["scanned"].as_u64().unwrap_or(0), total, "keys"),
         p["namespace"].as_str().unwrap_or("")
-    )
+    );
+    // With many sets, how far each is (they are healed at once).
+    let sets = p["sets"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if sets.len() > 1 {
+        let each: Vec<String> = sets.iter().map(set_share).collect();
+        out.push_str(&format!(" [{}]", each.join(" ")));
+    }
+    out
+}
+
+/// One set's part of a pass, as `hot/2 40%` (`done` when finished).
+fn set_share(s: &Value) -> String {
+    let (scanned, total) = (
+        s["scanned"].as_u64().unwrap_or(0),
+        s["total"].as_u64().unwrap_or(0).max(1),
+    );
+    let name = format!("{}/{}", s["pool"].as_str().unwrap_or("?"), s["set"]);
+    match s["done"] == Value::Bool(true) {
+        true => format!("{name} done"),
+        false => format!("{name} {}%", (scanned * 100 / total).min(100)),
+    }
 }
 
 /// Starts a pass; unless `no_wait`, follows it to the end.
@@ -138,8 +158,9 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
         let disks = pool["disks"].as_array().cloned().unwrap_or_default();
         let online = disks.iter().filter(|d| d["state"] == "online").count();
         println!(
-            "{} pool: {online} of {} disks online, repair backlog {}, {} objects at risk",
+            "{} pool, erasure set {}: {online} of {} disks online, repair backlog {}, {} objects at risk",
             pool["tier"].as_str().unwrap_or("?"),
+            pool["set"],
             disks.len(),
             pool["repairBacklog"],
             pool["objectsAtRisk"]

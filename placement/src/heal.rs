@@ -1,17 +1,19 @@
 //! Healing passes (scrub): every visible version of every key in the store
-//! — system documents, every bucket, tier objects, then those of the hot
-//! pools added later and of the cold pool — is read completely from every
-//! disk (each block's checksum verified), and whatever is missing, short,
-//! corrupt or without its record is rebuilt from the other disks. A pass
-//! runs on demand (`granary admin heal`) and every scrub interval, paced
-//! to a byte rate so foreground requests keep their latency. Its progress
-//! is readable while it runs.
+//! — in every set of the first pool its system documents, buckets' keys
+//! and tier objects, then the tier objects of the hot pools added later
+//! and of the cold pool — is read completely from every disk (each block's
+//! checksum verified), and whatever is missing, short, corrupt or without
+//! its record is rebuilt from the other disks. The sets are healed at the
+//! same time, together never faster than the pass's byte rate. A pass runs on
+//! demand (`granary admin heal`) and every scrub interval, paced to a byte
+//! rate so foreground requests keep their latency. Its progress, over all
+//! and per set, is readable while it runs.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::healer::{HealProgress, Healer, FAILED_KEYS_SHOWN};
+use crate::healer::{HealProgress, Healer, SetHealProgress, FAILED_KEYS_SHOWN};
 use crate::model::{SYSTEM_NS, TIER_NS};
 use crate::store::Store;
 use background_work::{
@@ -65,8 +67,8 @@ impl Store {
         self.healer.rearm.notify_one();
     }
 
-    /// Heals every key of the first pool, then of the later hot pools and
-    /// the cold pool.
+    /// Heals every key of every set of every pool: first the objects at
+    /// risk, then every set at the same time.
     pub async fn heal_pass(&self) {
         {
             let mut p = self.healer.progress.lock();
@@ -86,82 +88,41 @@ impl Store {
             let before = Rewritten::of(set);
             for (ns, key) in set.at_risk().keys() {
                 if let Err(e) = set.heal_object(&ns, &key, &[]).await {
-                    self.heal_failed(&ns, &key, e);
+                    self.heal_failed(None, &ns, &key, e);
                 }
             }
             self.count_rewritten(set, before);
         }
         let mut work = Vec::new();
-        for (name, set) in &named {
+        for (i, (name, set)) in named.iter().enumerate() {
             // The first pool's sets hold the buckets' keys.
             let namespaces = match name.tier {
                 None => self.heal_namespaces().await,
                 Some(_) => pool_namespaces(),
             };
-            for ns in namespaces {
-                let keys = count_keys(set, &ns).await;
-                self.healer.progress.lock().total += keys;
-                work.push((set.clone(), ns));
+            let mut keys = 0;
+            for ns in &namespaces {
+                keys += count_keys(set, ns).await;
             }
+            let mut p = self.healer.progress.lock();
+            p.total += keys;
+            p.sets.push(SetHealProgress {
+                pool: name.tier.clone().unwrap_or_else(|| "hot".into()),
+                set: name.index + 1,
+                total: keys,
+                ..SetHealProgress::default()
+            });
+            drop(p);
+            work.push((i, set.clone(), namespaces));
         }
         let rate = *self.healer.bytes_per_sec.lock();
         let started = Instant::now();
-        for (set, ns) in work {
-            self.healer.progress.lock().namespace = ns.clone();
-            let mut start = ListStart::Beginning;
-            loop {
-                let page = match set
-                    .list_resolved::<ObjectSummary>(&ns, b"", start, HEAL_PAGE)
-                    .await
-                {
-                    Ok(p) => p,
-                    Err(e) => {
-                        self.heal_failed(&ns, "(listing)", e);
-                        break;
-                    }
-                };
-                let before = Rewritten::of(&set);
-                let jobs: Vec<(String, u64)> = page
-                    .keys
-                    .iter()
-                    .map(|(key, versions)| {
-                        (key.clone(), versions.iter().map(|v| v.object.size).sum())
-                    })
-                    .collect();
-                let mut healing = futures::stream::iter(jobs)
-                    .map(|(key, bytes)| {
-                        let (set, ns) = (set.clone(), ns.clone());
-                        async move {
-                            let result = set.heal_object(&ns, &key, &[]).await;
-                            (key, result, bytes)
-                        }
-                    })
-                    .buffer_unordered(HEAL_IN_FLIGHT);
-                while let Some((key, result, bytes)) = healing.next().await {
-                    {
-                        let mut p = self.healer.progress.lock();
-                        p.scanned += 1;
-                        p.bytes += bytes;
-                    }
-                    if let Err(e) = result {
-                        self.heal_failed(&ns, &key, e);
-                    }
-                    // Pace: never ahead of the byte rate.
-                    let done = self.healer.progress.lock().bytes;
-                    let due = Duration::from_secs_f64(done as f64 / rate as f64);
-                    if let Some(wait) = due.checked_sub(started.elapsed()) {
-                        tokio::time::sleep(wait).await;
-                    }
-                }
-                // What this page rebuilt (with any on-read repair that ran
-                // meanwhile).
-                self.count_rewritten(&set, before);
-                match page.next {
-                    Some(k) => start = ListStart::After(k),
-                    None => break,
-                }
-            }
-        }
+        // Every set at once, paced together.
+        futures::future::join_all(
+            work.into_iter()
+                .map(|(i, set, namespaces)| self.heal_set(i, set, namespaces, rate, started)),
+        )
+        .await;
         // Degraded writes past the lists count as healed only if every
         // disk was there to take their copies.
         for (set, mark) in sets.iter().zip(marks) {
@@ -189,6 +150,81 @@ impl Store {
         );
     }
 
+    /// Heals every key of `namespaces` in `set` (number `i` of the pass's
+    /// sets), never ahead of `rate` bytes a second since `started` over
+    /// the whole pass.
+    async fn heal_set(
+        &self,
+        i: usize,
+        set: Arc<ErasureSet>,
+        namespaces: Vec<String>,
+        rate: u64,
+        started: Instant,
+    ) {
+        for ns in namespaces {
+            {
+                let mut p = self.healer.progress.lock();
+                p.namespace = ns.clone();
+                p.sets[i].namespace = ns.clone();
+            }
+            let mut start = ListStart::Beginning;
+            loop {
+                let page = match set
+                    .list_resolved::<ObjectSummary>(&ns, b"", start, HEAL_PAGE)
+                    .await
+                {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.heal_failed(Some(i), &ns, "(listing)", e);
+                        break;
+                    }
+                };
+                let before = Rewritten::of(&set);
+                let jobs: Vec<(String, u64)> = page
+                    .keys
+                    .iter()
+                    .map(|(key, versions)| {
+                        (key.clone(), versions.iter().map(|v| v.object.size).sum())
+                    })
+                    .collect();
+                let mut healing = futures::stream::iter(jobs)
+                    .map(|(key, bytes)| {
+                        let (set, ns) = (set.clone(), ns.clone());
+                        async move {
+                            let result = set.heal_object(&ns, &key, &[]).await;
+                            (key, result, bytes)
+                        }
+                    })
+                    .buffer_unordered(HEAL_IN_FLIGHT);
+                while let Some((key, result, bytes)) = healing.next().await {
+                    {
+                        let mut p = self.healer.progress.lock();
+                        p.scanned += 1;
+                        p.bytes += bytes;
+                        p.sets[i].scanned += 1;
+                    }
+                    if let Err(e) = result {
+                        self.heal_failed(Some(i), &ns, &key, e);
+                    }
+                    // Pace: never ahead of the byte rate.
+                    let done = self.healer.progress.lock().bytes;
+                    let due = Duration::from_secs_f64(done as f64 / rate as f64);
+                    if let Some(wait) = due.checked_sub(started.elapsed()) {
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+                // What this page rebuilt (with any on-read repair that ran
+                // meanwhile).
+                self.count_rewritten(&set, before);
+                match page.next {
+                    Some(k) => start = ListStart::After(k),
+                    None => break,
+                }
+            }
+        }
+        self.healer.progress.lock().sets[i].done = true;
+    }
+
     /// Adds what `set`'s repair counters rewrote since `before` to the
     /// pass's progress.
     fn count_rewritten(&self, set: &ErasureSet, before: Rewritten) {
@@ -198,7 +234,9 @@ impl Store {
         p.records_rewritten += now.records - before.records;
     }
 
-    fn heal_failed(&self, ns: &str, key: &str, e: impl std::fmt::Display) {
+    /// Counts a key whose healing failed, in set `set` of the pass's sets
+    /// when known.
+    fn heal_failed(&self, set: Option<usize>, ns: &str, key: &str, e: impl std::fmt::Display) {
         let what = format!("{ns}/{key}");
         tracing::warn!(key = %what, error = %e, "healing failed");
         let mut p = self.healer.progress.lock();
@@ -208,6 +246,9 @@ impl Store {
             return;
         }
         p.failed += 1;
+        if let Some(s) = set.and_then(|i| p.sets.get_mut(i)) {
+            s.failed += 1;
+        }
         if p.failed_keys.len() < FAILED_KEYS_SHOWN {
             p.failed_keys.push(what);
         }
@@ -218,7 +259,7 @@ impl Store {
     /// failure).
     async fn heal_namespaces(&self) -> Vec<String> {
         self.namespaces().await.unwrap_or_else(|e| {
-            self.heal_failed(SYSTEM_NS, "(listing buckets)", e);
+            self.heal_failed(None, SYSTEM_NS, "(listing buckets)", e);
             vec![SYSTEM_NS.to_string(), TIER_NS.to_string()]
         })
     }

@@ -44,9 +44,31 @@ pub struct HealProgress {
     pub objects_at_risk: u64,
     /// Keys whose healing failed (the first [`FAILED_KEYS_SHOWN`]).
     pub failed_keys: Vec<String>,
+    /// Each set's part of the pass (the sets are healed at the same time).
+    pub sets: Vec<SetHealProgress>,
     /// Every key that failed in this pass (each counts once).
     #[serde(skip)]
     pub(crate) failed_seen: std::collections::HashSet<String>,
+}
+
+/// One set's part of a pass.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetHealProgress {
+    /// Its pool: "hot", "cold" or a later hot pool's name (`pool-1`).
+    pub pool: String,
+    /// The set's number in its pool, from 1.
+    pub set: usize,
+    /// Keys it has to look at.
+    pub total: u64,
+    /// Keys looked at so far.
+    pub scanned: u64,
+    /// Keys whose healing failed.
+    pub failed: u64,
+    /// The namespace being healed in it.
+    pub namespace: String,
+    /// Whether its part is done.
+    pub done: bool,
 }
 
 /// Runs passes for a store: on demand and every scrub interval.

@@ -68,7 +68,7 @@ pub use erasure_set::{
 };
 pub use error::Error;
 pub use gc::DEFAULT_GC_INTERVAL;
-pub use healer::{HealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
+pub use healer::{HealProgress, SetHealProgress, DEFAULT_HEAL_BYTES_PER_SEC};
 pub use key_hash::{key_hash, set_index};
 pub use listing::{ObjectListing, VersionListing};
 pub use local_pool::{open_local_pool, LocalPool, LocalPoolConfig};

@@ -760,7 +760,7 @@ async fn a_hot_pool_added_later_takes_new_objects_by_free_space() {
     assert_eq!(listed.contents().len(), 41);
     let status = admin_at(&endpoint, &["status"]).unwrap();
     assert!(
-        status.contains("hot (pool-1) pool: 4 of 4 disks online"),
+        status.contains("hot (pool-1) pool, erasure set 1: 4 of 4 disks online"),
         "{status}"
     );
     // A heal pass covers the new pool; deleting objects frees its space.

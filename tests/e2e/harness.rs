@@ -46,13 +46,19 @@ impl Server {
     /// Starts a server over `n` fresh directories with extra arguments
     /// (see [`wider_pool`] for what `GRANARY_E2E_POOL` changes).
     pub fn start_with(n: usize, extra: &[&str]) -> Server {
-        let root = tempfile::tempdir().unwrap();
         let (n, extra) = wider_pool(n, extra);
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        Server::start_exactly(n, &extra)
+    }
+
+    /// [`Server::start_with`] over exactly `n` directories whatever
+    /// `GRANARY_E2E_POOL` says: for tests whose assertions count them.
+    pub fn start_exactly(n: usize, extra: &[&str]) -> Server {
+        let root = tempfile::tempdir().unwrap();
         let dirs = (1..=n)
             .map(|i| root.path().join(format!("disk{i}")))
             .collect();
-        Server::start_in(root, dirs, &extra)
+        Server::start_in(root, dirs, extra)
     }
 
     /// Starts a server over `n` fresh directories with `env` set (a name

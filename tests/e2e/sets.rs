@@ -16,7 +16,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use futures::StreamExt;
 
-use crate::harness::{code, enable_versioning, status, Pattern, Server};
+use crate::harness::{admin, code, enable_versioning, status, Pattern, Server};
 
 const WIDTH: usize = 8;
 const SETS: usize = 4;
@@ -318,6 +318,22 @@ async fn a_pool_of_four_sets_serves_and_loses_only_what_a_set_loses() {
         assert_eq!(&get(&c, "sets", key).await.unwrap(), data, "{key}");
     }
     assert_eq!(list_all(&c, "sets", 1000).await, expected);
+    // The replaced disks are refilled by a pass over the four sets at once,
+    // each with its own progress.
+    let out = admin(&s, &["heal"]).unwrap();
+    assert!(out.contains("healed:") && out.contains(" 0 failed"), "{out}");
+    let status: serde_json::Value =
+        serde_json::from_str(&admin(&s, &["status", "--json"]).unwrap()).unwrap();
+    let heal = &status["heal"];
+    let sets = heal["sets"].as_array().unwrap();
+    assert_eq!(sets.len(), SETS, "{heal}");
+    let total: u64 = sets.iter().map(|p| p["total"].as_u64().unwrap()).sum();
+    assert_eq!(total, heal["total"].as_u64().unwrap(), "{heal}");
+    for (i, p) in sets.iter().enumerate() {
+        assert_eq!(p["set"], i + 1, "{heal}");
+        assert!(p["done"] == true && p["scanned"] == p["total"], "{heal}");
+    }
+    assert_eq!(status["pools"].as_array().unwrap().len(), SETS);
 
     // Three disks of the third set wiped: its keys answer 503 naming it,
     // the others read; the server stays ready.

@@ -99,7 +99,7 @@ async fn check_all(c: &Client, keys: impl Iterator<Item = (String, usize)>) -> V
 #[tokio::test]
 async fn many_small_objects_round_trip_and_deleted_space_is_collected() {
     let n = object_count();
-    let s = Server::start(4);
+    let s = Server::start_exactly(4, &[]);
     let c = s.client();
     c.create_bucket().bucket(BUCKET).send().await.unwrap();
     let files_before = all_files(&s);
@@ -283,7 +283,7 @@ async fn kill_9_during_a_small_put_burst_keeps_every_acknowledged_object() {
 
 #[tokio::test]
 async fn flipped_bytes_inside_a_pack_are_survived_and_repaired() {
-    let mut s = Server::start_with(4, &["--read-cache-mib", "0"]);
+    let mut s = Server::start_exactly(4, &["--read-cache-mib", "0"]);
     let c = s.client();
     c.create_bucket().bucket(BUCKET).send().await.unwrap();
     let objects = || (0..300).map(|i| (key_of(i), 3_000 + i));
@@ -339,7 +339,7 @@ where
 
 #[tokio::test]
 async fn deleted_packs_of_m_disks_are_survived_and_rebuilt() {
-    let mut s = Server::start_with(4, &["--read-cache-mib", "0"]);
+    let mut s = Server::start_exactly(4, &["--read-cache-mib", "0"]);
     let c = s.client();
     c.create_bucket().bucket(BUCKET).send().await.unwrap();
     let objects = || (0..300).map(|i| (key_of(i), 2_000 + 7 * i));
