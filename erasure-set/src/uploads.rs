@@ -180,14 +180,16 @@ impl ErasureSet {
 
     /// Uploads of `ns` whose key starts with `prefix`, ordered by (key,
     /// upload id), that a read quorum of disks hold; at most `max` per
-    /// disk, and whether more follow.
+    /// disk, and, when more may follow, the (key, upload id) the page is
+    /// complete up to (the next page starts after it; the page may end
+    /// before it, or be empty, where disks listed uploads no quorum holds).
     pub async fn list_uploads(
         &self,
         ns: &str,
         prefix: &str,
         start: UploadListStart,
         max: usize,
-    ) -> Result<(Vec<UploadEntry>, bool), SetError> {
+    ) -> Result<(Vec<UploadEntry>, Option<(Vec<u8>, Uuid)>), SetError> {
         let results = self
             .each_disk(|_, d| {
                 let start = start.clone();
@@ -219,6 +221,6 @@ impl ErasureSet {
                 body,
             })
             .collect();
-        Ok((out, end.is_some()))
+        Ok((out, end))
     }
 }

@@ -496,7 +496,7 @@ impl Scanner {
             };
             let mut start = UploadListStart::Beginning;
             loop {
-                let (uploads, more) = self
+                let (uploads, next) = self
                     .store
                     .list_uploads(bucket, &rule.filter.prefix, start.clone(), PAGE_KEYS)
                     .await?;
@@ -523,14 +523,9 @@ impl Scanner {
                         }
                     });
                 }
-                match (more, uploads.last()) {
-                    (true, Some(last)) => {
-                        start = UploadListStart::AfterUpload(
-                            last.key.clone().into_bytes(),
-                            last.upload_id,
-                        )
-                    }
-                    _ => break,
+                match next {
+                    Some(n) => start = n,
+                    None => break,
                 }
             }
         }

@@ -154,15 +154,21 @@ impl Store {
     /// Called after committing `object` as a version of `bucket/key`, before
     /// acknowledging it: the bucket must still be there (see the module
     /// notes). If it was deleted meanwhile, the version is removed again
-    /// and the write answers `NoSuchBucket`.
+    /// and the write answers `NoSuchBucket`. Any other failure to tell
+    /// (the wait ran out, the bucket's set cannot be read) leaves the
+    /// version as it was committed — it replaced what was there, so
+    /// removing it would lose both — and answers the failure: the write is
+    /// not acknowledged, and its outcome is what a read shows.
     pub(crate) async fn confirm_bucket(
         &self,
         bucket: &str,
         key: &str,
         object: &ObjectRecord,
     ) -> Result<(), Error> {
-        let Err(e) = self.bucket_for_write(bucket).await else {
-            return Ok(());
+        let e = match self.bucket_for_write(bucket).await {
+            Ok(_) => return Ok(()),
+            Err(e @ Error::NoSuchBucket { .. }) => e,
+            Err(other) => return Err(other),
         };
         let set = self.pools.set_of(bucket, key);
         let version = vec![(key.as_bytes().to_vec(), version_key(object.version_id))];
@@ -198,18 +204,18 @@ impl Store {
         // takes each upload's key lock, and no code path holds two locks
         // while waiting (which keeps DeleteObjects' many-key locking free
         // of deadlocks).
+        let mut start = UploadListStart::Beginning;
         loop {
-            let (uploads, _) = self
-                .list_uploads(name, "", UploadListStart::Beginning, 1000)
-                .await?;
-            if uploads.is_empty() {
-                break;
-            }
+            let (uploads, next) = self.list_uploads(name, "", start, 1000).await?;
             for u in uploads {
                 match self.abort_upload(name, &u.key, u.upload_id).await {
                     Ok(()) | Err(Error::NoSuchUpload) => {}
                     Err(e) => return Err(e),
                 }
+            }
+            match next {
+                Some(n) => start = n,
+                None => break,
             }
         }
         let system = self.pools.system().clone();

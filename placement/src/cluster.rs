@@ -311,7 +311,8 @@ impl Slots for RemoteSlots {
 
 /// Opens pool `index` of `map` over its nodes, formatting it on first
 /// start: its sets in order. A new pool is only formatted when every disk
-/// answers, its sets last to first (see `local_pool.rs` for why). Blocking:
+/// answers; once any disk holds a format, a set none of whose disks does
+/// is offline (see `local_pool.rs`). Blocking:
 /// call it from a blocking thread of `runtime`.
 pub fn open_cluster_pool(
     map: &ClusterMap,
@@ -350,9 +351,9 @@ pub fn open_cluster_pool(
     }
     let width = pool.set_width;
     let sets = disks.len() / width;
-    let complete = probed[..width].iter().any(formatted);
+    let exists = probed.iter().any(formatted);
     let mut opened = Vec::with_capacity(sets);
-    for s in (0..sets).rev() {
+    for s in 0..sets {
         let slots = RemoteSlots {
             disks: disks[s * width..(s + 1) * width].to_vec(),
             probed: probed[s * width..(s + 1) * width].to_vec(),
@@ -364,14 +365,13 @@ pub fn open_cluster_pool(
             pool: index as u32,
             set: s as u32,
             sets: sets as u32,
-            pool_exists: complete,
+            pool_exists: exists,
             deployment: Some(map.deployment),
             default_parity: pool.parity,
             parity_name: "the cluster file's parity",
         };
         opened.push(open_set(&slots, &want)?);
     }
-    opened.reverse();
     Ok(opened)
 }
 

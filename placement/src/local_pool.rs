@@ -92,19 +92,14 @@ pub fn open_local_pool(cfg: &LocalPoolConfig) -> Result<LocalPool, Error> {
             (l.width, l.sets)
         }
     };
-    // A new pool's sets are formatted last to first, so the first set
-    // holding a format means every set was formatted once: a set none of
-    // whose disks holds one then lost them all, and is offline rather
-    // than formatted anew. Without the first set's, the pool's formatting
-    // was cut short, and the sets without a format are formatted now.
-    let complete = cfg.dirs[..width]
-        .iter()
-        .any(|d| matches!(probe_dir(d), DirState::Formatted(_)));
+    // Once any set holds a format, a set none of whose disks holds one lost
+    // them all (or their mounts failed): it is offline, never formatted
+    // anew over data its disks may still hold.
     let deployment = formatted
         .as_ref()
         .map_or_else(Uuid::new_v4, |(_, f)| f.deployment_id);
     let mut opened = Vec::with_capacity(sets);
-    for s in (0..sets).rev() {
+    for s in 0..sets {
         let set = open_local_set(&LocalSetConfig {
             dirs: cfg.dirs[s * width..(s + 1) * width].to_vec(),
             parity: cfg.parity,
@@ -112,13 +107,12 @@ pub fn open_local_pool(cfg: &LocalPoolConfig) -> Result<LocalPool, Error> {
             pool: 0,
             set: s as u32,
             sets: sets as u32,
-            pool_exists: complete,
+            pool_exists: formatted.is_some(),
             deployment: Some(deployment),
             disk: cfg.disk.clone(),
         })?;
         opened.push(set);
     }
-    opened.reverse();
     Ok(LocalPool {
         deployment_id: deployment,
         created: formatted.is_none(),
@@ -140,6 +134,11 @@ mod tests {
                 ..LocalDiskOptions::default()
             },
         }
+    }
+
+    fn wipe(d: &std::path::Path) {
+        std::fs::remove_dir_all(d).unwrap();
+        std::fs::create_dir(d).unwrap();
     }
 
     #[test]
@@ -181,8 +180,7 @@ mod tests {
         let c = cfg(root.path(), 8, Some(4));
         drop(open_local_pool(&c).unwrap());
         for d in &c.dirs[4..] {
-            std::fs::remove_dir_all(d).unwrap();
-            std::fs::create_dir(d).unwrap();
+            wipe(d);
         }
         let pool = open_local_pool(&c).unwrap();
         assert!(pool.sets[0].offline.is_none());
@@ -192,22 +190,21 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_whose_formatting_was_cut_short_is_formatted_to_its_end() {
-        // Sets are formatted last to first: a kill after the second set's
-        // formats leaves the first set without any; the next start formats
-        // it into the same deployment.
+    fn the_first_set_whose_disks_are_all_empty_is_offline_not_formatted_anew() {
+        // The set holding the buckets is no exception: formatting it anew
+        // would start an empty deployment over the other sets' data.
         let root = tempfile::tempdir().unwrap();
         let c = cfg(root.path(), 8, Some(4));
-        let pool = open_local_pool(&c).unwrap();
-        let dep = pool.deployment_id;
-        drop(pool);
+        let dep = open_local_pool(&c).unwrap().deployment_id;
         for d in &c.dirs[..4] {
-            std::fs::remove_dir_all(d).unwrap();
+            wipe(d);
         }
         let pool = open_local_pool(&c).unwrap();
-        assert!(pool.sets.iter().all(|s| s.offline.is_none()));
         assert_eq!(pool.deployment_id, dep);
-        assert!(pool.sets.iter().all(|s| s.deployment_id == dep));
+        let why = pool.sets[0].offline.clone().expect("offline");
+        assert!(why.contains("erasure set 1 of pool 0"), "{why}");
+        assert!(pool.sets[1].offline.is_none());
+        assert!(!c.dirs[0].join("format.json").exists());
     }
 
     #[test]

@@ -86,10 +86,16 @@ impl Store {
             upload_id,
             body: record::encode(&rec),
         };
-        self.pools
-            .set_of(bucket, key)
-            .put_upload(bucket, entry)
-            .await?;
+        let set = self.pools.set_of(bucket, key);
+        set.put_upload(bucket, entry).await?;
+        // As a version is (see `buckets.rs`): an upload a DeleteBucket
+        // racing it did not see is removed again.
+        if let Err(e @ Error::NoSuchBucket { .. }) = self.bucket_for_write(bucket).await {
+            if let Err(undo) = set.delete_upload(bucket, key, upload_id).await {
+                tracing::warn!(bucket, key, error = %undo, "removing an upload made in a deleted bucket failed");
+            }
+            return Err(e);
+        }
         Ok(upload_id)
     }
 
@@ -368,23 +374,21 @@ impl Store {
             .await
     }
 
-    /// Lists uploads of `bucket` under `prefix`, ordered by key then id.
+    /// Lists uploads of `bucket` under `prefix`, ordered by key then id,
+    /// and where the next page starts when more may follow (the page may
+    /// be short, even empty, when they do).
     pub async fn list_uploads(
         &self,
         bucket: &str,
         prefix: &str,
         start: UploadListStart,
         max: usize,
-    ) -> Result<(Vec<UploadInfo>, bool), Error> {
+    ) -> Result<(Vec<UploadInfo>, Option<UploadListStart>), Error> {
         self.bucket(bucket).await?;
         let pages = try_join_all(self.pools.first_sets().iter().map(|set| {
             let start = start.clone();
             async move {
-                let (entries, more) = set.list_uploads(bucket, prefix, start, max).await?;
-                let next = entries
-                    .last()
-                    .filter(|_| more)
-                    .map(|u| (u.key.clone(), u.upload_id));
+                let (entries, next) = set.list_uploads(bucket, prefix, start, max).await?;
                 let entries = entries
                     .into_iter()
                     .map(|u| ((u.key.clone(), u.upload_id), u))
@@ -404,6 +408,9 @@ impl Store {
                 })
             })
             .collect::<Result<_, Error>>()?;
-        Ok((out, next.is_some()))
+        Ok((
+            out,
+            next.map(|(key, id)| UploadListStart::AfterUpload(key, id)),
+        ))
     }
 }

@@ -321,7 +321,10 @@ async fn a_pool_of_four_sets_serves_and_loses_only_what_a_set_loses() {
     // The replaced disks are refilled by a pass over the four sets at once,
     // each with its own progress.
     let out = admin(&s, &["heal"]).unwrap();
-    assert!(out.contains("healed:") && out.contains(" 0 failed"), "{out}");
+    assert!(
+        out.contains("healed:") && out.contains(" 0 failed"),
+        "{out}"
+    );
     let status: serde_json::Value =
         serde_json::from_str(&admin(&s, &["status", "--json"]).unwrap()).unwrap();
     let heal = &status["heal"];

@@ -332,7 +332,7 @@ mod tests {
     fn call<'a>(session: &'a str, disk_id: &'a str, date: &'a str, nonce: &'a str) -> Call<'a> {
         Call {
             method: "POST",
-            path: "/rpc/v2/get_records",
+            path: "/rpc/v3/get_records",
             session,
             disk: "/d1",
             disk_id,

@@ -10,8 +10,9 @@ use super::auth::{FrameKey, FRAME_TAG};
 use crate::error::DiskError;
 
 /// Path prefix of every call; the operation's name follows. A node and a
-/// gateway of different wire versions refuse each other's calls.
-pub const PATH_PREFIX: &str = "/rpc/v2/";
+/// gateway of different wire versions refuse each other's calls (v3: format
+/// records carry their pool's set count).
+pub const PATH_PREFIX: &str = "/rpc/v3/";
 /// Header naming the disk (its directory on the node) a call is for.
 pub const DISK: &str = "x-granary-disk";
 /// Header of an answer: `ok` (the body is the value) or `err` (a [`WireError`]).

@@ -514,7 +514,7 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
     let mut truncated = false;
     let mut last: Option<(String, Option<Uuid>)> = None;
     'pages: loop {
-        let (page, more) = gw
+        let (page, next) = gw
             .store
             .list_uploads(req.bucket(), &prefix, start.clone(), MAX_LIST)
             .await?;
@@ -544,11 +544,9 @@ pub async fn list_uploads(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bo
                 }
             }
         }
-        match page.last() {
-            Some(u) if more => {
-                start = UploadListStart::AfterUpload(u.key.clone().into_bytes(), u.upload_id)
-            }
-            _ => break,
+        match next {
+            Some(n) => start = n,
+            None => break,
         }
     }
     let enc = |s: &str| {
