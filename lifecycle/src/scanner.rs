@@ -1,11 +1,13 @@
 //! The lifecycle scanner: a background task that walks every bucket with a
-//! lifecycle configuration, version by version, and applies the rules that
+//! lifecycle configuration, version by version (every set of the store's
+//! keys at the same time, one pace for all), and applies the rules that
 //! are due (expirations, transitions, stale multipart uploads), paced so
 //! foreground requests keep their latency. It keeps per-bucket, per-rule
 //! counters for `granary admin lifecycle status`, and answers dry runs
 //! (`plan`) from the same evaluation without changing anything.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -201,6 +203,24 @@ pub struct PlanEntry {
 }
 
 impl Plan {
+    /// Adds what `other` (the plan of another set's keys) counted.
+    pub(crate) fn absorb(&mut self, other: Plan) {
+        for (rule, actions) in other.actions {
+            for (action, e) in actions {
+                let mine = self
+                    .actions
+                    .entry(rule.clone())
+                    .or_default()
+                    .entry(action)
+                    .or_default();
+                mine.objects += e.objects;
+                mine.bytes += e.bytes;
+                let room = PLAN_EXAMPLES.saturating_sub(mine.examples.len());
+                mine.examples.extend(e.examples.into_iter().take(room));
+            }
+        }
+    }
+
     /// Counts one planned action of `rule` on `key`.
     pub(crate) fn note(&mut self, rule: &str, action: String, key: &str, bytes: u64) {
         let e = self
@@ -393,14 +413,58 @@ impl Scanner {
     }
 
     /// Walks every version of `bucket` and, for those with an action due
-    /// at `at_ns`, takes it (`act`) or records it in `plan`. Returns the
-    /// versions and bytes looked at.
+    /// at `at_ns`, takes it (`act`) or records it in `plan`: every set of
+    /// the store's keys at the same time. Returns the versions and bytes
+    /// looked at.
     async fn walk(
         &self,
         bucket: &str,
         cfg: &LifecycleConfig,
         at_ns: u64,
         act: bool,
+        plan: &mut Plan,
+    ) -> Result<(u64, u64), Error> {
+        let scanned = AtomicU64::new(0);
+        let walks = (0..self.store.key_sets()).map(|set| {
+            let scanned = &scanned;
+            async move {
+                let mut plan = Plan::default();
+                let walked = self
+                    .walk_set(set, bucket, cfg, at_ns, act, scanned, &mut plan)
+                    .await;
+                (walked, plan)
+            }
+        });
+        let (mut versions, mut bytes) = (0, 0);
+        let mut failed = None;
+        for (walked, part) in futures::future::join_all(walks).await {
+            plan.absorb(part);
+            match walked {
+                Ok((v, b)) => {
+                    versions += v;
+                    bytes += b;
+                }
+                Err(e) => failed = Some(e),
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        self.stale_uploads(bucket, cfg, at_ns, act, plan).await?;
+        Ok((versions, bytes))
+    }
+
+    /// [`Self::walk`] of the keys of set `set`, adding the versions it
+    /// looks at to `scanned_all` (the pass's count, shown while it runs).
+    #[allow(clippy::too_many_arguments)]
+    async fn walk_set(
+        &self,
+        set: usize,
+        bucket: &str,
+        cfg: &LifecycleConfig,
+        at_ns: u64,
+        act: bool,
+        scanned_all: &AtomicU64,
         plan: &mut Plan,
     ) -> Result<(u64, u64), Error> {
         let needs_tags = cfg
@@ -412,8 +476,9 @@ impl Scanner {
         loop {
             let page = self
                 .store
-                .list_versions(bucket, "", start, PAGE_KEYS)
+                .list_versions_in(set, bucket, "", start, PAGE_KEYS)
                 .await?;
+            let before = scanned;
             // The page's due actions, taken a few at a time once it is read.
             let mut due: Vec<(&str, Seen, String, Action)> = Vec::new();
             for (key, versions) in &page.entries {
@@ -464,9 +529,10 @@ impl Scanner {
                     self.take(bucket, key, &s, &rule, &action).await
                 })
                 .await;
+            let all = scanned_all.fetch_add(scanned - before, Ordering::Relaxed) + scanned - before;
             if act {
                 if let Some(st) = self.status.lock().get_mut(bucket) {
-                    st.scanned_objects = scanned;
+                    st.scanned_objects = all;
                 }
             }
             match page.next {
@@ -477,7 +543,6 @@ impl Scanner {
                 None => break,
             }
         }
-        self.stale_uploads(bucket, cfg, at_ns, act, plan).await?;
         Ok((scanned, bytes))
     }
 

@@ -119,6 +119,36 @@ impl Store {
         }
     }
 
+    /// How many sets the first pool's keys are spread over: what
+    /// [`Store::list_versions_in`] takes.
+    pub fn key_sets(&self) -> usize {
+        self.pools.first_sets().len()
+    }
+
+    /// [`Store::list_versions`] of the keys of set `set` (below
+    /// [`Store::key_sets`]) alone, for work that walks every key and can
+    /// walk the sets at the same time (lifecycle passes).
+    pub async fn list_versions_in(
+        &self,
+        set: usize,
+        bucket: &str,
+        prefix: &str,
+        start: ListStart,
+        max_keys: usize,
+    ) -> Result<VersionListing, Error> {
+        self.bucket(bucket).await?;
+        let set = self
+            .pools
+            .first_sets()
+            .get(set)
+            .ok_or_else(|| Error::InvalidArgument(format!("no key set {set}")))?;
+        let page = set_versions(set, bucket, prefix, start, max_keys).await?;
+        Ok(VersionListing {
+            entries: page.entries,
+            next: page.next,
+        })
+    }
+
     /// Lists up to `max_keys` keys of `bucket` under `prefix` from `start`
     /// with all their versions, newest first.
     pub async fn list_versions(

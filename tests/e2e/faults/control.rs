@@ -12,6 +12,12 @@ pub fn server(n: usize, extra: &[&str]) -> Server {
     with_fault_points(Server::start_with(n, &cache_off(extra)))
 }
 
+/// [`server`] over exactly `n` directories whatever `GRANARY_E2E_POOL`
+/// says: for tests whose assertions count them.
+pub fn server_exactly(n: usize, extra: &[&str]) -> Server {
+    with_fault_points(Server::start_exactly(n, &cache_off(extra)))
+}
+
 /// [`server`] with a cold pool: four hot and four cold directories
 /// (`harness::start_tiered`); returns the cold ones too.
 pub fn server_tiered(extra: &[&str]) -> (Server, Vec<std::path::PathBuf>) {

@@ -2,7 +2,9 @@
 //! shape the harness found it: the fault, then recovery (a heal and a
 //! restart), then every acknowledged object read back and the recorded
 //! history judged by the checker. Each of these failed on the build
-//! before the fixes (65db7ba).
+//! before the fixes (65db7ba). Each aims its faults at particular disks of
+//! a four-directory server, so each starts exactly four, also when
+//! `GRANARY_E2E_POOL` widens the others.
 
 use std::time::Duration;
 
@@ -37,7 +39,7 @@ fn verdict(h: &History) -> Result<checker::Checked, String> {
 /// dropped future deleted the new data the records already pointed to).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_during_an_overwrite_loses_nothing() {
-    let mut s = control::server(4, &[]);
+    let mut s = control::server_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "over");
     bucket(&r, false).await;
@@ -85,7 +87,7 @@ async fn a_client_that_goes_away_during_an_overwrite_loses_nothing() {
 /// "a newer write is stored" answer counted as stored).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_after_the_clock_steps_back_replace_what_was_there() {
-    let mut s = control::server(4, &[]);
+    let mut s = control::server_exactly(4, &[]);
     let h = History::default();
     let plain = Recorder::new(&s, &h, "plain");
     let versioned = Recorder::new(&s, &h, "versioned");
@@ -148,7 +150,7 @@ async fn writes_after_the_clock_steps_back_replace_what_was_there() {
 /// noncurrent expiration does) freed the current one's data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_complete_retried_after_a_crash_makes_one_version() {
-    let mut s = control::server(4, &[]);
+    let mut s = control::server_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "mpu");
     bucket(&r, true).await;
@@ -193,7 +195,7 @@ async fn a_complete_retried_after_a_crash_makes_one_version() {
 /// good upload failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_complete_retried_after_success_answers_the_first_result() {
-    let mut s = control::server(4, &[]);
+    let mut s = control::server_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "mpu");
     bucket(&r, false).await;
@@ -225,7 +227,7 @@ async fn a_complete_retried_after_success_answers_the_first_result() {
 /// made it unreadable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_that_misses_its_quorum_frees_nothing() {
-    let s = control::server(4, &[]);
+    let s = control::server_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "del");
     bucket(&r, false).await;
@@ -247,7 +249,7 @@ async fn a_delete_that_misses_its_quorum_frees_nothing() {
 /// write may count for its quorum.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disks_whose_directories_are_gone_do_not_count() {
-    let s = control::server(4, &[]);
+    let s = control::server_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "gone");
     bucket(&r, false).await;
@@ -274,7 +276,7 @@ async fn disks_whose_directories_are_gone_do_not_count() {
 /// part whose data was deleted, and CompleteMultipartUpload accepted it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_or_failed_upload_part_never_lists_a_part_without_data() {
-    let mut s = control::server(4, &[]);
+    let mut s = control::server_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "parts");
     bucket(&r, false).await;
@@ -401,7 +403,7 @@ async fn the_tier_sweep_never_takes_a_tier_object_a_put_is_committing() {
 /// hidden behind it (this hid finding 3a in testing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cache_neither_keeps_freed_data_nor_hides_missing_shards() {
-    let s = Server::start(4);
+    let s = Server::start_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "cached");
     bucket(&r, false).await;
@@ -444,7 +446,7 @@ async fn the_cache_neither_keeps_freed_data_nor_hides_missing_shards() {
 /// behind were never reclaimed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_collection_reclaims_what_crashes_leave_and_nothing_else() {
-    let mut s = control::server(4, &[]);
+    let mut s = control::server_exactly(4, &[]);
     let h = History::default();
     let r = Recorder::new(&s, &h, "collect");
     bucket(&r, false).await;
