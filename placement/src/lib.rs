@@ -5,8 +5,10 @@
 //! policy and the reserved names (`model.rs`), objects with their write
 //! preconditions and delete markers, multipart uploads, the pools (the
 //! first hot pool, hot pools added later, the cold pool, tiers outside the
-//! deployment) and transitions between them, healing passes, garbage
-//! collection, the background lease, and the cluster map and formatting.
+//! deployment) and transitions between them, how a pool divides into
+//! erasure sets and which set holds a key, listings merged across the
+//! sets, healing passes, garbage collection, the background lease, and
+//! the cluster map and formatting.
 //! One erasure set's work — records, codec, quorums, streaming reads and
 //! writes, repair, locks, listings — is the `erasure-set` crate's, reached
 //! through `ErasureSet`'s methods.
