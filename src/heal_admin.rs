@@ -33,11 +33,17 @@ pub fn gc_summary(g: &Value) -> String {
         g["stagedCleared"],
         g["checked"],
     );
-    for why in g["skipped"].as_array().into_iter().flatten() {
-        s.push_str(&format!(
-            "\n  skipped a set: {}",
-            why.as_str().unwrap_or("?")
-        ));
+    let sets = g["sets"].as_array().map(Vec::as_slice).unwrap_or_default();
+    for set in sets {
+        let name = format!("{}/{}", set["pool"].as_str().unwrap_or("?"), set["set"]);
+        match set["skipped"].as_str() {
+            Some(why) => s.push_str(&format!("\n  skipped set {name}: {why}")),
+            None if sets.len() > 1 => s.push_str(&format!(
+                "\n  set {name}: checked {}, deleted {}",
+                set["checked"], set["deleted"]
+            )),
+            None => {}
+        }
     }
     if let Some(e) = g["lastError"].as_str() {
         s.push_str(&format!("\n  last error: {e}"));

@@ -32,8 +32,26 @@ pub struct GcProgress {
     pub staged_cleared: u64,
     /// Sets the last pass skipped (a disk did not answer), by why.
     pub skipped: Vec<String>,
+    /// What the last pass did in each set of each pool.
+    pub sets: Vec<SetGcProgress>,
     /// The last failure.
     pub last_error: Option<String>,
+}
+
+/// What a pass did in one set.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetGcProgress {
+    /// Its pool: "hot", "cold" or a later hot pool's name (`pool-1`).
+    pub pool: String,
+    /// The set's number in its pool, from 1.
+    pub set: usize,
+    /// Shard files and pieces looked at.
+    pub checked: u64,
+    /// Shard files and pieces deleted.
+    pub deleted: u64,
+    /// Why the set was skipped, if it was.
+    pub skipped: Option<String>,
 }
 
 /// The collector's state in a store.

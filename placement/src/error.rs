@@ -107,6 +107,26 @@ impl Error {
         }
     }
 
+    /// This error again, for each of many keys one failure stopped (the
+    /// items of a DeleteObjects batch): the same kind where a client acts
+    /// on it (quorum, an offline set, a lock timeout), else an internal
+    /// error with its message.
+    pub fn for_each(&self) -> Error {
+        match self {
+            Error::WriteQuorum { needed, got } => Error::WriteQuorum {
+                needed: *needed,
+                got: *got,
+            },
+            Error::ReadQuorum { needed, got } => Error::ReadQuorum {
+                needed: *needed,
+                got: *got,
+            },
+            Error::SetOffline(why) => Error::SetOffline(why.clone()),
+            Error::LockTimeout(why) => Error::LockTimeout(why.clone()),
+            other => Error::Internal(other.to_string()),
+        }
+    }
+
     /// `NoSuchKey` for `bucket/key`.
     pub fn no_such_key(bucket: &str, key: &str) -> Error {
         Error::NoSuchKey {

@@ -22,10 +22,13 @@
 //! Data only ever moves forward in that order (staged → part → version,
 //! each step atomic on each disk), so an id committed while the pass runs
 //! is seen at a later step than the one it left. A file from step 1 whose
-//! id none of steps 2–4 saw is unreferenced, and is deleted (paced). A
-//! set with a disk that does not answer is skipped whole: its records
-//! there are unknown. Entries of dead owners are judged by the references
-//! too and then removed.
+//! id none of steps 2–4 saw is unreferenced, and is deleted (paced). Each
+//! step runs in every set at once, and the next starts only when it ended
+//! in all of them. A set with a disk that does not answer is skipped whole
+//! (its records there are unknown) and the others are collected; a later
+//! or cold pool is skipped too when a first-pool set's part records were
+//! unreadable, as its uploads' part records live there. Entries of dead
+//! owners are judged by the references too and then removed.
 //!
 //! Crash windows: a kill during a pass leaves some unreferenced files
 //! deleted and the rest for the next pass; nothing referenced is deleted
@@ -39,13 +42,14 @@ use std::time::{Duration, Instant};
 use background_work::{
     sleep_or_never, CancellationToken, WorkError, Worker, WorkerState, WorkerStatus,
 };
-use disk_engine::{failpoint, ScannedRecord, ScannedUpload, ShardFile};
+use disk_engine::{failpoint, ScannedRecord, ScannedUpload, ShardFile, StagedId};
 use erasure_set::record::{self, ObjectRecord};
 use erasure_set::{ask, instance, writer_lease_name, ErasureSet};
+use futures::future::join_all;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-use crate::collector::{Collector, GcProgress};
+use crate::collector::{Collector, GcProgress, SetGcProgress};
 use crate::error::Error;
 use crate::model::PartRecord;
 use crate::store::Store;
@@ -71,6 +75,8 @@ struct SetScan {
     dead: Vec<Vec<Uuid>>,
     /// Every staged id, per disk slot.
     staged: Vec<Vec<Uuid>>,
+    /// Its place in the pass's progress by set.
+    progress: usize,
 }
 
 fn now_secs() -> u64 {
@@ -115,99 +121,87 @@ impl Store {
     }
 
     async fn gc_pass(&self) -> Result<(), Error> {
-        let all_sets: Vec<Arc<ErasureSet>> =
-            self.pools.every().into_iter().map(|(_, s)| s).collect();
-        let mut skipped = Vec::new();
-        // 1. Every file and piece.
-        let mut scans = Vec::new();
-        for set in all_sets.iter().cloned() {
-            match list_files(&set).await {
-                Ok((shards, pieces)) => scans.push(SetScan {
-                    set,
-                    shards,
-                    pieces,
-                    dead: Vec::new(),
-                    staged: Vec::new(),
-                }),
-                Err(why) => skipped.push(why),
-            }
-        }
+        let named = self.pools.every();
+        // 1. Every file and piece, every set at once.
+        let listed = join_all(named.iter().map(|(_, s)| list_files(s))).await;
         failpoint::hit("gc.listed", "").await;
-        // 2. Staged entries.
-        let mut protected: HashSet<Uuid> = HashSet::new();
-        let mut owners = HashMap::new();
-        let mut kept = Vec::new();
-        for mut scan in scans {
-            match self.staged_in(&scan.set, &mut protected, &mut owners).await {
-                Ok((dead, staged)) => {
-                    scan.dead = dead;
-                    scan.staged = staged;
-                    kept.push(scan);
-                }
-                Err(why) => skipped.push(why),
-            }
+        // 2. Staged entries, every set at once; then whether their owners
+        // are alive.
+        let staged = join_all(named.iter().map(|(_, s)| list_staged(s))).await;
+        let seen: HashSet<Uuid> = staged
+            .iter()
+            .flatten()
+            .flatten()
+            .flatten()
+            .map(|e| e.owner)
+            .collect();
+        let mut owners: HashMap<Uuid, bool> = HashMap::new();
+        for owner in seen {
+            owners.insert(owner, self.owner_alive(owner).await);
         }
-        // 3 and 4. Part records, then version records, of every set.
+        // 3 and 4. Part records, then version records, every set at once
+        // (each step only once the one before ended in every set).
+        let parts = join_all(named.iter().map(|(_, s)| part_references(s))).await;
+        let records = join_all(named.iter().map(|(_, s)| record_references(s))).await;
         let mut referenced: HashSet<Uuid> = HashSet::new();
-        for set in &all_sets {
-            part_references(set, &mut referenced).await?;
+        for ids in parts.iter().chain(&records).flatten() {
+            referenced.extend(ids);
         }
-        for set in &all_sets {
-            record_references(set, &mut referenced).await?;
+        // The first pool's sets hold every upload: the part records of one
+        // whose parts are in a later or the cold pool are there, so those
+        // pools are collected only when every first-pool set's were read.
+        let first_parts = named
+            .iter()
+            .zip(&parts)
+            .find_map(|((n, _), r)| r.as_ref().err().filter(|_| n.tier.is_none()));
+        let mut scans = Vec::new();
+        let mut sets = Vec::new();
+        let mut protected: HashSet<Uuid> = HashSet::new();
+        let found = listed
+            .into_iter()
+            .zip(staged)
+            .zip(parts.iter().zip(&records));
+        for ((name, set), ((files, staged), (p, r))) in named.iter().zip(found) {
+            let mut progress = SetGcProgress {
+                pool: name.tier.clone().unwrap_or_else(|| "hot".into()),
+                set: name.index + 1,
+                ..SetGcProgress::default()
+            };
+            let later = name.tier.as_ref().and(first_parts);
+            let unread = p.as_ref().err().or(r.as_ref().err()).or(later);
+            match (files, staged, unread) {
+                (Ok((shards, pieces)), Ok(entries), None) => {
+                    let (dead, all) = sort_staged(entries, &owners, &mut protected);
+                    scans.push(SetScan {
+                        set: set.clone(),
+                        shards,
+                        pieces,
+                        dead,
+                        staged: all,
+                        progress: sets.len(),
+                    });
+                }
+                (Err(why), _, _) | (_, Err(why), _) => progress.skipped = Some(why),
+                (_, _, Some(why)) => progress.skipped = Some(why.clone()),
+            }
+            sets.push(progress);
         }
-        let mut checked = 0u64;
         let pace = Pace::new();
-        for scan in &kept {
-            checked += self.collect_in(scan, &referenced, &protected, &pace).await;
+        let done = join_all(
+            scans
+                .iter()
+                .map(|scan| self.collect_in(scan, &referenced, &protected, &pace)),
+        )
+        .await;
+        for (scan, (checked, deleted)) in scans.iter().zip(done) {
+            sets[scan.progress].checked = checked;
+            sets[scan.progress].deleted = deleted;
         }
         let mut p = self.collector.progress.lock();
-        p.checked = checked;
-        p.skipped = skipped;
+        p.checked = sets.iter().map(|s| s.checked).sum();
+        p.skipped = sets.iter().filter_map(|s| s.skipped.clone()).collect();
+        p.sets = sets;
         Ok(())
-    }
-
-    /// Reads the staged entries of every disk of `set`: ids of live owners
-    /// go into `protected`; returns, per slot, those of dead owners and all
-    /// of them. Fails (the set is skipped) unless every disk answers.
-    /// `owners` keeps, for the pass, whether each owner seen is alive.
-    async fn staged_in(
-        &self,
-        set: &ErasureSet,
-        protected: &mut HashSet<Uuid>,
-        owners: &mut HashMap<Uuid, bool>,
-    ) -> Result<(Vec<Vec<Uuid>>, Vec<Vec<Uuid>>), String> {
-        let results = set
-            .each_disk(|_, d| async move { d.list_staged().await })
-            .await;
-        let mut dead = Vec::new();
-        let mut all = Vec::new();
-        for (slot, r) in results.into_iter().enumerate() {
-            let entries = r.map_err(|e| {
-                format!(
-                    "{}: staged entries unreadable: {e}",
-                    set.disks()[slot].label()
-                )
-            })?;
-            let mut dead_here = Vec::new();
-            for s in &entries {
-                let alive = match owners.get(&s.owner) {
-                    Some(a) => *a,
-                    None => {
-                        let a = self.owner_alive(s.owner).await;
-                        owners.insert(s.owner, a);
-                        a
-                    }
-                };
-                if alive {
-                    protected.insert(s.id);
-                } else {
-                    dead_here.push(s.id);
-                }
-            }
-            all.push(entries.iter().map(|s| s.id).collect());
-            dead.push(dead_here);
-        }
-        Ok((dead, all))
     }
 
     /// Whether the process that staged data as `owner` may still commit
@@ -250,9 +244,9 @@ impl Store {
         referenced: &HashSet<Uuid>,
         protected: &HashSet<Uuid>,
         pace: &Pace,
-    ) -> u64 {
+    ) -> (u64, u64) {
         let set = &scan.set;
-        let mut checked = 0;
+        let (mut checked, mut deleted) = (0, 0);
         for (slot, files) in scan.shards.iter().enumerate() {
             for f in files {
                 checked += 1;
@@ -262,6 +256,7 @@ impl Store {
                 }
                 pace.wait().await;
                 set.free_data(slot, id, false).await;
+                deleted += 1;
                 failpoint::hit("gc.deleted", set.disks()[slot].label()).await;
                 let mut p = self.collector.progress.lock();
                 p.shards_deleted += 1;
@@ -276,6 +271,7 @@ impl Store {
                 }
                 pace.wait().await;
                 set.free_data(slot, *id, true).await;
+                deleted += 1;
                 let mut p = self.collector.progress.lock();
                 p.pieces_deleted += 1;
                 p.bytes_reclaimed += len;
@@ -297,7 +293,7 @@ impl Store {
                 self.collector.progress.lock().staged_cleared += stale.len() as u64;
             }
         }
-        checked
+        (checked, deleted)
     }
 }
 
@@ -340,8 +336,42 @@ async fn list_files(
     Ok((shards, pieces))
 }
 
-/// Adds the data ids of every part record on every disk of `set`.
-async fn part_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Result<(), Error> {
+/// The staged entries of every disk of `set`, by slot; fails (the set is
+/// skipped) unless every disk answers.
+async fn list_staged(set: &ErasureSet) -> Result<Vec<Vec<StagedId>>, String> {
+    let results = set
+        .each_disk(|_, d| async move { d.list_staged().await })
+        .await;
+    let labelled = results.into_iter().zip(set.disks());
+    labelled
+        .map(|(r, d)| r.map_err(|e| format!("{}: staged entries unreadable: {e}", d.label())))
+        .collect()
+}
+
+/// Sorts one set's staged entries by whether their owner is alive: the
+/// ids of live owners go into `protected`; returns, per slot, those of
+/// dead owners and all of them.
+fn sort_staged(
+    entries: Vec<Vec<StagedId>>,
+    owners: &HashMap<Uuid, bool>,
+    protected: &mut HashSet<Uuid>,
+) -> (Vec<Vec<Uuid>>, Vec<Vec<Uuid>>) {
+    let mut dead = Vec::new();
+    let mut all = Vec::new();
+    for slot in entries {
+        let (live, gone): (Vec<&StagedId>, Vec<&StagedId>) = slot
+            .iter()
+            .partition(|s| owners.get(&s.owner).copied().unwrap_or(true));
+        protected.extend(live.iter().map(|s| s.id));
+        dead.push(gone.iter().map(|s| s.id).collect());
+        all.push(slot.iter().map(|s| s.id).collect());
+    }
+    (dead, all)
+}
+
+/// The data ids of every part record on every disk of `set`.
+async fn part_references(set: &ErasureSet) -> Result<HashSet<Uuid>, String> {
+    let mut referenced = HashSet::new();
     for d in set.disks() {
         let pages = |after| d.scan_uploads(after, GC_PAGE);
         every_page(d.label(), "uploads", pages, |u: ScannedUpload| {
@@ -353,11 +383,12 @@ async fn part_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Re
         })
         .await?;
     }
-    Ok(())
+    Ok(referenced)
 }
 
-/// Adds the data ids of every version record on every disk of `set`.
-async fn record_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> Result<(), Error> {
+/// The data ids of every version record on every disk of `set`.
+async fn record_references(set: &ErasureSet) -> Result<HashSet<Uuid>, String> {
+    let mut referenced = HashSet::new();
     for d in set.disks() {
         let pages = |after| d.scan_records(after, GC_PAGE);
         every_page(d.label(), "records", pages, |r: ScannedRecord| {
@@ -367,7 +398,7 @@ async fn record_references(set: &ErasureSet, referenced: &mut HashSet<Uuid>) -> 
         })
         .await?;
     }
-    Ok(())
+    Ok(referenced)
 }
 
 /// Feeds every item of a scan, page by page, to `each`.
@@ -376,7 +407,7 @@ async fn every_page<T, F, Fut>(
     what: &str,
     mut page: F,
     mut each: impl FnMut(T),
-) -> Result<(), Error>
+) -> Result<(), String>
 where
     F: FnMut(Option<Vec<u8>>) -> Fut,
     Fut: std::future::Future<Output = Result<(Vec<T>, Option<Vec<u8>>), disk_engine::DiskError>>,
@@ -385,7 +416,7 @@ where
     loop {
         let (items, next) = page(after)
             .await
-            .map_err(|e| Error::Internal(format!("{disk}: {what} unreadable: {e}")))?;
+            .map_err(|e| format!("{disk}: {what} unreadable: {e}"))?;
         items.into_iter().for_each(&mut each);
         match next {
             Some(n) => after = Some(n),

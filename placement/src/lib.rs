@@ -45,6 +45,10 @@ mod tier;
 mod transition;
 
 #[cfg(test)]
+mod batch_tests;
+#[cfg(test)]
+mod gc_tests;
+#[cfg(test)]
 mod listing_tests;
 #[cfg(test)]
 mod packed_tests;

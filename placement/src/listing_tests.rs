@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use disk_engine::{ListStart, LocalDiskOptions, ShardIoMode};
+use disk_engine::ListStart;
 use erasure_set::record::ObjectMeta;
 use proptest::prelude::*;
 
-use crate::local_pool::{open_local_pool, LocalPoolConfig};
 use crate::model::Versioning;
 use crate::objects::WriteOptions;
 use crate::store::{Store, StoreOptions};
+use crate::store_tests::open_sets;
 
 /// One store for every case (each case has a bucket of its own), and the
 /// runtime it runs on.
@@ -32,18 +32,7 @@ fn shared() -> &'static Shared {
     static SHARED: OnceLock<Shared> = OnceLock::new();
     SHARED.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let pool = open_local_pool(&LocalPoolConfig {
-            dirs: (0..6).map(|i| dir.path().join(format!("d{i}"))).collect(),
-            set_width: Some(2),
-            parity: None,
-            disk: LocalDiskOptions {
-                fsync: false,
-                io: ShardIoMode::Blocking,
-                listing_of: Some(erasure_set::listing_of_body),
-            },
-        })
-        .unwrap();
-        assert_eq!(pool.sets.len(), 3);
+        let pool = open_sets(dir.path(), 3, 2);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

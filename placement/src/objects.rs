@@ -646,10 +646,8 @@ impl Store {
                 .map(|(s, batch)| self.remove_batch(&sets[s], bucket, items, batch)),
         )
         .await;
-        for outcomes in removed {
-            for (i, outcome) in outcomes? {
-                out[i] = Some(outcome);
-            }
+        for (i, outcome) in removed.into_iter().flatten() {
+            out[i] = Some(outcome);
         }
         let markers = join_all((0..items.len()).filter(|&i| out[i].is_none()).map(
             |i| async move {
@@ -671,18 +669,26 @@ impl Store {
 
     /// Removes the versions of `items` named by `batch` (all of keys of
     /// `set`) in one batch per disk under all their keys' locks, once each
-    /// one's condition holds; returns each item's outcome.
+    /// one's condition holds; returns each item's outcome. Locks not won
+    /// fail this batch's items alone: the other sets' go on.
     async fn remove_batch(
         &self,
         set: &ErasureSet,
         bucket: &str,
         items: &[DeleteItem],
         batch: Vec<usize>,
-    ) -> Result<Vec<(usize, Result<DeleteOutcome, Error>)>, Error> {
-        let _guards = set
+    ) -> Vec<(usize, Result<DeleteOutcome, Error>)> {
+        let locked = set
             .locks()
             .lock_all(bucket, batch.iter().map(|&i| items[i].key.as_str()))
-            .await?;
+            .await;
+        let _guards = match locked {
+            Ok(g) => g,
+            Err(e) => {
+                let e = Error::from(e);
+                return batch.into_iter().map(|i| (i, Err(e.for_each()))).collect();
+            }
+        };
         // Whether each named version is a delete marker, for the reply,
         // once its condition holds.
         let markers = join_all(batch.iter().map(|&i| async move {
@@ -729,17 +735,11 @@ impl Store {
         if let Err(e) = removed {
             for (_, outcome) in out.iter_mut() {
                 if outcome.is_ok() {
-                    *outcome = Err(match &e {
-                        Error::WriteQuorum { needed, got } => Error::WriteQuorum {
-                            needed: *needed,
-                            got: *got,
-                        },
-                        other => Error::Internal(other.to_string()),
-                    });
+                    *outcome = Err(e.for_each());
                 }
             }
         }
-        Ok(out)
+        out
     }
 
     /// Replaces the tags of a version (the current one with `None`) without

@@ -81,6 +81,59 @@ pub(crate) fn rig_packing(
     }
 }
 
+/// A first pool of `sets` sets of `width` fresh directories under `dir`,
+/// no fsync.
+pub(crate) fn open_sets(
+    dir: &std::path::Path,
+    sets: usize,
+    width: usize,
+) -> crate::local_pool::LocalPool {
+    let pool = crate::local_pool::open_local_pool(&crate::local_pool::LocalPoolConfig {
+        dirs: (0..sets * width)
+            .map(|i| dir.join(format!("d{i}")))
+            .collect(),
+        set_width: Some(width),
+        parity: None,
+        disk: LocalDiskOptions {
+            fsync: false,
+            io: ShardIoMode::Blocking,
+            listing_of: Some(erasure_set::listing_of_body),
+        },
+    })
+    .unwrap();
+    assert_eq!(pool.sets.len(), sets);
+    pool
+}
+
+/// A store whose first pool is `sets` sets of `width` fresh directories,
+/// every disk wrapped in `FaultyDisk` (in pool order), packing off.
+pub(crate) fn rig_of_sets(sets: usize, width: usize) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let mut pool = open_sets(dir.path(), sets, width);
+    let mut faulty = Vec::new();
+    let mut local = Vec::new();
+    for set in &mut pool.sets {
+        local.extend(set.local.iter().map(|d| d.clone().unwrap()));
+        let wrapped: Vec<FaultyDisk> = set.disks.drain(..).map(FaultyDisk::new).collect();
+        set.disks = wrapped
+            .iter()
+            .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
+            .collect();
+        faulty.extend(wrapped);
+    }
+    let opts = StoreOptions {
+        block_size: BLOCK,
+        read_cache_bytes: 0,
+        pack_threshold: 0,
+    };
+    Rig {
+        store: Store::for_pool(pool, opts).unwrap(),
+        faulty,
+        local,
+        _dir: dir,
+    }
+}
+
 pub(crate) fn data(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))

@@ -358,6 +358,12 @@ pub(crate) async fn check_objects(c: &Client, manifest: &Value) -> usize {
     assert_eq!(crate::harness::code(&e), "NoSuchKey");
 
     let objects = manifest["objects"].as_array().unwrap();
+    check_each(c, objects).await;
+    objects.len()
+}
+
+/// Every object of `objects` (manifest entries) reads back byte-exact.
+pub(crate) async fn check_each(c: &Client, objects: &[Value]) {
     for o in objects {
         let (bucket, key) = (o["bucket"].as_str().unwrap(), o["key"].as_str().unwrap());
         let data = read(c, bucket, key, o["version"].as_str()).await;
@@ -368,13 +374,29 @@ pub(crate) async fn check_objects(c: &Client, manifest: &Value) -> usize {
         );
         assert_eq!(md5_hex(&data), o["md5"].as_str().unwrap(), "{bucket}/{key}");
     }
-    objects.len()
 }
 
-/// The data written by the build at 65db7ba opens in this one, reads back
-/// byte-exact, and garbage collection over it frees nothing a version or
-/// an open upload refers to: afterwards every object still reads back and
-/// every open upload still completes.
+/// New objects in `bucket` beside a deployment's old ones: 20 under
+/// `new/N/` in each storage class of `classes`, small and large, each
+/// read back byte-exact; their manifest entries.
+pub(crate) async fn new_writes(c: &Client, bucket: &str, classes: &[Option<&str>]) -> Vec<Value> {
+    let mut new = Vec::new();
+    for (n, class) in classes.iter().enumerate() {
+        for i in 0..20 {
+            let key = format!("new/{n}/{i:02}");
+            new.push(put(c, bucket, &key, 500 + i * 3001, *class).await);
+        }
+    }
+    check_each(c, &new).await;
+    new
+}
+
+/// The data written by the build at 65db7ba (two pools: hot and cold, one
+/// set each, every version record in the hot pool and the cold pool's
+/// bytes as tier objects) opens in this one, reads back byte-exact, and
+/// garbage collection over it frees nothing a version or an open upload
+/// refers to: afterwards every object still reads back, every open upload
+/// still completes, and new writes go to both pools beside the old data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
     let (manifest, root) = unpack("65db7ba");
@@ -400,6 +422,13 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
     check_objects(&c, &manifest).await;
 
     complete_open_uploads(&c, &manifest).await;
+    // New writes, in the hot pool and the cold one, beside the old data.
+    let new = new_writes(&c, "plain", &[None, Some("STANDARD_IA")]).await;
+    for o in &new[20..] {
+        let key = o["key"].as_str().unwrap();
+        let class = crate::harness::class_of(&c, "plain", key).await;
+        assert_eq!(class.as_deref(), Some("STANDARD_IA"), "{key}");
+    }
 
     // Without root credentials in the environment the generated ones of
     // that build sign in, the first directory replaced or not.
@@ -419,7 +448,14 @@ async fn data_written_at_65db7ba_opens_and_survives_garbage_collection() {
         "us-east-1",
     );
     check_objects(&root, &manifest).await;
+    check_each(&root, &new).await;
     check_users(&s, &manifest).await;
+    // Both pools are still one set each.
+    for d in hot.iter().chain(&cold) {
+        let f = std::fs::read_to_string(d.join("format.json")).unwrap();
+        let one = !f.contains("\"sets\"") || f.contains("\"sets\": 1,");
+        assert!(one, "{}: {f}", d.display());
+    }
 }
 
 /// Every open upload of the manifest still has its parts and completes,

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::fixture::{check_objects, complete_open_uploads, md5_hex, put, read, upload};
+use crate::fixture::{check_each, check_objects, complete_open_uploads, new_writes, put, upload};
 use crate::harness::{enable_versioning, Server};
 
 const DIRS: [&str; 4] = ["disk1", "disk2", "disk3", "disk4"];
@@ -84,14 +84,7 @@ async fn a_one_pool_deployment_written_at_ee847a9_opens_and_takes_new_writes() {
     assert_eq!(checked, manifest["objects"].as_array().unwrap().len());
     complete_open_uploads(&c, &manifest).await;
     // New writes, small and large, beside the old ones.
-    let mut new = Vec::new();
-    for i in 0..20 {
-        new.push(put(&c, "plain", &format!("new/{i:02}"), 500 + i * 3001, None).await);
-    }
-    for o in &new {
-        let data = read(&c, "plain", o["key"].as_str().unwrap(), None).await;
-        assert_eq!(md5_hex(&data), o["md5"].as_str().unwrap());
-    }
+    let new = new_writes(&c, "plain", &[None]).await;
     let listed = c
         .list_objects_v2()
         .bucket("plain")
@@ -109,4 +102,5 @@ async fn a_one_pool_deployment_written_at_ee847a9_opens_and_takes_new_writes() {
     assert!(!f.contains("\"sets\": 4"), "{f}");
     s.launch().unwrap();
     check_objects(&s.client(), &manifest).await;
+    check_each(&s.client(), &new).await;
 }
