@@ -9,22 +9,12 @@
 # usage: benches/cluster.sh [WORKDIR]
 # env:   SECS (10 per measurement), HEAL_MIB (1024 written while a node is down)
 set -euo pipefail
-t="${CARGO_TARGET_DIR:-target}/release"
 d="${1:-/var/tmp/granary-cluster-bench}"
 secs="${SECS:-10}"
 heal_mib="${HEAL_MIB:-1024}"
 port=9941
-export AWS_ACCESS_KEY_ID=benchuser AWS_SECRET_ACCESS_KEY=benchsecret123 AWS_DEFAULT_REGION=us-east-1
-export GRANARY_ROOT_USER=benchuser GRANARY_ROOT_PASSWORD=benchsecret123
-export GRANARY_CLUSTER_SECRET=bench-cluster-secret-0123456789
-export GRANARY_MASTER_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+. "$(dirname "$0")/cluster-env.sh"
 rm -rf "$d"; mkdir -p "$d"
-pids=()
-node() { # node INDEX (1-4)
-    "$t/granary" node --disks "$d/n$1/d1" "$d/n$1/d2" --address "127.0.0.$(( $1 + 1 )):9100" \
-        >"$d/n$1.out" 2>"$d/n$1.log" &
-    pids[$1]=$!
-}
 for i in 1 2 3 4; do node $i; done
 cat > "$d/cluster.toml" <<TOML
 deployment = "$(python3 -c 'import uuid; print(uuid.uuid4())')"

@@ -45,9 +45,6 @@ pub fn gc_summary(g: &Value) -> String {
             None => {}
         }
     }
-    if let Some(e) = g["lastError"].as_str() {
-        s.push_str(&format!("\n  last error: {e}"));
-    }
     s
 }
 

@@ -8,7 +8,7 @@
 //! Hashing (MD5, checksums) runs beside this in the gateway, not in series.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bytes::{Bytes, BytesMut};
 use disk_engine::{DiskError, ShardWriter};
@@ -52,9 +52,16 @@ pub struct StagedData {
     /// tier object, to be referenced from the version record.
     pub tier: Option<TierRef>,
     owner: Option<Arc<ErasureSet>>,
+    /// The set that staged it, whose records alone can refer to it.
+    staged_by: Weak<ErasureSet>,
 }
 
 impl StagedData {
+    /// Whether `set` staged this data (only its records can refer to it).
+    pub fn staged_in(&self, set: &Arc<ErasureSet>) -> bool {
+        std::ptr::eq(self.staged_by.as_ptr(), Arc::as_ptr(set))
+    }
+
     /// Hands the data over to a commit that is about to write records
     /// referring to it: from now on dropping it deletes nothing. Returns
     /// the staged ids those records remove in their own writes.
@@ -287,10 +294,11 @@ impl ErasureSet {
             pieces: None,
             tier: None,
             owner: Some(self.clone()),
+            staged_by: Arc::downgrade(self),
         })
     }
 
-    fn empty_data(&self, layout: ErasureLayout) -> StagedData {
+    fn empty_data(self: &Arc<Self>, layout: ErasureLayout) -> StagedData {
         StagedData {
             data_id: None,
             size: 0,
@@ -299,6 +307,7 @@ impl ErasureSet {
             pieces: None,
             tier: None,
             owner: None,
+            staged_by: Arc::downgrade(self),
         }
     }
 
@@ -306,7 +315,7 @@ impl ErasureSet {
     /// into pieces: the shards of a one-stripe object, kept in memory until
     /// the record is written.
     async fn pack(
-        &self,
+        self: &Arc<Self>,
         layout: ErasureLayout,
         mut body: BodyStream,
         declared: u64,
@@ -336,6 +345,7 @@ impl ErasureSet {
             pieces: Some(Pieces { id, shards }),
             tier: None,
             owner: None,
+            staged_by: Arc::downgrade(self),
         })
     }
 

@@ -458,7 +458,7 @@ impl From<placement::Error> for S3Error {
             P::BucketExists { bucket } => S3Error::BucketAlreadyOwnedByYou(bucket),
             P::BucketNotEmpty { bucket } => S3Error::BucketNotEmpty(bucket),
             P::DiskFull => S3Error::InsufficientStorage,
-            P::TierUnavailable(why) | P::LockTimeout(why) | P::SetOffline(why) => {
+            P::TierUnavailable(why) | P::LockTimeout(why) | P::SetOffline(why) | P::Moved(why) => {
                 S3Error::ServiceUnavailable(why)
             }
             P::WriteQuorum { needed, got } => S3Error::ServiceUnavailable(format!(

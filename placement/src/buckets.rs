@@ -151,7 +151,8 @@ impl Store {
         }
     }
 
-    /// Called after committing `object` as a version of `bucket/key`, before
+    /// Called after committing `object` as a version of `bucket/key` in
+    /// `set`, before
     /// acknowledging it: the bucket must still be there (see the module
     /// notes). If it was deleted meanwhile, the version is removed again
     /// and the write answers `NoSuchBucket`. Any other failure to tell
@@ -161,6 +162,7 @@ impl Store {
     /// not acknowledged, and its outcome is what a read shows.
     pub(crate) async fn confirm_bucket(
         &self,
+        set: &ErasureSet,
         bucket: &str,
         key: &str,
         object: &ObjectRecord,
@@ -170,7 +172,6 @@ impl Store {
             Err(e @ Error::NoSuchBucket { .. }) => e,
             Err(other) => return Err(other),
         };
-        let set = self.pools.set_of(bucket, key);
         let version = vec![(key.as_bytes().to_vec(), version_key(object.version_id))];
         if let Err(undo) = set.delete_versions(bucket, version).await {
             tracing::warn!(bucket, key, error = %undo, "removing a version written into a deleted bucket failed");
@@ -255,10 +256,10 @@ impl Store {
     }
 
     /// `BucketNotEmpty` when any key of the bucket has a version, in any
-    /// set.
+    /// set of any hot pool.
     async fn ensure_empty(&self, name: &str) -> Result<(), Error> {
-        for set in self.pools.first_sets() {
-            ensure_empty_in(set, name).await?;
+        for set in self.pools.key_sets() {
+            ensure_empty_in(&set, name).await?;
         }
         Ok(())
     }

@@ -34,8 +34,6 @@ pub struct GcProgress {
     pub skipped: Vec<String>,
     /// What the last pass did in each set of each pool.
     pub sets: Vec<SetGcProgress>,
-    /// The last failure.
-    pub last_error: Option<String>,
 }
 
 /// What a pass did in one set.

@@ -17,9 +17,11 @@
 //! quorum but before the unchosen parts are freed, their data is left to
 //! garbage collection.
 
+use std::sync::Arc;
+
 use disk_engine::{failpoint, Record};
 use erasure_set::record::{self, ObjectMeta, ObjectRecord, PartRef};
-use erasure_set::{Carried, Committed, DiskRecords, KeyState};
+use erasure_set::{Carried, Committed, DiskRecords, ErasureSet, KeyState};
 use uuid::Uuid;
 
 use crate::error::Error;
@@ -62,8 +64,12 @@ impl Store {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.detached(move |me| async move {
             let _guard = me.lock_key(&bucket, &key).await?;
-            match me.completion_of(&bucket, &key, upload_id).await? {
-                Some(done) => me.finish_completion(&bucket, &key, upload_id, done).await,
+            let (home, records) = me.home(&bucket, &key).await?.into_set(None)?;
+            match completion_in(&home, &records, upload_id)? {
+                Some(done) => {
+                    me.finish_completion(&home, &bucket, &key, upload_id, done)
+                        .await
+                }
                 None => Err(Error::NoSuchUpload),
             }
         })
@@ -83,19 +89,29 @@ impl Store {
         failpoint::hit("complete.before", "").await;
         // Read once under the lock: for an earlier completion, and for the
         // new version's place among the key's versions.
-        let records = self
-            .pools
-            .set_of(bucket, key)
-            .read_records(bucket, key)
-            .await;
-        if let Some(done) = self.completion_in((bucket, key), &records, upload_id)? {
-            return self.finish_completion(bucket, key, upload_id, done).await;
+        let (home, records) = self.home(bucket, key).await?.into_set(None)?;
+        if let Some(done) = completion_in(&home, &records, upload_id)? {
+            return self
+                .finish_completion(&home, bucket, key, upload_id, done)
+                .await;
         }
         // Read under the lock: completed or aborted while we waited?
         let upload = self.get_upload(bucket, key, upload_id).await?;
+        // The key lives where its upload does (see `home.rs`).
+        if !Arc::ptr_eq(&self.upload_set(bucket, key, &upload)?, &home) {
+            return Err(Error::Internal(format!(
+                "the upload of {bucket}/{key} is not in the pool the key lives in"
+            )));
+        }
         if upload.part_pool().is_some() {
+            let tiered = TieredCompletion {
+                upload_id,
+                upload,
+                parts,
+                meta,
+            };
             return self
-                .complete_tiered_upload(bucket, key, upload_id, upload, parts, meta, opts, records)
+                .complete_tiered_upload(&home, bucket, key, tiered, opts, records)
                 .await;
         }
         let record = ObjectRecord::new_version(
@@ -107,44 +123,48 @@ impl Store {
             None,
         );
         let (versioning, state) = self
-            .prepare_version_from(bucket, key, opts, records)
+            .prepare_version_from(&home, bucket, key, opts, records)
             .await?;
         let committed = self
-            .commit_completion(bucket, key, upload_id, record, versioning, &state)
+            .commit_completion(&home, (bucket, key), upload_id, record, versioning, &state)
             .await?;
         let keep: Vec<Uuid> = committed.object.data_ids().collect();
         let dropped = committed.completed;
-        self.free_parts((bucket, key), None, dropped, &keep).await;
+        self.free_parts(&home, None, dropped, &keep).await;
         failpoint::hit("complete.dropped", "").await;
         Ok(committed.object)
     }
 
     /// [`Self::complete_now`] of an upload whose parts are in another pool
     /// (the cold pool, or a hot pool added later): the parts become a tier
-    /// object there, then the version referring to it is committed. The
-    /// caller holds the key lock.
-    #[allow(clippy::too_many_arguments)]
+    /// object there, then the version referring to it is committed in
+    /// `home`, where the upload and its key live. The caller holds the key
+    /// lock.
     async fn complete_tiered_upload(
         &self,
+        home: &ErasureSet,
         bucket: &str,
         key: &str,
-        upload_id: Uuid,
-        upload: UploadRecord,
-        parts: Vec<PartRecord>,
-        meta: ObjectMeta,
+        done: TieredCompletion,
         opts: &WriteOptions,
         records: DiskRecords,
     ) -> Result<ObjectRecord, Error> {
+        let TieredCompletion {
+            upload_id,
+            upload,
+            parts,
+            meta,
+        } = done;
         let pool = upload.part_pool().unwrap_or(crate::model::COLD_TIER);
         let chosen: Vec<PartRef> = parts.iter().map(|p| p.part.clone()).collect();
         let (versioning, state) = self
-            .prepare_version_from(bucket, key, opts, records)
+            .prepare_version_from(home, bucket, key, opts, records)
             .await?;
         let tier = self
             .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
             .await?;
         let record = ObjectRecord::new_version(
-            self.pools.set_of(bucket, key).layout_for(bucket, key),
+            home.layout_for(bucket, key),
             crate::transition::tiered_parts(&chosen),
             true,
             meta,
@@ -155,31 +175,32 @@ impl Store {
         // which judges it under the key's lock by what became visible; the
         // parts stay with the upload until a version took them over.
         let committed = self
-            .commit_completion(bucket, key, upload_id, record, versioning, &state)
+            .commit_completion(home, (bucket, key), upload_id, record, versioning, &state)
             .await?;
         let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
-        self.free_parts((bucket, key), Some(pool), committed.completed, &keep)
+        self.free_parts(home, Some(pool), committed.completed, &keep)
             .await;
         failpoint::hit("complete.dropped", "").await;
         Ok(committed.object)
     }
 
-    /// Writes `record` as the version completing `upload_id` (which the
-    /// same per-disk writes remove), prepared with
-    /// [`Self::prepare_version`]; the caller holds the key lock.
+    /// Writes `record` in `home` as the version completing `upload_id`
+    /// (which the same per-disk writes remove), prepared with
+    /// [`Self::prepare_version_from`]; the caller holds the key lock.
     async fn commit_completion(
         &self,
-        bucket: &str,
-        key: &str,
+        home: &ErasureSet,
+        (bucket, key): (&str, &str),
         upload_id: Uuid,
         mut record: ObjectRecord,
         versioning: Versioning,
         state: &KeyState,
     ) -> Result<Committed, Error> {
         record.upload_id = Some(upload_id);
-        let all = vec![true; self.pools.set_of(bucket, key).width()];
+        let all = vec![true; home.width()];
         let committed = self
             .write_version(
+                home,
                 bucket,
                 key,
                 record,
@@ -194,51 +215,13 @@ impl Store {
         Ok(committed)
     }
 
-    /// The record of the version a completion of `upload_id` wrote, on any
-    /// disk that answers (visible or not), newest write first. A read
-    /// quorum must answer, so an acknowledged completion is always found.
-    pub(crate) async fn completion_of(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-    ) -> Result<Option<Record>, Error> {
-        let records = self
-            .pools
-            .set_of(bucket, key)
-            .read_records(bucket, key)
-            .await;
-        self.completion_in((bucket, key), &records, upload_id)
-    }
-
-    /// [`Self::completion_of`] among records of `bucket/key` already read.
-    pub(crate) fn completion_in(
-        &self,
-        (bucket, key): (&str, &str),
-        records: &DiskRecords,
-        upload_id: Uuid,
-    ) -> Result<Option<Record>, Error> {
-        self.pools
-            .set_of(bucket, key)
-            .require_read_quorum(records)?;
-        Ok(records
-            .iter()
-            .flatten()
-            .flatten()
-            .filter(|r| {
-                record::decode::<ObjectRecord>(&r.body)
-                    .is_ok_and(|o| o.upload_id == Some(upload_id))
-            })
-            .max_by_key(|r| r.stamp)
-            .cloned())
-    }
-
     /// Finishes a completion that reached some disks: writes its very
     /// record (same version and stamp) where it is missing, with the
     /// upload's removal, frees the parts it did not choose, and answers
     /// with its version. The caller holds the key lock.
     pub(crate) async fn finish_completion(
         &self,
+        home: &ErasureSet,
         bucket: &str,
         key: &str,
         upload_id: Uuid,
@@ -248,11 +231,7 @@ impl Store {
             completes: Some(upload_id),
             ..Carried::default()
         };
-        let committed = self
-            .pools
-            .set_of(bucket, key)
-            .repeat_record(bucket, key, done, carried)
-            .await?;
+        let committed = home.repeat_record(bucket, key, done, carried).await?;
         let object = committed.object;
         let dropped = committed.completed;
         if !dropped.is_empty() {
@@ -261,8 +240,7 @@ impl Store {
             if let Some(t) = &object.tiered {
                 keep.extend(self.tier_object_data(t).await);
             }
-            self.free_parts((bucket, key), pool.as_deref(), dropped, &keep)
-                .await;
+            self.free_parts(home, pool.as_deref(), dropped, &keep).await;
         }
         Ok(object)
     }
@@ -280,4 +258,33 @@ impl Store {
         }
         keep
     }
+}
+
+/// What completing an upload whose parts are in another pool takes.
+struct TieredCompletion {
+    upload_id: Uuid,
+    upload: UploadRecord,
+    parts: Vec<PartRecord>,
+    meta: ObjectMeta,
+}
+
+/// The record of the version a completion of `upload_id` wrote, among a
+/// key's records in `home` (on any disk that answered, visible or not),
+/// newest write first. A read quorum must have answered, so an
+/// acknowledged completion is always found.
+pub(crate) fn completion_in(
+    home: &ErasureSet,
+    records: &DiskRecords,
+    upload_id: Uuid,
+) -> Result<Option<Record>, Error> {
+    home.require_read_quorum(records)?;
+    Ok(records
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|r| {
+            record::decode::<ObjectRecord>(&r.body).is_ok_and(|o| o.upload_id == Some(upload_id))
+        })
+        .max_by_key(|r| r.stamp)
+        .cloned())
 }

@@ -94,6 +94,11 @@ pub enum Error {
     /// The object's lock stayed with another writer too long.
     #[error("{0}")]
     LockTimeout(String),
+    /// A racing write placed the key in another pool than the one this
+    /// write staged its data in; nothing was written, and the request can
+    /// be sent again.
+    #[error("{0}")]
+    Moved(String),
     /// A bug or an unexpected state.
     #[error("internal: {0}")]
     Internal(String),
@@ -109,7 +114,7 @@ impl Error {
 
     /// This error again, for each of many keys one failure stopped (the
     /// items of a DeleteObjects batch): the same kind where a client acts
-    /// on it (quorum, an offline set, a lock timeout), else an internal
+    /// on it (quorum, an offline set, a lock timeout, a racing placement), else an internal
     /// error with its message.
     pub fn for_each(&self) -> Error {
         match self {
@@ -123,6 +128,7 @@ impl Error {
             },
             Error::SetOffline(why) => Error::SetOffline(why.clone()),
             Error::LockTimeout(why) => Error::LockTimeout(why.clone()),
+            Error::Moved(why) => Error::Moved(why.clone()),
             other => Error::Internal(other.to_string()),
         }
     }

@@ -26,8 +26,8 @@
 //! step runs in every set at once, and the next starts only when it ended
 //! in all of them. A set with a disk that does not answer is skipped whole
 //! (its records there are unknown) and the others are collected; a later
-//! or cold pool is skipped too when a first-pool set's part records were
-//! unreadable, as its uploads' part records live there. Entries of dead
+//! or cold pool is skipped too when any set's part records were
+//! unreadable, as an upload's part records live in the upload's set. Entries of dead
 //! owners are judged by the references too and then removed.
 //!
 //! Crash windows: a kill during a pass leaves some unreferenced files
@@ -50,7 +50,6 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::collector::{Collector, GcProgress, SetGcProgress};
-use crate::error::Error;
 use crate::model::PartRecord;
 use crate::store::Store;
 
@@ -103,24 +102,19 @@ impl Store {
         if self.collector.running.swap(true, Ordering::SeqCst) {
             return false;
         }
-        let result = self.gc_pass().await;
-        let mut p = self.collector.progress.lock();
-        match result {
-            Ok(()) => {
-                p.passes += 1;
-                p.finished_at = Some(now_secs());
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "garbage collection failed");
-                p.last_error = Some(e.to_string());
-            }
+        self.gc_pass().await;
+        {
+            let mut p = self.collector.progress.lock();
+            p.passes += 1;
+            p.finished_at = Some(now_secs());
         }
-        drop(p);
         self.collector.running.store(false, Ordering::SeqCst);
         true
     }
 
-    async fn gc_pass(&self) -> Result<(), Error> {
+    /// One pass over every set; a set that cannot be read is skipped (and
+    /// said so in the progress), never the pass.
+    async fn gc_pass(&self) {
         let named = self.pools.every();
         // 1. Every file and piece, every set at once.
         let listed = join_all(named.iter().map(|(_, s)| list_files(s))).await;
@@ -147,13 +141,11 @@ impl Store {
         for ids in parts.iter().chain(&records).flatten() {
             referenced.extend(ids);
         }
-        // The first pool's sets hold every upload: the part records of one
-        // whose parts are in a later or the cold pool are there, so those
-        // pools are collected only when every first-pool set's were read.
-        let first_parts = named
-            .iter()
-            .zip(&parts)
-            .find_map(|((n, _), r)| r.as_ref().err().filter(|_| n.tier.is_none()));
+        // The part records of an upload whose parts are in another pool
+        // (the cold pool, or a later hot pool for uploads made before those
+        // took keys) live in the upload's own set: the pools named by tier
+        // are collected only when every set's part records were read.
+        let first_parts = parts.iter().find_map(|r| r.as_ref().err());
         let mut scans = Vec::new();
         let mut sets = Vec::new();
         let mut protected: HashSet<Uuid> = HashSet::new();
@@ -201,7 +193,6 @@ impl Store {
         p.checked = sets.iter().map(|s| s.checked).sum();
         p.skipped = sets.iter().filter_map(|s| s.skipped.clone()).collect();
         p.sets = sets;
-        Ok(())
     }
 
     /// Whether the process that staged data as `owner` may still commit
@@ -491,15 +482,11 @@ impl Worker for GcWorker {
         let Some(store) = self.store.upgrade() else {
             return Ok(WorkerState::Done);
         };
-        let before = store.gc_progress().passes;
         if !store.collect_garbage().await {
             // An asked-for pass was running: it counts for this one.
             return Ok(WorkerState::Idle);
         }
         let p = store.gc_progress();
-        if p.passes == before {
-            return Err(p.last_error.unwrap_or_default().into());
-        }
         if !p.skipped.is_empty() {
             return Err(format!("sets skipped: {}", p.skipped.join("; ")).into());
         }

@@ -95,10 +95,10 @@ impl Store {
         }
         let mut work = Vec::new();
         for (i, (name, set)) in named.iter().enumerate() {
-            // The first pool's sets hold the buckets' keys.
-            let namespaces = match name.tier {
-                None => self.heal_namespaces().await,
-                Some(_) => pool_namespaces(),
+            // The hot pools' sets hold the buckets' keys.
+            let namespaces = match name.holds_keys() {
+                true => self.heal_namespaces().await,
+                false => pool_namespaces(),
             };
             let mut keys = 0;
             for ns in &namespaces {
@@ -264,7 +264,7 @@ impl Store {
         })
     }
 
-    /// Every namespace of the first pool's set: system documents, buckets,
+    /// Every namespace of a hot pool's set: system documents, buckets,
     /// tier objects.
     async fn namespaces(&self) -> Result<Vec<String>, crate::Error> {
         let mut out = vec![SYSTEM_NS.to_string()];
@@ -274,8 +274,8 @@ impl Store {
     }
 }
 
-/// The namespaces of a pool other than the first: no buckets live there,
-/// only tier objects (and system documents, should any be written).
+/// The namespaces of the cold pool: no buckets live there, only tier
+/// objects (and system documents, should any be written).
 fn pool_namespaces() -> Vec<String> {
     vec![SYSTEM_NS.to_string(), TIER_NS.to_string()]
 }
@@ -326,8 +326,8 @@ impl Store {
     /// Asks for a comparison of the disks' heads of every namespace of
     /// `set`, the first pool's when `first` (see `at_risk.rs`); true once
     /// each was compared since start.
-    async fn compare_namespaces(&self, set: &ErasureSet, first: bool) -> bool {
-        let namespaces = match first {
+    async fn compare_namespaces(&self, set: &ErasureSet, keys: bool) -> bool {
+        let namespaces = match keys {
             true => match self.namespaces().await {
                 Ok(n) => n,
                 Err(_) => return false,
@@ -350,19 +350,20 @@ impl Store {
 pub(crate) struct AtRiskFinder {
     store: Weak<Store>,
     set: Weak<ErasureSet>,
-    /// Whether `set` is the first pool's (whose namespaces are the buckets).
-    first: bool,
+    /// Whether keys live in `set` (a hot pool's, whose namespaces are the
+    /// buckets).
+    keys: bool,
     compared: bool,
     backoff: Duration,
     next_compare: tokio::time::Instant,
 }
 
 impl AtRiskFinder {
-    pub(crate) fn new(store: Weak<Store>, set: &Arc<ErasureSet>, first: bool) -> AtRiskFinder {
+    pub(crate) fn new(store: Weak<Store>, set: &Arc<ErasureSet>, keys: bool) -> AtRiskFinder {
         AtRiskFinder {
             store,
             set: Arc::downgrade(set),
-            first,
+            keys,
             compared: false,
             backoff: FIND_AT_RISK_EVERY,
             next_compare: tokio::time::Instant::now() + FIND_AT_RISK_EVERY,
@@ -398,7 +399,7 @@ impl Worker for AtRiskFinder {
             return Ok(WorkerState::Done);
         }
         if !self.compared && tokio::time::Instant::now() >= self.next_compare {
-            self.compared = store.compare_namespaces(&set, self.first).await;
+            self.compared = store.compare_namespaces(&set, self.keys).await;
             self.backoff = (self.backoff * 2).min(FIND_AT_RISK_BACKOFF);
             self.next_compare = tokio::time::Instant::now() + self.backoff;
         }

@@ -28,6 +28,7 @@ mod error;
 mod gc;
 mod heal;
 mod healer;
+mod home;
 mod key_hash;
 mod listing;
 mod local_pool;
@@ -46,6 +47,8 @@ mod transition;
 
 #[cfg(test)]
 mod batch_tests;
+#[cfg(test)]
+mod expansion_tests;
 #[cfg(test)]
 mod gc_tests;
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! Listing a bucket's keys, their versions, over every set of the first
-//! pool: each set lists its own keys (with the one-disk heads, agreement
+//! Listing a bucket's keys, their versions, over every set of every hot
+//! pool (a key lives in exactly one, see `home.rs`): each set lists its own keys (with the one-disk heads, agreement
 //! and read-ahead of one set), and the pages are merged in key order (see
-//! `merge.rs`). A pool of one set is listed as before, without a merge.
+//! `merge.rs`). A deployment of one set is listed as before, without a merge.
 
 use std::sync::Arc;
 
@@ -65,8 +65,8 @@ impl Store {
         max_keys: usize,
     ) -> Result<ObjectPage, Error> {
         self.bucket(bucket).await?;
-        let sets = self.pools.first_sets();
-        if let [set] = sets {
+        let sets = self.pools.key_sets();
+        if let [set] = &sets[..] {
             return set_object_page(set, bucket, prefix, start, max_keys).await;
         }
         let pages = try_join_all(
@@ -112,17 +112,17 @@ impl Store {
         max_keys: usize,
         paging: Option<usize>,
     ) {
-        let sets = self.pools.first_sets();
+        let sets = self.pools.key_sets();
         let paging = paging.filter(|_| sets.len() == 1);
-        for set in sets {
+        for set in &sets {
             set.read_ahead(bucket, prefix.as_bytes(), start.clone(), max_keys, paging);
         }
     }
 
-    /// How many sets the first pool's keys are spread over: what
-    /// [`Store::list_versions_in`] takes.
+    /// How many sets keys are spread over (every set of every hot pool):
+    /// what [`Store::list_versions_in`] takes.
     pub fn key_sets(&self) -> usize {
-        self.pools.first_sets().len()
+        self.pools.key_sets().len()
     }
 
     /// [`Store::list_versions`] of the keys of set `set` (below
@@ -139,10 +139,11 @@ impl Store {
         self.bucket(bucket).await?;
         let set = self
             .pools
-            .first_sets()
+            .key_sets()
             .get(set)
+            .cloned()
             .ok_or_else(|| Error::InvalidArgument(format!("no key set {set}")))?;
-        let page = set_versions(set, bucket, prefix, start, max_keys).await?;
+        let page = set_versions(&set, bucket, prefix, start, max_keys).await?;
         Ok(VersionListing {
             entries: page.entries,
             next: page.next,
@@ -159,10 +160,9 @@ impl Store {
         max_keys: usize,
     ) -> Result<VersionListing, Error> {
         self.bucket(bucket).await?;
+        let sets = self.pools.key_sets();
         let pages = try_join_all(
-            self.pools
-                .first_sets()
-                .iter()
+            sets.iter()
                 .map(|set| set_versions(set, bucket, prefix, start.clone(), max_keys)),
         )
         .await?;

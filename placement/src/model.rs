@@ -22,7 +22,8 @@ pub(crate) const OWNER_KEY: &str = "owner-key";
 /// Name of the cold pool's tier in version records.
 pub const COLD_TIER: &str = "cold";
 /// Prefix of the names of hot pools added after the first ("pool-1", …):
-/// a new object's bytes may go to one of them, as a tier object.
+/// new keys may live in one of them; the bytes of versions written before
+/// they took keys may be tier objects there.
 pub const POOL_TIER_PREFIX: &str = "pool-";
 
 /// State of an in-progress multipart upload.
@@ -53,6 +54,11 @@ pub struct UploadRecord {
     /// only `cold`.
     #[serde(default)]
     pub pool: Option<String>,
+    /// The hot pool added later the upload lives in, with its key (its
+    /// records, and its parts unless `pool` names another); `None`: the
+    /// first pool, in the key's set there.
+    #[serde(default)]
+    pub home: Option<String>,
 }
 
 impl UploadRecord {

@@ -8,9 +8,10 @@ use disk_engine::{failpoint, PartEntry, UploadEntry, UploadListStart};
 use erasure_set::clock::now_ns;
 use erasure_set::record::{self, ChecksumValue, ObjectMeta, PartRef};
 use erasure_set::{BodyStream, DroppedPart, ErasureSet, PartRefused, StagedData};
-use futures::future::try_join_all;
+use futures::future::{join_all, try_join_all};
 use uuid::Uuid;
 
+use crate::completion::completion_in;
 use crate::error::Error;
 use crate::merge::{merge_pages, SetPage};
 use crate::model::TIER_NS;
@@ -60,16 +61,20 @@ impl Store {
     ) -> Result<Uuid, Error> {
         self.bucket_for_write(bucket).await?;
         let upload_id = Uuid::now_v7();
-        let pool = match cold {
-            true => Some(crate::model::COLD_TIER.to_string()),
-            false => self.pools.pool_for_new_data(None).await,
+        // An upload places a new key as a version does (see `home.rs`):
+        // under the key's lock, when it may live in more than one pool.
+        let _guard = match self.pools.has_later_hot() {
+            true => Some(self.lock_key(bucket, key).await?),
+            false => None,
         };
+        let set = self.write_set(bucket, key).await?;
+        let pool = cold.then(|| crate::model::COLD_TIER.to_string());
         let layout = match &pool {
             Some(p) => self
                 .pools
                 .require(p)?
                 .layout_for(TIER_NS, &upload_id.to_string()),
-            None => self.pools.set_of(bucket, key).layout_for(bucket, key),
+            None => set.layout_for(bucket, key),
         };
         let rec = UploadRecord {
             initiated_ns: now_ns(),
@@ -80,13 +85,13 @@ impl Store {
             checksum_type: checksum.map(|c| c.1),
             cold,
             pool,
+            home: self.pools.home_name(&set),
         };
         let entry = UploadEntry {
             key: key.as_bytes().to_vec(),
             upload_id,
             body: record::encode(&rec),
         };
-        let set = self.pools.set_of(bucket, key);
         set.put_upload(bucket, entry).await?;
         // As a version is (see `buckets.rs`): an upload a DeleteBucket
         // racing it did not see is removed again.
@@ -107,15 +112,28 @@ impl Store {
         upload_id: Uuid,
     ) -> Result<UploadRecord, Error> {
         self.bucket(bucket).await?;
-        match self
-            .pools
-            .set_of(bucket, key)
-            .get_upload(bucket, key, upload_id)
-            .await?
-        {
-            Some(body) => Ok(record::decode(&body)?),
-            None => Err(Error::NoSuchUpload),
+        let sets = self.pools.homes_of(bucket, key);
+        let found = join_all(sets.iter().map(|s| s.get_upload(bucket, key, upload_id))).await;
+        let mut failed = None;
+        for answer in found {
+            match answer {
+                Ok(Some(body)) => return Ok(record::decode(&body)?),
+                Ok(None) => {}
+                Err(e) => failed = failed.or(Some(Error::from(e))),
+            }
         }
+        Err(failed.unwrap_or(Error::NoSuchUpload))
+    }
+
+    /// The set holding `bucket/key`'s upload `upload` (its records, and
+    /// its parts unless they are in another pool).
+    pub(crate) fn upload_set(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload: &UploadRecord,
+    ) -> Result<Arc<ErasureSet>, Error> {
+        self.pools.key_set_in(upload.home.as_deref(), bucket, key)
     }
 
     /// The set the parts of `bucket/key`'s upload are written to.
@@ -127,7 +145,7 @@ impl Store {
     ) -> Result<Arc<ErasureSet>, Error> {
         match upload.part_pool() {
             Some(p) => self.pools.require(p),
-            None => Ok(self.pools.set_of(bucket, key).clone()),
+            None => self.upload_set(bucket, key, upload),
         }
     }
 
@@ -193,7 +211,7 @@ impl Store {
                 etag,
                 checksum,
             },
-            mtime_ns: self.pools.set_of(bucket, key).next_stamp().mtime_ns,
+            mtime_ns: self.upload_set(bucket, key, upload)?.next_stamp().mtime_ns,
             disks: staged.disks.clone(),
         };
         let entry = PartEntry {
@@ -209,12 +227,8 @@ impl Store {
         let staged_ids = staged.hand_over();
         let here = upload.part_pool().is_none();
         let unstage = if here { staged_ids.clone() } else { Vec::new() };
-        let replaced = match self
-            .pools
-            .set_of(bucket, key)
-            .put_part(bucket, key, upload_id, entry, unstage)
-            .await
-        {
+        let home = self.upload_set(bucket, key, upload)?;
+        let replaced = match home.put_part(bucket, key, upload_id, entry, unstage).await {
             Ok(replaced) => replaced,
             Err(refused) => {
                 // Nothing is freed. Data no part record refers to goes now;
@@ -239,17 +253,17 @@ impl Store {
         }
         let pool = upload.part_pool();
         let keep = [staged.data_id.unwrap_or_default()];
-        self.free_parts((bucket, key), pool, replaced, &keep).await;
+        self.free_parts(&home, pool, replaced, &keep).await;
         Ok(rec)
     }
 
-    /// Frees the data of dropped part records of `(bucket, key)`'s upload
-    /// (each reported by a disk slot), except ids in `keep`: on that slot's
-    /// disk for parts in the key's set, on every disk of the pool named
+    /// Frees the data of dropped part records of an upload living in
+    /// `home` (each reported by a disk slot), except ids in `keep`: on that
+    /// slot's disk for parts in `home`, on every disk of the pool named
     /// `pool` for parts there.
     pub(crate) async fn free_parts(
         &self,
-        (bucket, key): (&str, &str),
+        home: &ErasureSet,
         pool: Option<&str>,
         dropped: Vec<DroppedPart>,
         keep: &[Uuid],
@@ -265,10 +279,7 @@ impl Store {
             if pool.is_some() {
                 elsewhere.push(id);
             } else {
-                self.pools
-                    .set_of(bucket, key)
-                    .free_data(slot, id, false)
-                    .await;
+                home.free_data(slot, id, false).await;
             }
         }
         elsewhere.sort();
@@ -290,10 +301,9 @@ impl Store {
         after: u32,
         max: usize,
     ) -> Result<(Vec<PartRecord>, bool), Error> {
-        self.get_upload(bucket, key, upload_id).await?;
+        let upload = self.get_upload(bucket, key, upload_id).await?;
         let (numbers, more) = self
-            .pools
-            .set_of(bucket, key)
+            .upload_set(bucket, key, &upload)?
             .list_parts(upload_id, after, max)
             .await?;
         // Of a part written twice, the newer write.
@@ -309,12 +319,13 @@ impl Store {
         Ok((out, more))
     }
 
-    /// Removes the upload's records from every disk; once a write quorum of
-    /// disks removed it, frees the data of its parts (in the pool named
-    /// `pool`, else this one), except ids in `keep`. `NoSuchUpload` when
-    /// no disk had it.
+    /// Removes the upload's records from every disk of `home`, where it
+    /// lives; once a write quorum of disks removed it, frees the data of
+    /// its parts (in the pool named `pool`, else `home`), except ids in
+    /// `keep`. `NoSuchUpload` when no disk had it.
     async fn drop_upload(
         &self,
+        home: &ErasureSet,
         bucket: &str,
         key: &str,
         upload_id: Uuid,
@@ -323,15 +334,10 @@ impl Store {
     ) -> Result<(), Error> {
         // Short of a write quorum the upload may still be there: nothing of
         // it is freed.
-        let Some(dropped) = self
-            .pools
-            .set_of(bucket, key)
-            .delete_upload(bucket, key, upload_id)
-            .await?
-        else {
+        let Some(dropped) = home.delete_upload(bucket, key, upload_id).await? else {
             return Err(Error::NoSuchUpload);
         };
-        self.free_parts((bucket, key), pool, dropped, keep).await;
+        self.free_parts(home, pool, dropped, keep).await;
         Ok(())
     }
 
@@ -359,18 +365,16 @@ impl Store {
     ) -> Result<(), Error> {
         let upload = self.get_upload(bucket, key, upload_id).await?;
         let _guard = self.lock_key(bucket, key).await?;
-        let records = self
-            .pools
-            .set_of(bucket, key)
-            .read_records(bucket, key)
-            .await;
-        if let Some(done) = self.completion_in((bucket, key), &records, upload_id)? {
-            self.finish_completion(bucket, key, upload_id, done).await?;
+        let home = self.upload_set(bucket, key, &upload)?;
+        let records = home.read_records(bucket, key).await;
+        if let Some(done) = completion_in(&home, &records, upload_id)? {
+            self.finish_completion(&home, bucket, key, upload_id, done)
+                .await?;
             return Err(Error::NoSuchUpload);
         }
-        let state = self.pools.set_of(bucket, key).resolve_records(records)?;
+        let state = home.resolve_records(records)?;
         let keep = self.data_of_versions(&state).await;
-        self.drop_upload(bucket, key, upload_id, upload.part_pool(), &keep)
+        self.drop_upload(&home, bucket, key, upload_id, upload.part_pool(), &keep)
             .await
     }
 
@@ -385,7 +389,8 @@ impl Store {
         max: usize,
     ) -> Result<(Vec<UploadInfo>, Option<UploadListStart>), Error> {
         self.bucket(bucket).await?;
-        let pages = try_join_all(self.pools.first_sets().iter().map(|set| {
+        let sets = self.pools.key_sets();
+        let pages = try_join_all(sets.iter().map(|set| {
             let start = start.clone();
             async move {
                 let (entries, next) = set.list_uploads(bucket, prefix, start, max).await?;

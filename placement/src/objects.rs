@@ -2,8 +2,9 @@
 //! preconditions), look versions up, read, delete (delete markers).
 
 use std::ops::Range;
+use std::sync::Arc;
 
-use disk_engine::Tier;
+use disk_engine::{Tier, VersionId};
 use erasure_set::record::{ObjectMeta, ObjectRecord, PartRef};
 use erasure_set::{
     version_key, BodyStream, Carried, Committed, DiskRecords, ErasureSet, KeyState, Resolved,
@@ -127,6 +128,15 @@ impl DeleteCondition {
     }
 }
 
+/// The removals of a DeleteObjects batch in one set its keys live in.
+struct HomeBatch {
+    set: Arc<ErasureSet>,
+    /// The versions to remove, by key.
+    records: Vec<(Vec<u8>, VersionId)>,
+    /// Their places among the batch's outcomes.
+    items: Vec<usize>,
+}
+
 /// One key of a (multi-object) delete.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeleteItem {
@@ -210,8 +220,9 @@ impl Store {
             .await
     }
 
-    /// [`Store::write_data`] into the pool of `tier`: the cold pool keeps
-    /// the data as a tier object (see `tier.rs`).
+    /// [`Store::write_data`] into the pool of `tier`: for the hot tier,
+    /// the set the key lives in, or where a new key goes (see `home.rs`);
+    /// the cold pool keeps the data as a tier object (see `tier.rs`).
     pub async fn write_data_in(
         &self,
         tier: Tier,
@@ -222,14 +233,11 @@ impl Store {
     ) -> Result<StagedData, Error> {
         self.bucket(bucket).await?;
         match tier {
-            Tier::Hot => match self.pools.pool_for_new_data(size_hint).await {
-                Some(pool) => self.write_tier_data(&pool, body, size_hint).await,
-                None => {
-                    let set = self.pools.set_of(bucket, key);
-                    let layout = set.layout_for(bucket, key);
-                    Ok(set.write_data(layout, body, size_hint, true).await?)
-                }
-            },
+            Tier::Hot => {
+                let set = self.write_set(bucket, key).await?;
+                let layout = set.layout_for(bucket, key);
+                Ok(set.write_data(layout, body, size_hint, true).await?)
+            }
             Tier::Cold => {
                 self.write_tier_data(crate::model::COLD_TIER, body, size_hint)
                     .await
@@ -276,10 +284,16 @@ impl Store {
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), &meta);
         let record = ObjectRecord::new_version(staged.layout, vec![part], false, meta, tags, None);
         let disks = staged.disks.clone();
-        let set = self.pools.set_of(bucket, key);
-        let _guard = set.locks().lock(bucket, key).await?;
-        let (versioning, state) = self.prepare_version(bucket, key, opts).await?;
+        let _guard = self.lock_key(bucket, key).await?;
+        let (set, records) = self
+            .home(bucket, key)
+            .await?
+            .into_staged((bucket, key), &staged)?;
+        let (versioning, state) = self
+            .prepare_version_from(&set, bucket, key, opts, records)
+            .await?;
         self.write_version(
+            &set,
             bucket,
             key,
             record,
@@ -309,8 +323,8 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<ObjectRecord, Error> {
         let size = staged.size;
-        let set = self.pools.set_of(bucket, key);
-        let _guard = set.locks().lock(bucket, key).await?;
+        let _guard = self.lock_key(bucket, key).await?;
+        let (set, records) = self.home_or_new(bucket, key).await?;
         let tier = self.commit_tier_object(staged, bucket, key, &meta).await?;
         disk_engine::failpoint::hit("tier.put.committed", "").await;
         let part = PartRef::single(size, None, false, &meta);
@@ -318,52 +332,43 @@ impl Store {
         let record =
             ObjectRecord::new_version(layout, vec![part], false, meta, tags, Some(tier.clone()));
         let all = vec![true; set.width()];
-        let (versioning, state) = match self.prepare_version(bucket, key, opts).await {
+        let prepared = self
+            .prepare_version_from(&set, bucket, key, opts, records)
+            .await;
+        let (versioning, state) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 set.release_tiered(vec![tier]);
                 return Err(e);
             }
         };
-        self.write_version(bucket, key, record, &all, versioning, &state, None, None)
-            .await
-            .map(|c| c.object)
+        self.write_version(
+            &set, bucket, key, record, &all, versioning, &state, None, None,
+        )
+        .await
+        .map(|c| c.object)
     }
 
-    /// What a new version of `bucket/key` is committed against, read under
-    /// the key's lock: the bucket's versioning and the key as it stands,
-    /// which must meet the write's precondition.
-    pub(crate) async fn prepare_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        opts: &WriteOptions,
-    ) -> Result<(Versioning, KeyState), Error> {
-        let records = self
-            .pools
-            .set_of(bucket, key)
-            .read_records(bucket, key)
-            .await;
-        self.prepare_version_from(bucket, key, opts, records).await
-    }
-
-    /// [`Self::prepare_version`] from the key's records already read under
-    /// the lock.
+    /// What a new version of `bucket/key` is committed against, from the
+    /// key's records in `set` (where it lives, or goes) read under its
+    /// lock: the bucket's versioning and the key as it stands, which must
+    /// meet the write's precondition.
     pub(crate) async fn prepare_version_from(
         &self,
+        set: &ErasureSet,
         bucket: &str,
         key: &str,
         opts: &WriteOptions,
         records: DiskRecords,
     ) -> Result<(Versioning, KeyState), Error> {
         let versioning = self.bucket_for_write(bucket).await?.versioning;
-        let state = self.pools.set_of(bucket, key).resolve_records(records)?;
+        let state = set.resolve_records(records)?;
         check_condition((bucket, key), &state, opts)?;
         Ok((versioning, state))
     }
 
-    /// Writes a new version of `bucket/key` prepared with
-    /// [`Self::prepare_version`] (the caller still holds the key lock),
+    /// Writes a new version of `bucket/key` in `set`, prepared with
+    /// [`Self::prepare_version_from`] (the caller still holds the key lock),
     /// taking over `staged` data (its staged entries go with the records)
     /// and completing upload `completes` in the same writes. After a failed
     /// write the staged entries are removed: what refers to the data is
@@ -371,6 +376,7 @@ impl Store {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn write_version(
         &self,
+        set: &ErasureSet,
         bucket: &str,
         key: &str,
         record: ObjectRecord,
@@ -389,7 +395,6 @@ impl Store {
             unstage: &unstage,
             completes,
         };
-        let set = self.pools.set_of(bucket, key);
         let committed = set
             .commit_record(
                 bucket,
@@ -407,7 +412,8 @@ impl Store {
             }
         }
         let committed = committed?;
-        self.confirm_bucket(bucket, key, &committed.object).await?;
+        self.confirm_bucket(set, bucket, key, &committed.object)
+            .await?;
         Ok(committed)
     }
 
@@ -422,8 +428,7 @@ impl Store {
         version: Option<VersionRef>,
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let set = self.pools.set_of(bucket, key);
-        let state = set.resolve_key(bucket, key).await?;
+        let (set, state) = self.resolve_anywhere(bucket, key).await?;
         let found = match version {
             None => state
                 .latest()
@@ -454,14 +459,24 @@ impl Store {
         object: ObjectRecord,
         range: Range<u64>,
     ) -> ObjectStream {
-        match object.tiered.clone() {
-            Some(tier) => self.read_tiered(tier, range),
-            None => self
-                .pools
-                .set_of(bucket, key)
-                .read_object(bucket, key, object, range)
-                .into(),
+        if let Some(tier) = object.tiered.clone() {
+            return self.read_tiered(tier, range);
         }
+        if !self.pools.has_later_hot() {
+            let set = self.pools.set_of(bucket, key);
+            return set.read_object(bucket, key, object, range).into();
+        }
+        // The key may live in any hot pool: found when the stream starts.
+        let Some(me) = self.me.upgrade() else {
+            return ObjectStream::deferred(async {
+                Err(Error::Internal("the store is shutting down".into()))
+            });
+        };
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        ObjectStream::deferred(async move {
+            let (set, _) = me.resolve_anywhere(&bucket, &key).await?;
+            Ok(set.read_object(&bucket, &key, object, range).into())
+        })
     }
 
     /// Deletes `bucket/key`. With a version, removes that version for good
@@ -499,12 +514,13 @@ impl Store {
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
         let key = item.key.as_str();
-        let set = self.pools.set_of(bucket, key);
-        let _guard = set.locks().lock(bucket, key).await?;
+        let _guard = self.lock_key(bucket, key).await?;
+        let (set, records) = self.home_or_new(bucket, key).await?;
         if let Some(c) = &item.condition {
-            c.check((bucket, key), &set.resolve_key(bucket, key).await?, None)?;
+            c.check((bucket, key), &set.resolve_records(records)?, None)?;
         }
-        self.add_delete_marker_locked(bucket, key, versioning).await
+        self.add_delete_marker_locked(&set, bucket, key, versioning)
+            .await
     }
 
     /// Deletes a version a lifecycle rule expired, only if it is still what
@@ -538,9 +554,8 @@ impl Store {
         permanent: bool,
     ) -> Result<bool, Error> {
         let versioning = self.bucket(bucket).await?.versioning;
-        let set = self.pools.set_of(bucket, key);
-        let _guard = set.locks().lock(bucket, key).await?;
-        let state = set.resolve_key(bucket, key).await?;
+        let _guard = self.lock_key(bucket, key).await?;
+        let (set, state) = self.resolve_home(bucket, key).await?;
         let Some(found) = find(&state, seen).filter(|r| r.object.mtime_ns == seen_mtime_ns) else {
             return Ok(false);
         };
@@ -557,7 +572,7 @@ impl Store {
             )
             .await?;
         } else {
-            self.add_delete_marker_locked(bucket, key, versioning)
+            self.add_delete_marker_locked(&set, bucket, key, versioning)
                 .await?;
         }
         Ok(true)
@@ -565,11 +580,11 @@ impl Store {
 
     async fn add_delete_marker_locked(
         &self,
+        set: &ErasureSet,
         bucket: &str,
         key: &str,
         versioning: Versioning,
     ) -> Result<DeleteOutcome, Error> {
-        let set = self.pools.set_of(bucket, key);
         let marker = ObjectRecord {
             version_id: None,
             mtime_ns: 0,
@@ -596,7 +611,8 @@ impl Store {
                 None,
             )
             .await?;
-        self.confirm_bucket(bucket, key, &stored.object).await?;
+        self.confirm_bucket(set, bucket, key, &stored.object)
+            .await?;
         Ok(DeleteOutcome {
             version: Some(VersionRef::of(&stored.object)),
             delete_marker: true,
@@ -673,7 +689,7 @@ impl Store {
     /// fail this batch's items alone: the other sets' go on.
     async fn remove_batch(
         &self,
-        set: &ErasureSet,
+        set: &Arc<ErasureSet>,
         bucket: &str,
         items: &[DeleteItem],
         batch: Vec<usize>,
@@ -689,53 +705,70 @@ impl Store {
                 return batch.into_iter().map(|i| (i, Err(e.for_each()))).collect();
             }
         };
-        // Whether each named version is a delete marker, for the reply,
-        // once its condition holds.
-        let markers = join_all(batch.iter().map(|&i| async move {
+        // Where each key lives, and whether each named version is a
+        // delete marker (for the reply), once its condition holds.
+        let looked = join_all(batch.iter().map(|&i| async move {
             let item = &items[i];
-            if item.version.is_none() && item.condition.is_none() {
-                return Ok(false);
+            if item.version.is_none() && item.condition.is_none() && !self.pools.has_later_hot() {
+                return Ok((set.clone(), false));
             }
-            let state = set.resolve_key(bucket, &item.key).await?;
+            let (home, state) = self.resolve_home(bucket, &item.key).await?;
             if let Some(c) = &item.condition {
                 c.check((bucket, &item.key), &state, item.version)?;
             }
-            Ok(item
+            let marker = item
                 .version
-                .is_some_and(|v| find(&state, v).is_some_and(|r| r.object.delete_marker)))
+                .is_some_and(|v| find(&state, v).is_some_and(|r| r.object.delete_marker));
+            Ok::<_, Error>((home, marker))
         }))
         .await;
-        let mut records = Vec::new();
+        // One batch of removals per set the keys live in.
+        let mut homes: Vec<HomeBatch> = Vec::new();
         let mut out = Vec::with_capacity(batch.len());
-        for (&i, marker) in batch.iter().zip(markers) {
+        for (&i, looked) in batch.iter().zip(looked) {
             let DeleteItem { key, version, .. } = &items[i];
-            if marker.is_ok() {
-                records.push((
-                    key.as_bytes().to_vec(),
-                    version_key(version.and_then(|v| v.id())),
-                ));
-            }
+            let (home, delete_marker) = match looked {
+                Ok(l) => l,
+                Err(e) => {
+                    out.push((i, Err(e)));
+                    continue;
+                }
+            };
+            let at = match homes.iter().position(|h| Arc::ptr_eq(&h.set, &home)) {
+                Some(at) => at,
+                None => {
+                    homes.push(HomeBatch {
+                        set: home,
+                        records: Vec::new(),
+                        items: Vec::new(),
+                    });
+                    homes.len() - 1
+                }
+            };
+            let version_of = version_key(version.and_then(|v| v.id()));
+            homes[at]
+                .records
+                .push((key.as_bytes().to_vec(), version_of));
+            homes[at].items.push(out.len());
             out.push((
                 i,
-                marker.map(|delete_marker| DeleteOutcome {
+                Ok(DeleteOutcome {
                     version: *version,
                     delete_marker,
                 }),
             ));
         }
-        records.sort();
-        records.dedup();
-        let removed = match records.is_empty() {
-            true => Ok(()),
-            false => set
-                .delete_versions(bucket, records)
-                .await
-                .map_err(Error::from),
-        };
-        if let Err(e) = removed {
-            for (_, outcome) in out.iter_mut() {
-                if outcome.is_ok() {
-                    *outcome = Err(e.for_each());
+        let removed = join_all(homes.into_iter().map(|mut h| async move {
+            h.records.sort();
+            h.records.dedup();
+            let removed = h.set.delete_versions(bucket, h.records).await;
+            (h.items, removed.map_err(Error::from))
+        }))
+        .await;
+        for (members, removed) in removed {
+            if let Err(e) = removed {
+                for m in members {
+                    out[m].1 = Err(e.for_each());
                 }
             }
         }
@@ -797,9 +830,8 @@ impl Store {
         change: impl FnOnce(&mut ObjectRecord),
     ) -> Result<ObjectRecord, Error> {
         self.bucket(bucket).await?;
-        let set = self.pools.set_of(bucket, key);
-        let _guard = set.locks().lock(bucket, key).await?;
-        let state = set.resolve_key(bucket, key).await?;
+        let _guard = self.lock_key(bucket, key).await?;
+        let (set, state) = self.resolve_home(bucket, key).await?;
         let found = match version {
             None => state
                 .latest()

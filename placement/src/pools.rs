@@ -1,21 +1,23 @@
-//! The deployment's pools as one value: the first hot pool (whose sets
-//! hold every version record and upload, each key's in the set its hash
-//! names, and the cluster-wide documents in its first set), hot pools
-//! added later (capacity expansion), an optional cold pool, and the tiers
-//! outside the deployment. Each pool is its erasure sets, nothing more:
-//! the store's one runner does every set's background work.
+//! The deployment's pools as one value: the first hot pool (whose first
+//! set holds the cluster-wide documents), hot pools added later (capacity
+//! expansion), an optional cold pool, and the tiers outside the
+//! deployment. Each pool is its erasure sets, nothing more: the store's
+//! one runner does every set's background work.
 //!
 //! A key's set in the first pool is [`crate::set_index`] of the bucket and
 //! key, keyed by the deployment id, over the pool's sets; a pool of one
-//! set (every pool formatted before pools had many) needs no hash.
+//! set (every pool formatted before pools had many) needs no hash. That
+//! set holds the key's lock whatever pool the key lives in, so every
+//! writer of a key meets there.
 //!
-//! Hot pools added after the first: version records stay in the first
-//! pool, so listings, versioning and key locks stay in one place; a new
-//! object's bytes go to a pool chosen at random weighted by free space (as
-//! MinIO places new objects across pools), stored there as a tier object
-//! exactly like the cold pool's (see `tier.rs`). Existing data never
-//! moves, so it stays readable throughout; small objects, packed with
-//! their record, stay in the first pool.
+//! The hot pools are the *key pools*: a key lives (its version records,
+//! its data, its uploads) in exactly one of them, found as `home.rs`
+//! says. A new key goes to a pool chosen at random weighted by free space
+//! (as MinIO places new objects across pools); an existing key stays
+//! where it lives. Deployments written before later pools took keys keep
+//! every record in the first pool, some pointing to tier objects in the
+//! later pools (see `tier.rs`); those stay readable, and their keys stay
+//! in the first pool.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -46,6 +48,14 @@ pub(crate) struct SetName {
 }
 
 impl SetName {
+    /// Whether keys live in the set: a first-pool set's or a later hot
+    /// pool's (the cold pool holds only tier objects).
+    pub(crate) fn holds_keys(&self) -> bool {
+        self.tier
+            .as_deref()
+            .is_none_or(|t| t.starts_with(POOL_TIER_PREFIX))
+    }
+
     /// How the set's workers are told apart: nothing for a first pool of
     /// one set, else the set (`set 2`), the pool (`cold`) or both.
     pub(crate) fn suffix(&self, first_sets: usize) -> Option<String> {
@@ -110,6 +120,30 @@ impl Pools {
     /// uploads.
     pub(crate) fn set_of(&self, bucket: &str, key: &str) -> &Arc<ErasureSet> {
         &self.first[self.index_of(bucket, key)]
+    }
+
+    /// The set of `bucket/key` in the hot pool named `home` in upload
+    /// records: its first-pool set for `None`, else that later pool's.
+    pub(crate) fn key_set_in(
+        &self,
+        home: Option<&str>,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Arc<ErasureSet>, Error> {
+        match home {
+            None => Ok(self.set_of(bucket, key).clone()),
+            Some(tier) => self.require(tier),
+        }
+    }
+
+    /// The name `set` has in upload records when it is a later hot pool's
+    /// (`None`: a first-pool set).
+    pub(crate) fn home_name(&self, set: &Arc<ErasureSet>) -> Option<String> {
+        self.hot
+            .read()
+            .iter()
+            .find(|(_, s)| Arc::ptr_eq(s, set))
+            .map(|(n, _)| n.clone())
     }
 
     /// Makes `cold` the cold pool.
@@ -222,27 +256,52 @@ impl Pools {
             .ok_or_else(|| Error::InvalidArgument(format!("no tier named {name:?} is configured")))
     }
 
-    /// The hot pool a new object's bytes go to: `None` for the first, else
-    /// the tier name of a pool added later.
-    pub(crate) async fn pool_for_new_data(&self, size_hint: Option<u64>) -> Option<String> {
-        if self.hot.read().is_empty()
-            || size_hint.is_some_and(|s| s <= self.system().pack_threshold())
-        {
-            return None;
+    /// Whether hot pools were added after the first: then a key may
+    /// live in any of them, and is looked for (see `home.rs`).
+    pub(crate) fn has_later_hot(&self) -> bool {
+        !self.hot.read().is_empty()
+    }
+
+    /// Every set of every hot pool, where keys live: the first pool's, in
+    /// order, then the later hot pools'.
+    pub(crate) fn key_sets(&self) -> Vec<Arc<ErasureSet>> {
+        let mut out = self.first.clone();
+        out.extend(self.hot.read().iter().map(|(_, s)| s.clone()));
+        out
+    }
+
+    /// The sets `bucket/key` may live in: its first-pool set, then each
+    /// later hot pool's.
+    pub(crate) fn homes_of(&self, bucket: &str, key: &str) -> Vec<Arc<ErasureSet>> {
+        let mut out = vec![self.set_of(bucket, key).clone()];
+        out.extend(self.hot.read().iter().map(|(_, s)| s.clone()));
+        out
+    }
+
+    /// The set a new key `bucket/key` goes to: its set in a hot pool
+    /// chosen at random weighted by usable free space (its first-pool set
+    /// when no pool was added later, or none has space).
+    pub(crate) async fn set_for_new_key(&self, bucket: &str, key: &str) -> Arc<ErasureSet> {
+        let own = self.set_of(bucket, key).clone();
+        if !self.has_later_hot() {
+            return own;
         }
         let weights = self.free_space_by_pool().await;
         let total: u64 = weights.iter().map(|(_, w)| w).sum();
         if total == 0 {
-            return None;
+            return own;
         }
         let mut pick = (uuid::Uuid::new_v4().as_u128() % total as u128) as u64;
         for (pool, w) in weights {
             if pick < w {
-                return pool;
+                return match pool.and_then(|p| self.pool(&p)) {
+                    Some(later) => later,
+                    None => own,
+                };
             }
             pick -= w;
         }
-        None
+        own
     }
 
     /// Usable free bytes of the first pool (`None`) and of each later hot

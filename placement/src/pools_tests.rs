@@ -7,7 +7,7 @@ use erasure_set::{open_local_set, LocalSet, LocalSetConfig};
 use crate::store_tests::rig;
 
 /// A fresh set of `n` directories under `dir` for pool `pool` of `tier`.
-fn pool_set(dir: &std::path::Path, n: usize, tier: Tier, pool: u32) -> LocalSet {
+pub(crate) fn pool_set(dir: &std::path::Path, n: usize, tier: Tier, pool: u32) -> LocalSet {
     open_local_set(&LocalSetConfig {
         dirs: (0..n).map(|i| dir.join(format!("p{pool}d{i}"))).collect(),
         parity: None,

@@ -117,6 +117,7 @@ impl Store {
                 commits: TaskTracker::new(),
                 collector,
                 opts,
+                tier_release: release,
             }
         }))
     }
@@ -131,11 +132,13 @@ impl Store {
     }
 
     /// Adds the opened set `pool` (pool `index` of the deployment) as a
-    /// further hot pool: new objects' bytes go to it by free space, as tier
-    /// objects, while their version records stay in the first pool (see
-    /// `pools.rs`). Returns its tier name.
+    /// further hot pool: new keys go to it by free space, their records and
+    /// data together, while existing keys stay where they live (see
+    /// `pools.rs`, `home.rs`). Returns its tier name.
     pub fn attach_hot_pool(&self, index: u32, pool: LocalSet) -> Result<String, Error> {
         let (set, repair) = self.open_pool(pool)?;
+        // Its versions may refer to tier objects, as the first pool's do.
+        set.release_tier_objects_to(self.tier_release.clone());
         let name = self.pools.add_hot(index, set.clone());
         self.start_pool(&name, &set, repair);
         Ok(name)
@@ -180,7 +183,8 @@ impl Store {
             index: 0,
         };
         self.spawn_for(&name, repair);
-        self.spawn_for(&name, AtRiskFinder::new(self.me.clone(), set, false));
+        let keys = name.holds_keys();
+        self.spawn_for(&name, AtRiskFinder::new(self.me.clone(), set, keys));
         if self.pools.system().locks().is_shared() {
             self.spawn_for(&name, WriterLease::new(set.disks().to_vec()));
         }

@@ -1,7 +1,7 @@
 //! The placement layer's front door: one object store over the pools
-//! (`pools.rs`): the first hot pool's sets hold every version record,
-//! each key's in the set its hash names; hot pools added later, the cold
-//! pool and remote tiers hold the bytes of some versions. Facet files (`objects.rs`, `multipart.rs`, `buckets.rs`,
+//! (`pools.rs`): each key lives in one set of one hot pool (`home.rs`),
+//! its set by hash in the first pool or a later pool's; the cold pool and
+//! remote tiers hold the bytes of some versions. Facet files (`objects.rs`, `multipart.rs`, `buckets.rs`,
 //! `system.rs`, `transition.rs`, `tier.rs`, `heal.rs`, `gc.rs`) add its
 //! methods; `start.rs` builds it and starts its one runner of background
 //! work. This file imports none of them.
@@ -52,6 +52,9 @@ pub struct Store {
     pub(crate) collector: Arc<Collector>,
     /// The tunables every pool's set is opened with.
     pub(crate) opts: StoreOptions,
+    /// Where the key sets send the tier objects no version refers to any
+    /// more (the tier release worker's queue).
+    pub(crate) tier_release: tokio::sync::mpsc::UnboundedSender<erasure_set::record::TierRef>,
 }
 
 /// Tunables of a store.
@@ -139,10 +142,10 @@ impl Store {
         self.pools.system().offline_reason()
     }
 
-    /// Hot-object cache counters, over every set of the first pool.
+    /// Hot-object cache counters, over every set of every hot pool.
     pub fn cache_stats(&self) -> CacheStats {
         let mut total = CacheStats::default();
-        for set in self.pools.first_sets() {
+        for set in self.pools.key_sets() {
             let c = set.cache_stats();
             total.hits += c.hits;
             total.misses += c.misses;
@@ -158,7 +161,8 @@ impl Store {
     /// every online disk now (compaction does it gradually otherwise).
     /// Returns how many disks finished; reads and writes go on meanwhile.
     pub async fn collect_packed_garbage(&self) -> usize {
-        let disks = self.pools.first_sets().iter().flat_map(|s| s.disks());
+        let sets = self.pools.key_sets();
+        let disks = sets.iter().flat_map(|s| s.disks());
         let done = futures::future::join_all(disks.map(|d| async move {
             match d.collect_pieces().await {
                 Ok(()) => true,
@@ -180,10 +184,10 @@ impl Store {
         self.background.owns()
     }
 
-    /// Repair counters, summed over every set of the first pool.
+    /// Repair counters, summed over every set of every hot pool.
     pub fn repair_stats(&self) -> RepairStats {
         let total = RepairStats::default();
-        for set in self.pools.first_sets() {
+        for set in self.pools.key_sets() {
             let s = &set.repair_queue().stats;
             for (sum, one) in [
                 (&total.queued, &s.queued),
@@ -203,7 +207,7 @@ impl Store {
     /// Listing pages served from pages read ahead.
     pub fn listing_read_ahead_hits(&self) -> u64 {
         self.pools
-            .first_sets()
+            .key_sets()
             .iter()
             .map(|s| s.list_ahead_hits())
             .sum()
@@ -213,7 +217,7 @@ impl Store {
     /// known to agree).
     pub fn listing_one_disk_pages(&self) -> u64 {
         self.pools
-            .first_sets()
+            .key_sets()
             .iter()
             .map(|s| s.one_disk_pages())
             .sum()

@@ -140,7 +140,7 @@ pub(crate) fn data(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-fn body(bytes: &[u8], piece: usize) -> BodyStream {
+pub(crate) fn body(bytes: &[u8], piece: usize) -> BodyStream {
     let chunks: Vec<Result<Bytes, crate::BodyError>> = bytes
         .chunks(piece.max(1))
         .map(|c| Ok(Bytes::copy_from_slice(c)))

@@ -250,9 +250,8 @@ impl Store {
         before: &ObjectRecord,
         after: ObjectRecord,
     ) -> Result<bool, Error> {
-        let set = self.pools.set_of(bucket, key);
-        let _guard = set.locks().lock(bucket, key).await?;
-        let state = set.resolve_key(bucket, key).await?;
+        let _guard = self.lock_key(bucket, key).await?;
+        let (set, state) = self.resolve_home(bucket, key).await?;
         let wanted = version_key(before.version_id);
         let unchanged = state
             .versions
@@ -305,15 +304,11 @@ impl Store {
     }
 
     /// Whether a version of `bucket/key` refers to tier object `id` (true
-    /// when that cannot be told: disks missing).
+    /// when that cannot be told: disks missing). The caller holds the
+    /// key's lock.
     async fn refers_to(&self, bucket: &str, key: &str, id: uuid::Uuid) -> bool {
-        match self
-            .pools
-            .set_of(bucket, key)
-            .resolve_key(bucket, key)
-            .await
-        {
-            Ok(state) => state
+        match self.resolve_home(bucket, key).await {
+            Ok((_, state)) => state
                 .versions
                 .iter()
                 .any(|v| v.object.tiered.as_ref().is_some_and(|t| t.id == id)),

@@ -669,7 +669,7 @@ fn shard_files_of(nodes: &[crate::cluster_harness::Node]) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_hot_pool_added_later_takes_new_objects_by_free_space() {
+async fn a_hot_pool_added_later_takes_new_keys_by_free_space_and_holds_their_records() {
     let mut cluster = Cluster::start(4, 1, 2, 1);
     let gw = cluster.gateways[0].client();
     gw.create_bucket().bucket("data").send().await.unwrap();
@@ -763,6 +763,48 @@ async fn a_hot_pool_added_later_takes_new_objects_by_free_space() {
         status.contains("hot (pool-1) pool, erasure set 1: 4 of 4 disks online"),
         "{status}"
     );
+    // The new pool holds its keys' records, not only their bytes: with
+    // its nodes down, the keys living there answer 503 and the others,
+    // the old ones among them, read as before.
+    for node in &mut cluster.nodes[4..] {
+        node.kill();
+    }
+    let strict = cluster.gateways[0].client_without_retries();
+    let mut unavailable = 0;
+    for (k, s) in &new {
+        match strict.get_object().bucket("data").key(k).send().await {
+            Ok(out) => {
+                let body = out.body.collect().await.unwrap().into_bytes();
+                assert_eq!(body.as_ref(), body_of(*s).as_slice(), "{k}");
+            }
+            Err(e) => {
+                let status = e.raw_response().map(|r| r.status().as_u16());
+                assert_eq!(status, Some(503), "{k}: {e:?}");
+                unavailable += 1;
+            }
+        }
+    }
+    assert!(
+        (1..new.len()).contains(&unavailable),
+        "{unavailable} of {} new keys lived in the stopped pool",
+        new.len()
+    );
+    read_all(&strict, &old).await;
+    for node in &mut cluster.nodes[4..] {
+        node.start();
+    }
+    until(60, "the new pool's keys to read again", async || {
+        for (k, _) in &new {
+            if get(&c, k).await.is_err() {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+    for (k, s) in &new {
+        assert_eq!(get(&c, k).await.unwrap(), body_of(*s), "{k}");
+    }
     // A heal pass covers the new pool; deleting objects frees its space.
     let out = admin_at(&endpoint, &["heal"]).unwrap();
     assert!(out.contains(" 0 failed"), "{out}");

@@ -1,0 +1,340 @@
+//! Keys in hot pools added later: a new key goes to a pool by free space
+//! and stays there; reads, listings, uploads, deletes, healing and garbage
+//! collection find it wherever it lives, and a write racing a placement
+//! elsewhere is refused without changing anything.
+
+use std::sync::Arc;
+
+use disk_engine::{Disk, Fault, FaultyDisk, ListStart, Tier, UploadListStart};
+use erasure_set::record::ObjectMeta;
+
+use crate::error::Error;
+use crate::pools_tests::pool_set;
+use crate::store_tests::{body, data, get, put, rig, set_versioning, Rig};
+use crate::{DeleteItem, VersionRef, Versioning, WriteOptions};
+
+/// A store whose first pool is one set of 4 disks, with a hot pool of 4
+/// more added later (both on one filesystem: the same free space).
+struct Expanded {
+    r: Rig,
+    /// The later pool's disks, to inject faults into.
+    later: Vec<FaultyDisk>,
+    _dir: tempfile::TempDir,
+}
+
+fn expanded() -> Expanded {
+    let r = rig(4, None);
+    let dir = tempfile::tempdir().unwrap();
+    let mut set = pool_set(dir.path(), 4, Tier::Hot, 1);
+    let later: Vec<FaultyDisk> = set.disks.drain(..).map(FaultyDisk::new).collect();
+    set.disks = later
+        .iter()
+        .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
+        .collect();
+    let name = r.store.attach_hot_pool(1, set).unwrap();
+    assert_eq!(name, "pool-1");
+    Expanded {
+        r,
+        later,
+        _dir: dir,
+    }
+}
+
+/// The key sets (by index of `Store::key_sets`) listing a version of
+/// `key` in bucket "b".
+async fn sets_holding(r: &Rig, key: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for set in 0..r.store.key_sets() {
+        let page = r
+            .store
+            .list_versions_in(set, "b", key, ListStart::Beginning, 10)
+            .await
+            .unwrap();
+        if page.entries.iter().any(|(k, _)| k == key) {
+            out.push(set);
+        }
+    }
+    out
+}
+
+/// Every key of bucket "b" listed `max` at a time.
+async fn listed(r: &Rig, max: usize) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut start = ListStart::Beginning;
+    loop {
+        let page = r.store.list_objects("b", "", start, max).await.unwrap();
+        keys.extend(page.entries.into_iter().map(|(k, _)| k));
+        match page.next {
+            Some(next) => start = ListStart::After(next.into_bytes()),
+            None => return keys,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_keys_spread_over_the_pools_and_stay_where_they_live() {
+    let e = expanded();
+    let r = &e.r;
+    assert_eq!(r.store.key_sets(), 2);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    set_versioning(r, Versioning::Enabled).await;
+    let keys: Vec<String> = (0..60).map(|i| format!("k{i:02}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        put(r, key, &data(3000 + i, 1)).await.unwrap();
+    }
+    let mut homes = Vec::new();
+    for key in &keys {
+        let sets = sets_holding(r, key).await;
+        assert_eq!(sets.len(), 1, "{key} in {sets:?}");
+        homes.push(sets[0]);
+    }
+    let later = homes.iter().filter(|&&s| s == 1).count();
+    assert!((10..=50).contains(&later), "{later} of 60 keys in pool-1");
+    // Overwrites go to the pool holding the key, as every version does.
+    for round in 2..4u8 {
+        for (i, key) in keys.iter().enumerate() {
+            put(r, key, &data(2000 + i, round)).await.unwrap();
+        }
+    }
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(sets_holding(r, key).await, vec![homes[i]], "{key}");
+        let len = 2000 + i;
+        assert_eq!(get(r, key, 0..len as u64).await.unwrap(), data(len, 3));
+        let versions = r
+            .store
+            .list_versions("b", key, ListStart::Beginning, 10)
+            .await
+            .unwrap();
+        assert_eq!(versions.entries[0].1.len(), 3, "{key}");
+    }
+    // Listings merge the pools: every key once, in order, at any page size.
+    for max in [1, 7, 1000] {
+        assert_eq!(listed(r, max).await, keys, "pages of {max}");
+    }
+    // Healing and garbage collection cover the keys of both pools.
+    r.store.heal_pass().await;
+    let heal = r.store.heal_progress();
+    let pool_1 = heal.sets.iter().find(|s| s.pool == "pool-1").unwrap();
+    assert!(pool_1.total >= later as u64, "{:?}", heal.sets);
+    assert_eq!(heal.failed, 0);
+    assert!(r.store.collect_garbage().await);
+    for (i, key) in keys.iter().enumerate() {
+        let len = 2000 + i;
+        assert_eq!(get(r, key, 0..len as u64).await.unwrap(), data(len, 3));
+    }
+    // The bucket is not empty while one key lives in the later pool.
+    let in_set = |set: usize| -> Vec<&String> {
+        let both = keys.iter().zip(&homes);
+        both.filter(|(_, &h)| h == set).map(|(k, _)| k).collect()
+    };
+    let (in_first, in_later) = (in_set(0), in_set(1));
+    remove_every_version(r, &in_first).await;
+    assert!(matches!(
+        r.store.delete_bucket("b").await,
+        Err(Error::BucketNotEmpty { .. })
+    ));
+    remove_every_version(r, &in_later).await;
+    assert!(listed(r, 1000).await.is_empty());
+    r.store.delete_bucket("b").await.unwrap();
+}
+
+/// Removes every version of `keys` of bucket "b" with one DeleteObjects.
+async fn remove_every_version(r: &Rig, keys: &[&String]) {
+    let mut items = Vec::new();
+    for key in keys {
+        let versions = r
+            .store
+            .list_versions("b", key, ListStart::Beginning, 1)
+            .await
+            .unwrap();
+        for v in &versions.entries[0].1 {
+            items.push(DeleteItem::new(*key, Some(VersionRef::of_id(v.version_id))));
+        }
+    }
+    for outcome in r.store.delete_objects("b", &items).await.unwrap() {
+        outcome.unwrap();
+    }
+    for key in keys {
+        assert_eq!(sets_holding(r, key).await, Vec::<usize>::new(), "{key}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_places_its_key_and_the_key_stays_with_it() {
+    let e = expanded();
+    let r = &e.r;
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let mut uploads = Vec::new();
+    for i in 0..16 {
+        let key = format!("mp{i:02}");
+        let id = r
+            .store
+            .create_upload("b", &key, ObjectMeta::default(), Vec::new(), None, false)
+            .await
+            .unwrap();
+        let up = r.store.get_upload("b", &key, id).await.unwrap();
+        uploads.push((key, id, up));
+    }
+    let later = uploads
+        .iter()
+        .filter(|u| u.2.home.as_deref() == Some("pool-1"))
+        .count();
+    assert!((1..16).contains(&later), "{later} of 16 uploads in pool-1");
+    let (listed, next) = r
+        .store
+        .list_uploads("b", "", UploadListStart::Beginning, 100)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 16);
+    assert!(next.is_none());
+    for (key, id, up) in &uploads {
+        let want = usize::from(up.home.is_some());
+        // A PUT of a key that has only an upload goes where the upload is.
+        put(r, key, &data(500, 9)).await.unwrap();
+        assert_eq!(sets_holding(r, key).await, vec![want], "{key}");
+        let part = data(70_000, 4);
+        let staged = r
+            .store
+            .write_part_data("b", key, up, body(&part, 8192), None)
+            .await
+            .unwrap();
+        let rec = r
+            .store
+            .commit_part("b", key, *id, up, 1, staged, "p1".into(), None)
+            .await
+            .unwrap();
+        let (parts, _) = r.store.list_parts("b", key, *id, 0, 10).await.unwrap();
+        assert_eq!(parts, vec![rec]);
+        r.store
+            .complete_upload(
+                "b",
+                key,
+                *id,
+                parts,
+                ObjectMeta::default(),
+                &WriteOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(sets_holding(r, key).await, vec![want], "{key}");
+        assert_eq!(get(r, key, 0..70_000).await.unwrap(), part);
+        // A retried completion answers with the version it made.
+        let again = r.store.completed_upload("b", key, *id).await.unwrap();
+        assert_eq!(again.upload_id, Some(*id));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_staged_where_a_racing_write_did_not_place_the_key_is_refused() {
+    let e = expanded();
+    let r = &e.r;
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let sets = r.store.pools.key_sets();
+    let meta = || ObjectMeta {
+        etag: "e".into(),
+        ..Default::default()
+    };
+    for i in 0..64 {
+        let key = format!("race{i}");
+        let (a, b) = (data(40_000, 1), data(40_000, 2));
+        let first = r
+            .store
+            .write_data("b", &key, body(&a, 4096), None)
+            .await
+            .unwrap();
+        let second = r
+            .store
+            .write_data("b", &key, body(&b, 4096), None)
+            .await
+            .unwrap();
+        let set_of = |s: &crate::StagedData| sets.iter().position(|set| s.staged_in(set));
+        let (x, y) = (set_of(&first), set_of(&second));
+        if x == y {
+            continue;
+        }
+        // Both were staged for a new key, each in the pool it chose; the
+        // first commit places the key, the second is refused.
+        r.store
+            .put_object(
+                "b",
+                &key,
+                first,
+                meta(),
+                Vec::new(),
+                &WriteOptions::default(),
+            )
+            .await
+            .unwrap();
+        let refused = r
+            .store
+            .put_object(
+                "b",
+                &key,
+                second,
+                meta(),
+                Vec::new(),
+                &WriteOptions::default(),
+            )
+            .await;
+        assert!(matches!(refused, Err(Error::Moved(_))), "{refused:?}");
+        assert_eq!(get(r, &key, 0..40_000).await.unwrap(), a);
+        assert_eq!(sets_holding(r, &key).await, vec![x.unwrap()]);
+        // Sent again, it is staged where the key lives and lands.
+        put(r, &key, &b).await.unwrap();
+        assert_eq!(get(r, &key, 0..40_000).await.unwrap(), b);
+        assert_eq!(sets_holding(r, &key).await, vec![x.unwrap()]);
+        return;
+    }
+    panic!("64 pairs of new-key writes all chose the same pool");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_pool_that_cannot_answer_fails_only_what_it_may_hold() {
+    let e = expanded();
+    let r = &e.r;
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i:02}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        put(r, key, &data(5000 + i, 1)).await.unwrap();
+    }
+    let mut first = None;
+    let mut later = None;
+    for key in &keys {
+        match sets_holding(r, key).await[..] {
+            [0] => first = first.or(Some(key.clone())),
+            [1] => later = later.or(Some(key.clone())),
+            ref other => panic!("{key} in {other:?}"),
+        }
+    }
+    let (first, later) = (first.unwrap(), later.unwrap());
+    let len = |k: &str| 5000 + keys.iter().position(|x| x == k).unwrap();
+    for d in &e.later {
+        d.set_faults(vec![Fault::Offline]);
+    }
+    // A key the first pool holds reads and takes writes as before.
+    let n = len(&first) as u64;
+    assert_eq!(get(r, &first, 0..n).await.unwrap(), data(n as usize, 1));
+    put(r, &first, &data(n as usize, 2)).await.unwrap();
+    assert_eq!(get(r, &first, 0..n).await.unwrap(), data(n as usize, 2));
+    // The silent pool's key, a missing key and a new key are not known
+    // not to be there: never "no such key", never placed anew.
+    for key in [later.as_str(), "missing"] {
+        let read = r.store.head_object("b", key).await;
+        assert!(
+            matches!(read, Err(Error::ReadQuorum { .. })),
+            "{key}: {read:?}"
+        );
+    }
+    let write = put(r, "new", &data(100, 3)).await;
+    assert!(matches!(write, Err(Error::ReadQuorum { .. })), "{write:?}");
+    for d in &e.later {
+        d.set_faults(Vec::new());
+    }
+    let n = len(&later) as u64;
+    assert_eq!(get(r, &later, 0..n).await.unwrap(), data(n as usize, 1));
+    assert!(matches!(
+        r.store.head_object("b", "missing").await,
+        Err(Error::NoSuchKey { .. })
+    ));
+    put(r, "new", &data(100, 3)).await.unwrap();
+}
