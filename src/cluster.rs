@@ -107,9 +107,9 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
                 nodes.len()
             ),
         });
-        // Pool 0 holds every version record; later hot pools take new
-        // objects' bytes by free space, the cold pool those of cold
-        // classes.
+        // Pool 0 holds the cluster-wide documents and every key's lock;
+        // later hot pools take new keys by free space, the cold pool the
+        // bytes of cold classes.
         match (&store, pool.tier) {
             (None, _) => {
                 store = Some(Store::for_pool(

@@ -68,7 +68,8 @@ pub use record::{ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRef
 pub use repair_queue::{RepairQueue, RepairReceiver, RepairStats};
 pub use repair_worker::RepairWorker;
 pub use set::{
-    version_key, DiskRecords, ErasureSet, KeyState, Resolved, VersionBody, DEFAULT_BLOCK_SIZE,
+    version_key, DiskRecords, ErasureSet, KeyState, LockPlace, Resolved, VersionBody,
+    DEFAULT_BLOCK_SIZE,
 };
 pub use set_format::{open_set, OpenedSlot, SetWant, Slots};
 pub use uploads::{DroppedPart, PartNotStored, PartRefused};

@@ -60,7 +60,10 @@ impl ErasureSet {
         key: &str,
         damaged: &[(Uuid, usize)],
     ) -> Result<(), SetError> {
-        let _guard = self.locks.lock(ns, key).await?;
+        // Under the lock every writer of the key takes.
+        let elsewhere = self.lock_place.get().and_then(|place| place(ns, key));
+        let locks = elsewhere.as_ref().map_or(&self.locks, |s| s.locks());
+        let _guard = locks.lock(ns, key).await?;
         let state = self.resolve_key(ns, key).await?;
         let mut failed = 0;
         for v in &state.versions {

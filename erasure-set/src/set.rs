@@ -32,6 +32,10 @@ pub type DiskRecords = Vec<Result<Vec<Record>, DiskError>>;
 /// blocks (they stay in cache) and one CRC64 per block costs nothing.
 pub const DEFAULT_BLOCK_SIZE: u32 = 256 << 10;
 
+/// For a key (namespace, key), the set whose locks its writers take, when
+/// not the set holding it (see [`ErasureSet::lock_keys_in`]).
+pub type LockPlace = Arc<dyn Fn(&str, &str) -> Option<Arc<ErasureSet>> + Send + Sync>;
+
 /// An erasure set of `k + m` disks.
 pub struct ErasureSet {
     pub(crate) disks: Vec<Arc<dyn Disk>>,
@@ -51,6 +55,9 @@ pub struct ErasureSet {
     /// Where tier objects go once no version refers to them any more (the
     /// store's tier worker deletes them); unset without a tier.
     pub(crate) tier_release: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<TierRef>>,
+    /// Names, for some keys, the set whose locks their writers take
+    /// instead of this one's (see [`ErasureSet::lock_keys_in`]).
+    pub(crate) lock_place: std::sync::OnceLock<LockPlace>,
     /// Listing pages read ahead.
     pub(crate) list_ahead: ListAhead,
     /// Which keys may differ between the disks (so where a listing may
@@ -208,6 +215,7 @@ impl ErasureSet {
                 crate::repair_queue::PRESENCE_CHECKS,
             )),
             tier_release: std::sync::OnceLock::new(),
+            lock_place: std::sync::OnceLock::new(),
             last_mtime: AtomicU64::new(0),
             offline: std::sync::OnceLock::new(),
             at_risk,
@@ -249,9 +257,18 @@ impl ErasureSet {
         self.pack_threshold
     }
 
-    /// The locks on the set's names: every commit to a key holds its lock.
+    /// The locks on the set's names: every commit to a key holds its lock
+    /// (in the set [`ErasureSet::lock_keys_in`] names, for its keys).
     pub fn locks(&self) -> &KeyLocks {
         &self.locks
+    }
+
+    /// Makes `place` name, for some keys, the set whose locks every writer
+    /// of them takes instead of this one's (the layer above keeps each
+    /// key's lock in one place whichever set holds the key): healing then
+    /// locks those keys there too. False when already set.
+    pub fn lock_keys_in(&self, place: LockPlace) -> bool {
+        self.lock_place.set(place).is_ok()
     }
 
     /// The on-read repair queue.

@@ -338,3 +338,69 @@ async fn a_later_pool_that_cannot_answer_fails_only_what_it_may_hold() {
     ));
     put(r, "new", &data(100, 3)).await.unwrap();
 }
+
+/// A key of bucket "b" written with `bytes` that landed in key set `set`.
+async fn key_in(r: &Rig, set: usize, prefix: &str, bytes: &[u8]) -> String {
+    for i in 0..64 {
+        let key = format!("{prefix}{i}");
+        put(r, &key, bytes).await.unwrap();
+        if sets_holding(r, &key).await == [set] {
+            return key;
+        }
+    }
+    panic!("64 new keys and none in set {set}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healing_a_key_of_a_later_pool_takes_the_lock_its_writers_take() {
+    let e = expanded();
+    let r = &e.r;
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let key = key_in(r, 1, "h", &data(20_000, 1)).await;
+    let later = r.store.pools.key_sets()[1].clone();
+    let guard = r.store.lock_key("b", &key).await.unwrap();
+    let heal = tokio::spawn({
+        let key = key.clone();
+        async move { later.heal_object("b", &key, &[]).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !heal.is_finished(),
+        "healing went ahead under a writer's lock"
+    );
+    drop(guard);
+    heal.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_left_by_a_missed_delete_does_not_take_the_key_from_its_pool() {
+    let e = expanded();
+    let r = &e.r;
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    for i in 0..64 {
+        let key = key_in(r, 0, &format!("m{i}-"), &data(9000, 1)).await;
+        // Deleted while a disk of the first pool is away: that disk keeps
+        // its record. The key, written again, is new and may go anywhere.
+        r.faulty[0].set_faults(vec![Fault::Offline]);
+        r.store.delete_object("b", &key, None).await.unwrap();
+        put(r, &key, &data(9000, 2)).await.unwrap();
+        let landed = sets_holding(r, &key).await;
+        r.faulty[0].set_faults(Vec::new());
+        if landed != [1] {
+            continue;
+        }
+        // Back, the disk's leftover does not make the first pool the key's
+        // home again: writes and deletes go where the key lives.
+        put(r, &key, &data(9000, 3)).await.unwrap();
+        assert_eq!(sets_holding(r, &key).await, vec![1]);
+        assert_eq!(get(r, &key, 0..9000).await.unwrap(), data(9000, 3));
+        r.store.delete_object("b", &key, None).await.unwrap();
+        assert!(matches!(
+            r.store.head_object("b", &key).await,
+            Err(Error::NoSuchKey { .. })
+        ));
+        assert!(sets_holding(r, &key).await.is_empty());
+        return;
+    }
+    panic!("64 rewritten keys all landed in the first pool");
+}

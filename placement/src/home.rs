@@ -7,19 +7,25 @@
 //! or in any later pool's set, and is found by asking them all at once:
 //!
 //! - Writers ask under the key's lock, which is always in its first-pool
-//!   set, so every writer of a key meets there. A set holds the key when
-//!   a disk that answers has a record of it (visible or not: a completion
-//!   cut off on some disks counts) or the set has an upload of it. At
-//!   most one set ever does: a key is placed only when no set holds
-//!   anything of it, and only under its lock, so once placed it stays
-//!   until nothing of it is left anywhere.
+//!   set, so every writer of a key meets there (healing too). A set holds
+//!   the key *live* when it has a visible version or an upload of it, and
+//!   only *leftovers* when a disk that answers has records of it that are
+//!   not visible (a write that failed on most disks; a record a disk kept
+//!   because it was away when the key was deleted). The live holder is
+//!   the key's home; without one, a set holding leftovers is (so a write
+//!   that failed is retried where its leftovers are); without either the
+//!   key is new and is placed. At most one set ever holds a key live: a
+//!   key is placed only when none does, and only under its lock, so once
+//!   placed it stays until nothing visible of it is left; two live holders
+//!   would be a bug, and the key's writes are refused rather than guessed.
 //! - Readers ask without the lock and take the set whose newest version
 //!   is newest. Two sets can both answer only in the window where a key
 //!   moves (its last version and upload gone, a new write placing it
 //!   elsewhere), and then the newer answer is the truth.
 //! - A set that cannot answer (below its read quorum, offline) fails the
-//!   lookup unless another set holds the key: the key may be the silent
-//!   set's, and answering "no such key" or placing it anew could be wrong.
+//!   lookup unless another set holds the key live: the key may be the
+//!   silent set's, and answering "no such key" or placing it anew could be
+//!   wrong.
 //!
 //! The cost is one record read per hot pool on each single-key request,
 //! at once, and for a writer also a one-entry listing of the key's
@@ -27,7 +33,7 @@
 
 use std::sync::Arc;
 
-use disk_engine::UploadListStart;
+use disk_engine::{DiskError, UploadListStart};
 use erasure_set::{DiskRecords, ErasureSet, KeyState, StagedData};
 use futures::future::join_all;
 
@@ -109,23 +115,35 @@ impl Store {
         }
         let asked = join_all(sets.iter().map(|s| holds(s, bucket, key))).await;
         let mut found = Vec::with_capacity(sets.len());
-        let mut at = None;
+        let (mut live, mut leftovers) = (Vec::new(), Vec::new());
         let mut failed = None;
         for (set, answer) in sets.into_iter().zip(asked) {
             match answer {
-                Ok((records, holds)) => {
-                    if holds && at.is_none() {
-                        at = Some(found.len());
+                Ok((records, hold)) => {
+                    match hold {
+                        Hold::Live => live.push(found.len()),
+                        Hold::Leftovers => leftovers.push(found.len()),
+                        Hold::Nothing => {}
                     }
                     found.push((set, records));
                 }
                 Err(e) => failed = failed.or(Some(e)),
             }
         }
-        match (at, failed) {
-            (None, Some(e)) => Err(e),
-            (at, _) => Ok(Home { sets: found, at }),
-        }
+        let at = match (&live[..], leftovers.first(), failed) {
+            ([one], _, _) => Some(*one),
+            // A silent set may hold the key live.
+            ([], _, Some(e)) => return Err(e),
+            ([], Some(&set), None) => Some(set),
+            ([], None, None) => None,
+            (_, _, _) => {
+                tracing::error!(bucket, key, "the key has versions or uploads in two pools");
+                return Err(Error::Internal(format!(
+                    "{bucket}/{key} has versions or uploads in two pools"
+                )));
+            }
+        };
+        Ok(Home { sets: found, at })
     }
 
     /// The set `bucket/key` lives in, or where a new key goes now (chosen
@@ -215,27 +233,59 @@ impl Store {
     }
 }
 
-/// `set`'s disks' records of `bucket/key`, and whether the set holds
-/// something of the key: a record on a disk that answered, or an upload.
-/// Fails below the set's read quorum.
-async fn holds(set: &ErasureSet, bucket: &str, key: &str) -> Result<(DiskRecords, bool), Error> {
-    let (records, upload) =
-        tokio::join!(set.read_records(bucket, key), has_upload(set, bucket, key));
-    set.require_read_quorum(&records)?;
-    let any = records.iter().flatten().any(|r| !r.is_empty());
-    Ok((records, any || upload?))
+/// How much of a key a set holds (see the module notes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hold {
+    Nothing,
+    Leftovers,
+    Live,
 }
 
-/// Whether `set` has an upload of `bucket/key`: the first upload listed
-/// under the key as a prefix is one of the key's, if it has any (keys
-/// the prefix also matches sort after it). An upload seen on too few
-/// disks to be listed counts too.
-async fn has_upload(set: &ErasureSet, bucket: &str, key: &str) -> Result<bool, Error> {
+/// `set`'s disks' records of `bucket/key`, and how much of the key the set
+/// holds. Fails below the set's read quorum.
+async fn holds(set: &ErasureSet, bucket: &str, key: &str) -> Result<(DiskRecords, Hold), Error> {
+    let (records, upload) =
+        tokio::join!(set.read_records(bucket, key), upload_hold(set, bucket, key));
+    set.require_read_quorum(&records)?;
+    let state: KeyState = set.resolve_records(copy(&records))?;
+    let visible = !state.versions.is_empty();
+    let any = records.iter().flatten().any(|r| !r.is_empty());
+    Ok((
+        records,
+        match (visible, upload?, any) {
+            (true, _, _) | (_, Hold::Live, _) => Hold::Live,
+            (false, Hold::Leftovers, _) | (false, _, true) => Hold::Leftovers,
+            (false, Hold::Nothing, false) => Hold::Nothing,
+        },
+    ))
+}
+
+/// What `set` holds of `bucket/key`'s uploads: the first upload listed
+/// under the key as a prefix is one of the key's if the key has any held
+/// by a read quorum (keys the prefix also matches sort after it), and an
+/// upload of the key seen on too few disks to be listed, where the
+/// listing stops at it, is a leftover.
+async fn upload_hold(set: &ErasureSet, bucket: &str, key: &str) -> Result<Hold, Error> {
     let (entries, next) = set
         .list_uploads(bucket, key, UploadListStart::Beginning, 1)
         .await?;
+    let of_key = |k: &[u8]| k == key.as_bytes();
     Ok(match entries.first() {
-        Some(u) => u.key == key.as_bytes(),
-        None => next.is_some_and(|(k, _)| k == key.as_bytes()),
+        Some(u) if of_key(&u.key) => Hold::Live,
+        Some(_) => Hold::Nothing,
+        None if next.is_some_and(|(k, _)| of_key(&k)) => Hold::Leftovers,
+        None => Hold::Nothing,
     })
+}
+
+/// A copy of a key's records as read, to resolve while keeping them (a
+/// disk's error is kept only as the disk having not answered).
+fn copy(records: &DiskRecords) -> DiskRecords {
+    records
+        .iter()
+        .map(|r| match r {
+            Ok(list) => Ok(list.clone()),
+            Err(e) => Err(DiskError::Offline(e.to_string())),
+        })
+        .collect()
 }

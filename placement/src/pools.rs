@@ -8,7 +8,8 @@
 //! key, keyed by the deployment id, over the pool's sets; a pool of one
 //! set (every pool formatted before pools had many) needs no hash. That
 //! set holds the key's lock whatever pool the key lives in, so every
-//! writer of a key meets there.
+//! writer of a key meets there (and healing in a later pool takes it there
+//! too, see [`Pools::lock_place`]).
 //!
 //! The hot pools are the *key pools*: a key lives (its version records,
 //! its data, its uploads) in exactly one of them, found as `home.rs`
@@ -24,13 +25,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use disk_engine::DiskHealth;
-use erasure_set::ErasureSet;
+use erasure_set::{ErasureSet, LockPlace};
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::backend::TierBackend;
 use crate::error::Error;
-use crate::model::{COLD_TIER, POOL_TIER_PREFIX};
+use crate::model::{COLD_TIER, POOL_TIER_PREFIX, SYSTEM_NS, TIER_NS};
 
 /// How long a pool's free space is trusted before asking its disks again.
 const FREE_SPACE_TTL: Duration = Duration::from_secs(10);
@@ -108,12 +109,22 @@ impl Pools {
         &self.first
     }
 
-    /// The index of the first pool's set holding `bucket/key`'s records.
+    /// The index of `bucket/key`'s set in the first pool.
     pub(crate) fn index_of(&self, bucket: &str, key: &str) -> usize {
-        match self.first.len() {
-            1 => 0,
-            n => crate::key_hash::set_index(self.deployment, bucket, key, n),
-        }
+        index_in(self.deployment, self.first.len(), bucket, key)
+    }
+
+    /// For a later hot pool's set: the first-pool set whose locks every
+    /// writer of a bucket's key takes (the internal namespaces are locked
+    /// in the set itself).
+    pub(crate) fn lock_place(&self) -> LockPlace {
+        let (first, deployment) = (self.first.clone(), self.deployment);
+        Arc::new(move |ns: &str, key: &str| {
+            if ns == SYSTEM_NS || ns == TIER_NS {
+                return None;
+            }
+            Some(first[index_in(deployment, first.len(), ns, key)].clone())
+        })
     }
 
     /// The first pool's set holding `bucket/key`'s records, data and
@@ -323,6 +334,15 @@ impl Pools {
         }
         *self.free_space.lock() = Some((Instant::now(), out.clone()));
         out
+    }
+}
+
+/// The index of `bucket/key`'s set in a first pool of `sets` sets of
+/// deployment `deployment`.
+fn index_in(deployment: Uuid, sets: usize, bucket: &str, key: &str) -> usize {
+    match sets {
+        1 => 0,
+        n => crate::key_hash::set_index(deployment, bucket, key, n),
     }
 }
 

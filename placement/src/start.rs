@@ -137,8 +137,10 @@ impl Store {
     /// `pools.rs`, `home.rs`). Returns its tier name.
     pub fn attach_hot_pool(&self, index: u32, pool: LocalSet) -> Result<String, Error> {
         let (set, repair) = self.open_pool(pool)?;
-        // Its versions may refer to tier objects, as the first pool's do.
+        // Its versions may refer to tier objects, as the first pool's do;
+        // its keys are locked where every writer locks them.
         set.release_tier_objects_to(self.tier_release.clone());
+        set.lock_keys_in(self.pools.lock_place());
         let name = self.pools.add_hot(index, set.clone());
         self.start_pool(&name, &set, repair);
         Ok(name)
