@@ -36,13 +36,17 @@ L="$t/granary-load --endpoint http://127.0.0.1:$port"
 ticks() { awk '{print $14+$15}' "/proc/$gw/stat"; }
 measure() { # measure LABEL OP [ARGS...]
     local label=$1; shift
-    local a b r ops
+    local a b r
     a=$(ticks)
     r=$($L "$@" --size 4096 --concurrency 16 --seconds "$secs" --objects 1000 | tail -1)
     b=$(ticks)
-    ops=$(echo "$r" | grep -oE '[0-9.]+ ops/s' | grep -oE '[0-9.]+')
-    echo "$label: $(echo "$r" | grep -oE '[0-9.]+ ops/s|[0-9.]+ p99_ms|[0-9]+ errors' | paste -sd' ')," \
-        "gateway $(echo "scale=0; ($b - $a) * 10000 / ($ops * $secs)" | bc) us CPU per request"
+    echo "$r" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+label, ticks = sys.argv[1], int(sys.argv[2])
+print("%s: %.0f ops/s, p50 %.1f ms, p99 %.1f ms, %d errors, gateway %.0f us CPU per request"
+      % (label, r["ops_per_s"], r["p50_ms"], r["p99_ms"], r["errors"], ticks * 10000 / r["ops"]))
+' "$label" $((b - a))
 }
 gateway
 measure "one pool: PUT 4 KiB" --op put-raw --prefix a

@@ -10,7 +10,7 @@ use erasure_set::record::ObjectMeta;
 
 use crate::error::Error;
 use crate::pools_tests::pool_set;
-use crate::store_tests::{body, data, get, put, rig, set_versioning, Rig};
+use crate::store_tests::{body, commit, data, get, put, rig, set_versioning, Rig};
 use crate::{DeleteItem, VersionRef, Versioning, WriteOptions};
 
 /// A store whose first pool is one set of 4 disks, with a hot pool of 4
@@ -230,10 +230,6 @@ async fn a_write_staged_where_a_racing_write_did_not_place_the_key_is_refused() 
     let r = &e.r;
     r.store.create_bucket("b", "us-east-1").await.unwrap();
     let sets = r.store.pools.key_sets();
-    let meta = || ObjectMeta {
-        etag: "e".into(),
-        ..Default::default()
-    };
     for i in 0..64 {
         let key = format!("race{i}");
         let (a, b) = (data(40_000, 1), data(40_000, 2));
@@ -254,28 +250,8 @@ async fn a_write_staged_where_a_racing_write_did_not_place_the_key_is_refused() 
         }
         // Both were staged for a new key, each in the pool it chose; the
         // first commit places the key, the second is refused.
-        r.store
-            .put_object(
-                "b",
-                &key,
-                first,
-                meta(),
-                Vec::new(),
-                &WriteOptions::default(),
-            )
-            .await
-            .unwrap();
-        let refused = r
-            .store
-            .put_object(
-                "b",
-                &key,
-                second,
-                meta(),
-                Vec::new(),
-                &WriteOptions::default(),
-            )
-            .await;
+        commit(&r.store, "b", &key, first).await.unwrap();
+        let refused = commit(&r.store, "b", &key, second).await;
         assert!(matches!(refused, Err(Error::Moved(_))), "{refused:?}");
         assert_eq!(get(r, &key, 0..40_000).await.unwrap(), a);
         assert_eq!(sets_holding(r, &key).await, vec![x.unwrap()]);
@@ -403,4 +379,59 @@ async fn a_record_left_by_a_missed_delete_does_not_take_the_key_from_its_pool() 
         return;
     }
     panic!("64 rewritten keys all landed in the first pool");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_written_before_later_pools_took_keys_stays_in_the_first_pool() {
+    let e = expanded();
+    let r = &e.r;
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    set_versioning(r, Versioning::Enabled).await;
+    // As the release before wrote: the key's records in the first pool,
+    // the bytes of one version a tier object in the later pool.
+    let key = key_in(r, 0, "old", &data(30_000, 1)).await;
+    let old = data(50_000, 2);
+    let staged = r
+        .store
+        .write_tier_data("pool-1", body(&old, 4096), Some(50_000))
+        .await
+        .unwrap();
+    let tiered = commit(&r.store, "b", &key, staged).await.unwrap();
+    let tier = tiered.tiered.clone().unwrap();
+    assert_eq!(tier.tier, "pool-1");
+    assert_eq!(sets_holding(r, &key).await, vec![0]);
+    assert_eq!(get(r, &key, 0..50_000).await.unwrap(), old);
+    // New writes of the key stay with its records; the tier object stays
+    // while a version refers to it, through collection and sweeps.
+    put(r, &key, &data(40_000, 3)).await.unwrap();
+    assert_eq!(sets_holding(r, &key).await, vec![0]);
+    assert!(r.store.collect_garbage().await);
+    r.store
+        .sweep_tier_objects(std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    let v = VersionRef::of(&tiered);
+    let back = r.store.get_version("b", &key, Some(v)).await.unwrap();
+    let mut s = r.store.read_object("b", &key, back, 0..50_000);
+    let mut bytes = Vec::new();
+    while let Some(chunk) = futures::StreamExt::next(&mut s).await {
+        bytes.extend_from_slice(&chunk.unwrap());
+    }
+    assert_eq!(bytes, old);
+    assert_eq!(get(r, &key, 0..40_000).await.unwrap(), data(40_000, 3));
+    // Once no version refers to it, it is released.
+    r.store.delete_object("b", &key, Some(v)).await.unwrap();
+    let pool_1 = r.store.pools.key_sets()[1].clone();
+    let name = tier.id.to_string();
+    for _ in 0..100 {
+        let gone = pool_1
+            .resolve_key(crate::model::TIER_NS, &name)
+            .await
+            .unwrap();
+        if gone.versions.is_empty() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the tier object of a deleted version was not released");
 }

@@ -28,8 +28,9 @@
 //!   wrong.
 //!
 //! The cost is one record read per hot pool on each single-key request,
-//! at once, and for a writer also a one-entry listing of the key's
-//! uploads per pool; a deployment without later pools pays nothing.
+//! at once, and for a writer of a key no pool holds a visible version of
+//! also a one-entry listing of the key's uploads per pool; a deployment
+//! without later pools pays nothing.
 
 use std::sync::Arc;
 
@@ -113,23 +114,30 @@ impl Store {
                 at: Some(0),
             });
         }
-        let asked = join_all(sets.iter().map(|s| holds(s, bucket, key))).await;
+        let asked = join_all(sets.iter().map(|s| records_hold(s, bucket, key))).await;
         let mut found = Vec::with_capacity(sets.len());
-        let (mut live, mut leftovers) = (Vec::new(), Vec::new());
+        let mut holds = Vec::with_capacity(sets.len());
         let mut failed = None;
         for (set, answer) in sets.into_iter().zip(asked) {
             match answer {
                 Ok((records, hold)) => {
-                    match hold {
-                        Hold::Live => live.push(found.len()),
-                        Hold::Leftovers => leftovers.push(found.len()),
-                        Hold::Nothing => {}
-                    }
                     found.push((set, records));
+                    holds.push(hold);
                 }
                 Err(e) => failed = failed.or(Some(e)),
             }
         }
+        // A set with a visible version is the key's home (no other can
+        // hold it live); only without one are the sets' uploads asked for.
+        if !holds.contains(&Hold::Live) {
+            let uploads = join_all(found.iter().map(|(s, _)| upload_hold(s, bucket, key))).await;
+            for (hold, upload) in holds.iter_mut().zip(uploads) {
+                *hold = (*hold).max(upload?);
+            }
+        }
+        let held =
+            |h: Hold| -> Vec<usize> { (0..holds.len()).filter(|&i| holds[i] == h).collect() };
+        let (live, leftovers) = (held(Hold::Live), held(Hold::Leftovers));
         let at = match (&live[..], leftovers.first(), failed) {
             ([one], _, _) => Some(*one),
             // A silent set may hold the key live.
@@ -233,31 +241,34 @@ impl Store {
     }
 }
 
-/// How much of a key a set holds (see the module notes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How much of a key a set holds (see the module notes), least first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Hold {
     Nothing,
     Leftovers,
     Live,
 }
 
-/// `set`'s disks' records of `bucket/key`, and how much of the key the set
-/// holds. Fails below the set's read quorum.
-async fn holds(set: &ErasureSet, bucket: &str, key: &str) -> Result<(DiskRecords, Hold), Error> {
-    let (records, upload) =
-        tokio::join!(set.read_records(bucket, key), upload_hold(set, bucket, key));
+/// `set`'s disks' records of `bucket/key`, and how much of the key they
+/// show the set holds (its uploads aside). Fails below the set's read
+/// quorum.
+async fn records_hold(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+) -> Result<(DiskRecords, Hold), Error> {
+    let records = set.read_records(bucket, key).await;
     set.require_read_quorum(&records)?;
     let state: KeyState = set.resolve_records(copy(&records))?;
-    let visible = !state.versions.is_empty();
-    let any = records.iter().flatten().any(|r| !r.is_empty());
-    Ok((
-        records,
-        match (visible, upload?, any) {
-            (true, _, _) | (_, Hold::Live, _) => Hold::Live,
-            (false, Hold::Leftovers, _) | (false, _, true) => Hold::Leftovers,
-            (false, Hold::Nothing, false) => Hold::Nothing,
-        },
-    ))
+    let hold = match (
+        state.versions.is_empty(),
+        records.iter().flatten().any(|r| !r.is_empty()),
+    ) {
+        (false, _) => Hold::Live,
+        (true, true) => Hold::Leftovers,
+        (true, false) => Hold::Nothing,
+    };
+    Ok((records, hold))
 }
 
 /// What `set` holds of `bucket/key`'s uploads: the first upload listed

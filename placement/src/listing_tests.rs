@@ -11,11 +11,9 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use disk_engine::ListStart;
-use erasure_set::record::ObjectMeta;
 use proptest::prelude::*;
 
 use crate::model::Versioning;
-use crate::objects::WriteOptions;
 use crate::store::{Store, StoreOptions};
 use crate::store_tests::open_sets;
 
@@ -75,19 +73,7 @@ async fn apply(store: &Store, bucket: &str, op: &Op, model: &mut Model) {
                 Bytes::from(k.clone().into_bytes()),
             )]));
             let staged = store.write_data(bucket, k, body, None).await.unwrap();
-            let meta = ObjectMeta {
-                etag: "e".into(),
-                ..Default::default()
-            };
-            let o = store
-                .put_object(
-                    bucket,
-                    k,
-                    staged,
-                    meta,
-                    Vec::new(),
-                    &WriteOptions::default(),
-                )
+            let o = crate::store_tests::commit(store, bucket, k, staged)
                 .await
                 .unwrap();
             model

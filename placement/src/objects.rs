@@ -438,6 +438,11 @@ impl Store {
         if (0..set.width()).any(|s| state.responded[s] && !found.holders[s]) {
             set.repair_queue().request(bucket, key, Vec::new());
         }
+        if let Some(id) = found.object.data_ids().next() {
+            if self.pools.has_later_hot() {
+                self.pools.remember_data(id, &set);
+            }
+        }
         Ok(found.object.clone())
     }
 
@@ -466,7 +471,12 @@ impl Store {
             let set = self.pools.set_of(bucket, key);
             return set.read_object(bucket, key, object, range).into();
         }
-        // The key may live in any hot pool: found when the stream starts.
+        // The key may live in any hot pool: the set its version was just
+        // found in, or found again when the stream starts.
+        let known = object.data_ids().next();
+        if let Some(set) = known.and_then(|id| self.pools.set_holding_data(id)) {
+            return set.read_object(bucket, key, object, range).into();
+        }
         let Some(me) = self.me.upgrade() else {
             return ObjectStream::deferred(async {
                 Err(Error::Internal("the store is shutting down".into()))

@@ -81,7 +81,24 @@ pub(crate) struct Pools {
     remote: RwLock<HashMap<String, Arc<dyn TierBackend>>>,
     /// Free space of the hot pools, as last asked, for placing new data.
     free_space: Mutex<Option<(Instant, PoolSpace)>>,
+    /// Which key set lately read versions' data ids were found in (see
+    /// [`Pools::remember_data`]).
+    data_homes: Mutex<DataHomes>,
 }
+
+/// Data ids with the index (in [`Pools::key_sets`]) of the set whose
+/// records refer to them: two generations of at most [`DATA_HOMES`] each,
+/// the older dropped when the newer fills. A data id is staged in one set
+/// and only that set's records ever refer to it, so an entry is never
+/// wrong, only forgotten.
+#[derive(Default)]
+struct DataHomes {
+    now: HashMap<Uuid, usize>,
+    before: HashMap<Uuid, usize>,
+}
+
+/// Entries per generation of [`DataHomes`].
+const DATA_HOMES: usize = 1 << 16;
 
 impl Pools {
     /// The pools of deployment `deployment` whose first pool's sets are
@@ -95,6 +112,7 @@ impl Pools {
             cold: OnceLock::new(),
             remote: RwLock::default(),
             free_space: Mutex::default(),
+            data_homes: Mutex::default(),
         }
     }
 
@@ -279,6 +297,32 @@ impl Pools {
         let mut out = self.first.clone();
         out.extend(self.hot.read().iter().map(|(_, s)| s.clone()));
         out
+    }
+
+    /// Remembers that `set` (a key set) holds the version whose first data
+    /// id is `id`, so reading its bytes needs no second lookup.
+    pub(crate) fn remember_data(&self, id: Uuid, set: &Arc<ErasureSet>) {
+        let Some(index) = self.key_sets().iter().position(|s| Arc::ptr_eq(s, set)) else {
+            return;
+        };
+        let mut homes = self.data_homes.lock();
+        if homes.now.len() >= DATA_HOMES {
+            homes.before = std::mem::take(&mut homes.now);
+        }
+        homes.now.insert(id, index);
+    }
+
+    /// The key set remembered for data id `id`.
+    pub(crate) fn set_holding_data(&self, id: Uuid) -> Option<Arc<ErasureSet>> {
+        let index = {
+            let homes = self.data_homes.lock();
+            homes
+                .now
+                .get(&id)
+                .or_else(|| homes.before.get(&id))
+                .copied()
+        }?;
+        self.key_sets().get(index).cloned()
     }
 
     /// The sets `bucket/key` may live in: its first-pool set, then each

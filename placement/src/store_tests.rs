@@ -8,7 +8,7 @@ use bytes::Bytes;
 use disk_engine::{
     Disk, Fault, FaultyDisk, LocalDisk, LocalDiskOptions, ShardId, ShardIoMode, Tier,
 };
-use erasure_set::record::ObjectMeta;
+use erasure_set::record::{ObjectMeta, ObjectRecord};
 use erasure_set::{open_local_set, BodyStream, LocalSetConfig};
 use futures::StreamExt;
 
@@ -164,20 +164,32 @@ pub(crate) async fn put(r: &Rig, key: &str, bytes: &[u8]) -> Result<(), Error> {
         .store
         .write_data("b", key, body(bytes, 10_000), Some(bytes.len() as u64))
         .await?;
-    r.store
+    commit(&r.store, "b", key, staged).await?;
+    Ok(())
+}
+
+/// Commits `staged` as the current version of `bucket/key` (entity tag
+/// "e", no tags, no condition).
+pub(crate) async fn commit(
+    store: &Store,
+    bucket: &str,
+    key: &str,
+    staged: crate::StagedData,
+) -> Result<ObjectRecord, Error> {
+    let meta = ObjectMeta {
+        etag: "e".into(),
+        ..Default::default()
+    };
+    store
         .put_object(
-            "b",
+            bucket,
             key,
             staged,
-            ObjectMeta {
-                etag: "e".into(),
-                ..Default::default()
-            },
+            meta,
             Vec::new(),
             &WriteOptions::default(),
         )
-        .await?;
-    Ok(())
+        .await
 }
 
 pub(crate) async fn get(r: &Rig, key: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, Error> {
