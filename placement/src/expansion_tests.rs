@@ -5,20 +5,32 @@
 
 use std::sync::Arc;
 
-use disk_engine::{Disk, Fault, FaultyDisk, ListStart, Tier, UploadListStart};
+use disk_engine::{Disk, Fault, FaultyDisk, ListStart, LocalDisk, Tier, UploadListStart};
 use erasure_set::record::ObjectMeta;
+use erasure_set::LocalSet;
 
 use crate::error::Error;
 use crate::pools_tests::pool_set;
 use crate::store_tests::{body, commit, data, get, put, rig, set_versioning, Rig};
 use crate::{DeleteItem, VersionRef, Versioning, WriteOptions};
 
+/// `set`'s disks wrapped to take faults.
+fn faulty(set: &mut LocalSet) -> Vec<FaultyDisk> {
+    let wrapped: Vec<FaultyDisk> = set.disks.drain(..).map(FaultyDisk::new).collect();
+    set.disks = wrapped
+        .iter()
+        .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
+        .collect();
+    wrapped
+}
+
 /// A store whose first pool is one set of 4 disks, with a hot pool of 4
 /// more added later (both on one filesystem: the same free space).
 struct Expanded {
     r: Rig,
-    /// The later pool's disks, to inject faults into.
+    /// The later pool's disks, to inject faults into, and under them.
     later: Vec<FaultyDisk>,
+    later_local: Vec<Arc<LocalDisk>>,
     _dir: tempfile::TempDir,
 }
 
@@ -26,16 +38,14 @@ fn expanded() -> Expanded {
     let r = rig(4, None);
     let dir = tempfile::tempdir().unwrap();
     let mut set = pool_set(dir.path(), 4, Tier::Hot, 1);
-    let later: Vec<FaultyDisk> = set.disks.drain(..).map(FaultyDisk::new).collect();
-    set.disks = later
-        .iter()
-        .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
-        .collect();
+    let later_local = set.local.iter().map(|d| d.clone().unwrap()).collect();
+    let later = faulty(&mut set);
     let name = r.store.attach_hot_pool(1, set).unwrap();
     assert_eq!(name, "pool-1");
     Expanded {
         r,
         later,
+        later_local,
         _dir: dir,
     }
 }
@@ -434,4 +444,34 @@ async fn a_key_written_before_later_pools_took_keys_stays_in_the_first_pool() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     panic!("the tier object of a deleted version was not released");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_pool_that_cannot_be_read_does_not_stop_collection_in_a_later_hot_pool() {
+    let e = expanded();
+    let r = &e.r;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cold = pool_set(dir.path(), 4, Tier::Cold, 2);
+    let cold_disks = faulty(&mut cold);
+    r.store.attach_cold_pool(cold).unwrap();
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let key = key_in(r, 1, "g", &data(30_000, 1)).await;
+    let planted = crate::gc_tests::plant(&e.later_local[0]).await;
+    // No upload's part records live in the cold pool's disks, but its
+    // parts may belong to uploads of any set: with a cold disk away the
+    // cold pool is skipped, the later hot pool is still collected.
+    cold_disks[0].set_faults(vec![Fault::Offline]);
+    assert!(r.store.collect_garbage().await);
+    let p = r.store.gc_progress();
+    let skipped = |pool: &str| {
+        p.sets
+            .iter()
+            .find(|s| s.pool == pool)
+            .unwrap()
+            .skipped
+            .is_some()
+    };
+    assert!(skipped("cold") && !skipped("pool-1"), "{p:?}");
+    assert!(!crate::gc_tests::holds(&e.later_local[0], planted).await);
+    assert_eq!(get(r, &key, 0..30_000).await.unwrap(), data(30_000, 1));
 }

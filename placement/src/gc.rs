@@ -25,9 +25,10 @@
 //! id none of steps 2–4 saw is unreferenced, and is deleted (paced). Each
 //! step runs in every set at once, and the next starts only when it ended
 //! in all of them. A set with a disk that does not answer is skipped whole
-//! (its records there are unknown) and the others are collected; a later
-//! or cold pool is skipped too when any set's part records were
-//! unreadable, as an upload's part records live in the upload's set. Entries of dead
+//! (its records there are unknown) and the others are collected; the
+//! cold pool is skipped too when any set's part records were unreadable,
+//! and a later hot pool when a first-pool set's were, as an upload's part
+//! records live in the upload's set and its parts may be in those pools. Entries of dead
 //! owners are judged by the references too and then removed.
 //!
 //! Crash windows: a kill during a pass leaves some unreferenced files
@@ -142,10 +143,18 @@ impl Store {
             referenced.extend(ids);
         }
         // The part records of an upload whose parts are in another pool
-        // (the cold pool, or a later hot pool for uploads made before those
-        // took keys) live in the upload's own set: the pools named by tier
-        // are collected only when every set's part records were read.
-        let first_parts = parts.iter().find_map(|r| r.as_ref().err());
+        // live in the upload's own set: the cold pool is collected only
+        // when every set's part records were read, a later hot pool only
+        // when every first-pool set's were (uploads made before later
+        // pools took keys, with their parts there, are in the first pool;
+        // a later pool's own uploads keep their parts at home).
+        let unread_parts = |first_only: bool| {
+            let mut each = named.iter().zip(&parts);
+            each.find_map(|((n, _), r)| {
+                r.as_ref().err().filter(|_| !first_only || n.tier.is_none())
+            })
+        };
+        let (any_parts, first_parts) = (unread_parts(false), unread_parts(true));
         let mut scans = Vec::new();
         let mut sets = Vec::new();
         let mut protected: HashSet<Uuid> = HashSet::new();
@@ -159,7 +168,11 @@ impl Store {
                 set: name.index + 1,
                 ..SetGcProgress::default()
             };
-            let later = name.tier.as_ref().and(first_parts);
+            let later = match name.tier.as_deref() {
+                None => None,
+                Some(crate::model::COLD_TIER) => any_parts,
+                Some(_) => first_parts,
+            };
             let unread = p.as_ref().err().or(r.as_ref().err()).or(later);
             match (files, staged, unread) {
                 (Ok((shards, pieces)), Ok(entries), None) => {

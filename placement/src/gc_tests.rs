@@ -15,7 +15,7 @@ const WIDTH: usize = 2;
 
 /// Writes a shard file nothing stages or refers to, as a crash between
 /// staging and recording leaves once its owner is gone.
-async fn plant(d: &LocalDisk) -> Uuid {
+pub(crate) async fn plant(d: &LocalDisk) -> Uuid {
     let id = Uuid::new_v4();
     let opts = ShardOptions {
         block_size: BLOCK,
@@ -27,7 +27,7 @@ async fn plant(d: &LocalDisk) -> Uuid {
     id
 }
 
-async fn holds(d: &LocalDisk, id: Uuid) -> bool {
+pub(crate) async fn holds(d: &LocalDisk, id: Uuid) -> bool {
     let files = d.list_shards(None, 100_000).await.unwrap();
     files.iter().any(|f| f.id.0 == id)
 }

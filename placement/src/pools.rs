@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use disk_engine::DiskHealth;
-use erasure_set::{ErasureSet, LockPlace};
+use erasure_set::{ErasureSet, LockPlace, TierRef};
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
@@ -173,6 +173,12 @@ impl Pools {
             .iter()
             .find(|(_, s)| Arc::ptr_eq(s, set))
             .map(|(n, _)| n.clone())
+    }
+
+    /// Hands tier objects no version refers to any more to the tier
+    /// release worker (the queue every key set sends to).
+    pub(crate) fn release_tiered(&self, refs: Vec<TierRef>) {
+        self.system().release_tiered(refs);
     }
 
     /// Makes `cold` the cold pool.

@@ -188,17 +188,13 @@ impl Store {
         match self.tier_crc(&tier_ref, size).await {
             Ok(written) if written == read => {}
             Ok(_) => {
-                self.pools
-                    .set_of(bucket, key)
-                    .release_tiered(vec![tier_ref]);
+                self.pools.release_tiered(vec![tier_ref]);
                 return Err(Error::Corrupt(
                     "the cold copy differs from the hot one".into(),
                 ));
             }
             Err(e) => {
-                self.pools
-                    .set_of(bucket, key)
-                    .release_tiered(vec![tier_ref]);
+                self.pools.release_tiered(vec![tier_ref]);
                 return Err(e);
             }
         }
@@ -211,9 +207,7 @@ impl Store {
         match flipped {
             Ok(true) => Ok(Transitioned::Moved(size)),
             Ok(false) => {
-                self.pools
-                    .set_of(bucket, key)
-                    .release_tiered(vec![tier_ref]);
+                self.pools.release_tiered(vec![tier_ref]);
                 Ok(Transitioned::Unchanged)
             }
             // The rewrite may have reached some disks: the sweep decides
@@ -290,12 +284,10 @@ impl Store {
                 if !self.in_flight.lock().contains(&id) && !self.refers_to(&bucket, &key, id).await
                 {
                     tracing::info!(tier = %name, %id, %bucket, %key, "deleting an unreferenced remote tier object");
-                    self.pools
-                        .set_of(&bucket, &key)
-                        .release_tiered(vec![TierRef {
-                            tier: name.clone(),
-                            id,
-                        }]);
+                    self.pools.release_tiered(vec![TierRef {
+                        tier: name.clone(),
+                        id,
+                    }]);
                     deleted += 1;
                 }
             }
@@ -368,7 +360,7 @@ impl Store {
                     // from, which still exists: only the record goes.
                     self.forget_tier_object(&tier).await;
                 } else {
-                    self.pools.set_of(&bucket, &key).release_tiered(vec![tier]);
+                    self.pools.release_tiered(vec![tier]);
                 }
                 deleted += 1;
             }

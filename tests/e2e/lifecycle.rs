@@ -720,12 +720,14 @@ async fn checkpoint_retention_keeps_exactly_the_newest_complete_directories() {
             "{key}"
         );
     }
-    let status = admin(&s, &["lifecycle", "status", "--json"]).unwrap();
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
-    assert_eq!(
-        status["buckets"]["train"]["rules"]["checkpoint:ckpt"]["transitionedObjects"], 15,
-        "{status}"
-    );
+    // A transition is counted once it returns, just after a reader can
+    // see the object in its new class.
+    until(30, "15 transitions counted", async || {
+        let status = admin(&s, &["lifecycle", "status", "--json"]).unwrap();
+        let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+        status["buckets"]["train"]["rules"]["checkpoint:ckpt"]["transitionedObjects"] == 15
+    })
+    .await;
     // Refused: nonsense rules.
     let e = admin(
         &s,
