@@ -25,7 +25,8 @@ fn faulty(set: &mut LocalSet) -> Vec<FaultyDisk> {
 }
 
 /// A store whose first pool is one set of 4 disks, with a hot pool of 4
-/// more added later (both on one filesystem: the same free space).
+/// more added later (both on one filesystem: the same free space), and
+/// bucket "b".
 struct Expanded {
     r: Rig,
     /// The later pool's disks, to inject faults into, and under them.
@@ -34,7 +35,7 @@ struct Expanded {
     _dir: tempfile::TempDir,
 }
 
-fn expanded() -> Expanded {
+async fn expanded() -> Expanded {
     let r = rig(4, None);
     let dir = tempfile::tempdir().unwrap();
     let mut set = pool_set(dir.path(), 4, Tier::Hot, 1);
@@ -42,6 +43,7 @@ fn expanded() -> Expanded {
     let later = faulty(&mut set);
     let name = r.store.attach_hot_pool(1, set).unwrap();
     assert_eq!(name, "pool-1");
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
     Expanded {
         r,
         later,
@@ -83,10 +85,9 @@ async fn listed(r: &Rig, max: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_keys_spread_over_the_pools_and_stay_where_they_live() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
     assert_eq!(r.store.key_sets(), 2);
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     set_versioning(r, Versioning::Enabled).await;
     let keys: Vec<String> = (0..60).map(|i| format!("k{i:02}")).collect();
     for (i, key) in keys.iter().enumerate() {
@@ -171,9 +172,8 @@ async fn remove_every_version(r: &Rig, keys: &[&String]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upload_places_its_key_and_the_key_stays_with_it() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     let mut uploads = Vec::new();
     for i in 0..16 {
         let key = format!("mp{i:02}");
@@ -236,9 +236,8 @@ async fn an_upload_places_its_key_and_the_key_stays_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_staged_where_a_racing_write_did_not_place_the_key_is_refused() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     let sets = r.store.pools.key_sets();
     for i in 0..64 {
         let key = format!("race{i}");
@@ -276,9 +275,8 @@ async fn a_write_staged_where_a_racing_write_did_not_place_the_key_is_refused() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_later_pool_that_cannot_answer_fails_only_what_it_may_hold() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     let keys: Vec<String> = (0..40).map(|i| format!("k{i:02}")).collect();
     for (i, key) in keys.iter().enumerate() {
         put(r, key, &data(5000 + i, 1)).await.unwrap();
@@ -339,9 +337,8 @@ async fn key_in(r: &Rig, set: usize, prefix: &str, bytes: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healing_a_key_of_a_later_pool_takes_the_lock_its_writers_take() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     let key = key_in(r, 1, "h", &data(20_000, 1)).await;
     let later = r.store.pools.key_sets()[1].clone();
     let guard = r.store.lock_key("b", &key).await.unwrap();
@@ -360,9 +357,8 @@ async fn healing_a_key_of_a_later_pool_takes_the_lock_its_writers_take() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_left_by_a_missed_delete_does_not_take_the_key_from_its_pool() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     for i in 0..64 {
         let key = key_in(r, 0, &format!("m{i}-"), &data(9000, 1)).await;
         // Deleted while a disk of the first pool is away: that disk keeps
@@ -393,9 +389,8 @@ async fn a_record_left_by_a_missed_delete_does_not_take_the_key_from_its_pool() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_written_before_later_pools_took_keys_stays_in_the_first_pool() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     set_versioning(r, Versioning::Enabled).await;
     // As the release before wrote: the key's records in the first pool,
     // the bytes of one version a tier object in the later pool.
@@ -448,13 +443,12 @@ async fn a_key_written_before_later_pools_took_keys_stays_in_the_first_pool() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_pool_that_cannot_be_read_does_not_stop_collection_in_a_later_hot_pool() {
-    let e = expanded();
+    let e = expanded().await;
     let r = &e.r;
     let dir = tempfile::tempdir().unwrap();
     let mut cold = pool_set(dir.path(), 4, Tier::Cold, 2);
     let cold_disks = faulty(&mut cold);
     r.store.attach_cold_pool(cold).unwrap();
-    r.store.create_bucket("b", "us-east-1").await.unwrap();
     let key = key_in(r, 1, "g", &data(30_000, 1)).await;
     let planted = crate::gc_tests::plant(&e.later_local[0]).await;
     // No upload's part records live in the cold pool's disks, but its

@@ -308,7 +308,13 @@ impl Pools {
     /// Remembers that `set` (a key set) holds the version whose first data
     /// id is `id`, so reading its bytes needs no second lookup.
     pub(crate) fn remember_data(&self, id: Uuid, set: &Arc<ErasureSet>) {
-        let Some(index) = self.key_sets().iter().position(|s| Arc::ptr_eq(s, set)) else {
+        let first = self.first.iter().position(|s| Arc::ptr_eq(s, set));
+        let later = || {
+            let hot = self.hot.read();
+            let at = hot.iter().position(|(_, s)| Arc::ptr_eq(s, set))?;
+            Some(self.first.len() + at)
+        };
+        let Some(index) = first.or_else(later) else {
             return;
         };
         let mut homes = self.data_homes.lock();
@@ -328,7 +334,10 @@ impl Pools {
                 .or_else(|| homes.before.get(&id))
                 .copied()
         }?;
-        self.key_sets().get(index).cloned()
+        match index.checked_sub(self.first.len()) {
+            None => Some(self.first[index].clone()),
+            Some(later) => self.hot.read().get(later).map(|(_, s)| s.clone()),
+        }
     }
 
     /// The sets `bucket/key` may live in: its first-pool set, then each
