@@ -12,7 +12,7 @@ use gateway::AccessKey;
 use placement::{open_cluster_pool, ClusterMap, LocalPool, Store};
 
 use crate::credentials::{cluster_secret, gateway_keys, rpc_tls, KEYS_FROM_ENV};
-use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
+use crate::front::{self, describe_sets, run_runtimes, FrontArgs, Opened};
 use crate::server::store_options;
 use disk_engine::rpc::NodeAccess;
 
@@ -95,18 +95,15 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
         .map(|sets| sets.iter().any(|s| s.offline.is_some()))
         .collect();
     let mut store = None;
-    for (index, (mut sets, pool)) in pools.into_iter().zip(&map.pools).enumerate() {
+    for (index, (sets, pool)) in pools.into_iter().zip(&map.pools).enumerate() {
         let nodes: std::collections::BTreeSet<&str> =
             pool.disks.iter().map(|d| d.node.as_str()).collect();
-        let one = describe_layout(pool.set_width, pool.parity);
-        layout.push(match sets.len() {
-            1 => format!("{}: {one} on {} nodes", pool.tier, nodes.len()),
-            n => format!(
-                "{}: {n} erasure sets of {one} on {} nodes",
-                pool.tier,
-                nodes.len()
-            ),
-        });
+        let sets_used = describe_sets(sets.len(), pool.set_width, pool.parity);
+        layout.push(format!(
+            "{}: {sets_used} on {} nodes",
+            pool.tier,
+            nodes.len()
+        ));
         // Pool 0 holds the cluster-wide documents and every key's lock;
         // later hot pools take new keys by free space, the cold pool the
         // bytes of cold classes.
@@ -122,9 +119,9 @@ async fn serve(args: GatewayArgs, bulk: tokio::runtime::Handle) -> anyhow::Resul
                 )?)
             }
             (Some(s), disk_engine::Tier::Hot) => {
-                s.attach_hot_pool(index as u32, sets.remove(0))?;
+                s.attach_hot_pool(index as u32, sets)?;
             }
-            (Some(s), disk_engine::Tier::Cold) => s.attach_cold_pool(sets.remove(0))?,
+            (Some(s), disk_engine::Tier::Cold) => s.attach_cold_pool(sets)?,
         }
     }
     let store = store.context("the cluster map has no pools")?;

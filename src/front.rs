@@ -233,11 +233,20 @@ pub async fn serve(
 }
 
 /// How a pool's disks are used, for the start-up line.
-pub fn describe_layout(n: usize, parity: usize) -> String {
+fn describe_layout(n: usize, parity: usize) -> String {
     match (n, parity) {
         (1, _) => "a single disk, no parity".to_string(),
         (_, p) if p == n - 1 => format!("{n} mirrored disks"),
         (_, p) => format!("{n} disks, {}+{p} erasure coding", n - p),
+    }
+}
+
+/// How a pool of `sets` erasure sets of `width` disks with `parity` is
+/// used, for the start-up line.
+pub fn describe_sets(sets: usize, width: usize, parity: usize) -> String {
+    match sets {
+        1 => describe_layout(width, parity),
+        n => format!("{n} erasure sets of {}", describe_layout(width, parity)),
     }
 }
 

@@ -7,12 +7,11 @@ use clap::Args;
 use disk_engine::{LocalDiskOptions, ShardIoMode, Tier};
 use gateway::AccessKey;
 use placement::{
-    open_local_pool, open_local_set, LocalPoolConfig, LocalSetConfig, Store, StoreOptions,
-    DEFAULT_BLOCK_SIZE,
+    open_local_pool, LocalPool, LocalPoolConfig, Store, StoreOptions, DEFAULT_BLOCK_SIZE,
 };
 
 use crate::credentials::{env_keys, KEYS_FROM_ENV};
-use crate::front::{self, describe_layout, run_runtimes, FrontArgs, Opened};
+use crate::front::{self, describe_sets, run_runtimes, FrontArgs, Opened};
 use crate::keyring::{check_before_formatting, server_keys, KeyringDirs, Origin, UnsealSource};
 
 /// Options of `granary server`.
@@ -32,10 +31,15 @@ pub struct ServerArgs {
     /// COLD) keep their bytes. Without it the server is hot-only.
     #[arg(long, num_args = 1.., value_name = "DIR")]
     pub cold: Vec<PathBuf>,
-    /// Parity shards of the cold pool (default 2, fewer for fewer than four
-    /// directories).
+    /// Parity shards of each cold erasure set (default 2, fewer for sets
+    /// of fewer than four directories).
     #[arg(long, requires = "cold")]
     pub cold_parity: Option<usize>,
+    /// Disks per erasure set of the cold pool, chosen as --set-width is for
+    /// the hot pool (default: the widest of 4 to 16 that divides the cold
+    /// directory count; up to 16, one set of all of them).
+    #[arg(long, value_name = "DISKS", requires = "cold")]
+    pub cold_set_width: Option<usize>,
     /// Parity shards of each hot erasure set (default by set width: 0 for
     /// 1 disk, mirroring for 2-3, 2 for 4-5, 3 for 6-7, 4 for 8+).
     #[arg(long)]
@@ -109,6 +113,9 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let unseal = UnsealSource::new(args.unseal_key_file.clone(), &hot_dirs[0]);
     check_before_formatting(&unseal, &hot_dirs, &all_dirs)?;
     let cfg = LocalPoolConfig {
+        tier: Tier::Hot,
+        pool: 0,
+        deployment: None,
         dirs: hot_dirs.clone(),
         set_width: args.set_width,
         parity: args.parity,
@@ -117,13 +124,7 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let pool = tokio::task::spawn_blocking(move || open_local_pool(&cfg))
         .await?
         .context("cannot open the data directories")?;
-    let mut layout = match pool.sets.len() {
-        1 => describe_layout(pool.width(), pool.parity()),
-        n => format!(
-            "{n} erasure sets of {}",
-            describe_layout(pool.width(), pool.parity())
-        ),
-    };
+    let mut layout = describe_pool(&pool);
     let mut local: Vec<_> = pool.sets.iter().flat_map(|s| s.local.clone()).collect();
     let opts = store_options(&args.front);
     let deployment_id = pool.deployment_id;
@@ -131,27 +132,22 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     let mut replaced = pool.sets.iter().any(|s| !s.replaced.is_empty());
     let store = Store::for_pool(pool, opts)?;
     if !args.cold.is_empty() {
-        let cfg = LocalSetConfig {
-            dirs: args.cold.clone(),
-            parity: args.cold_parity,
+        let cfg = LocalPoolConfig {
             tier: Tier::Cold,
             pool: 1,
-            set: 0,
-            sets: 1,
-            pool_exists: false,
             deployment: Some(deployment_id),
+            dirs: args.cold.clone(),
+            set_width: args.cold_set_width,
+            parity: args.cold_parity,
             disk,
         };
-        let cold = tokio::task::spawn_blocking(move || open_local_set(&cfg))
+        let cold = tokio::task::spawn_blocking(move || open_local_pool(&cfg))
             .await?
             .context("cannot open the cold pool's directories")?;
-        layout = format!(
-            "hot: {layout}; cold: {}",
-            describe_layout(cold.disks.len(), cold.parity)
-        );
-        local.extend(cold.local.iter().cloned());
-        replaced |= !cold.replaced.is_empty();
-        store.attach_cold_pool(cold)?;
+        layout = format!("hot: {layout}; cold: {}", describe_pool(&cold));
+        local.extend(cold.sets.iter().flat_map(|s| s.local.iter().cloned()));
+        replaced |= cold.sets.iter().any(|s| !s.replaced.is_empty());
+        store.attach_cold_pool(cold.sets)?;
     }
     if replaced {
         // Replacement disks were formatted: refill them now rather than
@@ -214,6 +210,11 @@ async fn serve(args: ServerArgs, bulk: tokio::runtime::Handle) -> anyhow::Result
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How an opened pool's disks are used, for the start-up line.
+fn describe_pool(pool: &LocalPool) -> String {
+    describe_sets(pool.sets.len(), pool.width(), pool.parity())
 }
 
 /// The store options the front end's flags ask for.

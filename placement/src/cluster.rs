@@ -17,23 +17,20 @@
 //! in one pattern expand as nested loops, the leftmost outermost. A pool's
 //! disks are ordered so consecutive slots alternate between nodes, and
 //! divided into erasure sets (`set_widths.rs`, the node being the failure
-//! domain): the first pool into sets of `set_width` disks, by default the
+//! domain): every pool into sets of its `set_width` disks, by default the
 //! widest of 4–16 that divides its disk count and leaves no node more
-//! disks of a set than its parity; later pools are one set each. A layout
-//! in which a node would hold more than the parity of a set (its loss
-//! would lose data) is refused. Pools are listed hot first (the first
-//! holds every version record; pools added later take new objects' bytes
-//! by free space, see `pools.rs`), then at most one cold pool.
+//! disks of a set than its parity. A layout in which a node would hold
+//! more than the parity of a set (its loss would lose data) is refused.
+//! Pools are listed hot first (the first holds the cluster-wide documents
+//! and every key's lock; hot pools added later take new keys by free
+//! space, see `pools.rs`), then at most one cold pool.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use disk_engine::rpc::{NodeAccess, NodeClient, RemoteDisk};
 use disk_engine::{DirState, DiskId, FormatRecord, Tier};
-use erasure_set::{
-    default_parity, open_set, LocalSet, OpenedSlot, SetError, SetWant, Slots, DEFAULT_COLD_PARITY,
-    MAX_SET_DISKS,
-};
+use erasure_set::{open_set, LocalSet, OpenedSlot, SetError, SetWant, Slots};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -206,12 +203,6 @@ impl ClusterMap {
                     disks.push(d);
                 }
             }
-            let n = disks.len();
-            if i > 0 && (n > MAX_SET_DISKS || p.set_width.is_some_and(|w| w != n)) {
-                return Err(bad(format!(
-                    "pool {i} has {n} disks; only the first pool is divided into sets, a later one is one erasure set of 1 to {MAX_SET_DISKS}"
-                )));
-            }
             let disks = interleave(disks);
             let nodes: Vec<&str> = {
                 let mut seen: Vec<&str> = Vec::new();
@@ -227,16 +218,10 @@ impl ClusterMap {
                 .map(|d| nodes.iter().position(|n| *n == d.node).expect("listed"))
                 .collect();
             let tier = p.tier;
-            let width = match i {
-                0 => p.set_width,
-                _ => Some(n),
-            };
-            let layout =
-                crate::set_widths::choose_layout(&domains, width, p.parity, |w| match tier {
-                    Tier::Hot => default_parity(w),
-                    Tier::Cold => default_parity(w).min(DEFAULT_COLD_PARITY),
-                })
-                .map_err(|e| bad(format!("pool {i}: {e}")))?;
+            let layout = crate::set_widths::choose_layout(&domains, p.set_width, p.parity, |w| {
+                crate::set_widths::default_parity_in(tier, w)
+            })
+            .map_err(|e| bad(format!("pool {i}: {e}")))?;
             let (parity, set_width) = (layout.parity, layout.width);
             pools.push(PoolMap {
                 tier: p.tier,
@@ -410,6 +395,43 @@ mod tests {
         for bad in ["n{1..2}:/d", "n{2...1}:/d", "n{1...2:/d", "n{a...b}:/d"] {
             assert!(expand(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn every_pool_is_divided_into_sets_by_the_same_rule() {
+        let map = ClusterMap::parse(
+            r#"
+deployment = "0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e"
+[[pool]]
+tier = "hot"
+disks = ["a{1...8}:/d{1...2}"]
+[[pool]]
+tier = "hot"
+parity = 2
+set_width = 8
+disks = ["b{1...8}:/d{1...4}"]
+[[pool]]
+tier = "cold"
+disks = ["c{1...8}:/d{1...3}"]
+"#,
+        )
+        .unwrap();
+        let shape = |i: usize| {
+            let p = &map.pools[i];
+            (p.disks.len() / p.set_width, p.set_width, p.parity)
+        };
+        assert_eq!(shape(0), (1, 16, 4));
+        // A hot pool added later: 4 sets of 8 as pinned.
+        assert_eq!(shape(1), (4, 8, 2));
+        // The cold pool: the default width, the cold default parity.
+        assert_eq!(shape(2), (2, 12, 2));
+        // A later pool no width divides is refused as the first would be.
+        let err = ClusterMap::parse(
+            "deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"hot\"\ndisks = [\"a{1...4}:/d1\"]\n[[pool]]\ntier = \"hot\"\ndisks = [\"b{1...17}:/d1\"]",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("pool 1") && err.contains("18"), "{err}");
     }
 
     #[test]

@@ -161,7 +161,15 @@ impl Store {
             .prepare_version_from(home, bucket, key, opts, records)
             .await?;
         let tier = self
-            .commit_tier_parts(pool, upload.layout, chosen.clone(), bucket, key, &meta)
+            .commit_tier_parts(
+                pool,
+                upload_id,
+                upload.layout,
+                chosen.clone(),
+                bucket,
+                key,
+                &meta,
+            )
             .await?;
         let record = ObjectRecord::new_version(
             home.layout_for(bucket, key),
@@ -178,7 +186,7 @@ impl Store {
             .commit_completion(home, (bucket, key), upload_id, record, versioning, &state)
             .await?;
         let keep: Vec<Uuid> = chosen.iter().filter_map(|p| p.data_id).collect();
-        self.free_parts(home, Some(pool), committed.completed, &keep)
+        self.free_parts(home, Some((pool, upload_id)), committed.completed, &keep)
             .await;
         failpoint::hit("complete.dropped", "").await;
         Ok(committed.object)
@@ -240,7 +248,9 @@ impl Store {
             if let Some(t) = &object.tiered {
                 keep.extend(self.tier_object_data(t).await);
             }
-            self.free_parts(home, pool.as_deref(), dropped, &keep).await;
+            // The tier object's set is the upload's (see `tier.rs`).
+            let pool = pool.as_deref().map(|p| (p, upload_id));
+            self.free_parts(home, pool, dropped, &keep).await;
         }
         Ok(object)
     }

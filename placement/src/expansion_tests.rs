@@ -41,7 +41,7 @@ async fn expanded() -> Expanded {
     let mut set = pool_set(dir.path(), 4, Tier::Hot, 1);
     let later_local = set.local.iter().map(|d| d.clone().unwrap()).collect();
     let later = faulty(&mut set);
-    let name = r.store.attach_hot_pool(1, set).unwrap();
+    let name = r.store.attach_hot_pool(1, vec![set]).unwrap();
     assert_eq!(name, "pool-1");
     r.store.create_bucket("b", "us-east-1").await.unwrap();
     Expanded {
@@ -205,7 +205,7 @@ async fn an_upload_places_its_key_and_the_key_stays_with_it() {
         let part = data(70_000, 4);
         let staged = r
             .store
-            .write_part_data("b", key, up, body(&part, 8192), None)
+            .write_part_data("b", key, *id, up, body(&part, 8192), None)
             .await
             .unwrap();
         let rec = r
@@ -448,7 +448,7 @@ async fn a_cold_pool_that_cannot_be_read_does_not_stop_collection_in_a_later_hot
     let dir = tempfile::tempdir().unwrap();
     let mut cold = pool_set(dir.path(), 4, Tier::Cold, 2);
     let cold_disks = faulty(&mut cold);
-    r.store.attach_cold_pool(cold).unwrap();
+    r.store.attach_cold_pool(vec![cold]).unwrap();
     let key = key_in(r, 1, "g", &data(30_000, 1)).await;
     let planted = crate::gc_tests::plant(&e.later_local[0]).await;
     // No upload's part records live in the cold pool's disks, but its

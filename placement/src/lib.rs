@@ -56,6 +56,8 @@ mod listing_tests;
 #[cfg(test)]
 mod packed_tests;
 #[cfg(test)]
+mod pool_sets_tests;
+#[cfg(test)]
 mod pools_tests;
 #[cfg(test)]
 mod read_tests;

@@ -1,7 +1,8 @@
-//! Opens the first pool of `granary server DIR...`: its directories
-//! divided into erasure sets (see `set_widths.rs`), each set opened (and
-//! formatted where needed) on its own, so that a set that lost more disks
-//! than its parity is offline alone while the others serve.
+//! Opens a pool of `granary server`'s directories (its first pool, `DIR...`,
+//! and its cold pool, `--cold`): its directories divided into erasure sets
+//! (see `set_widths.rs`), each set opened (and formatted where needed) on
+//! its own, so that a set that lost more disks than its parity is offline
+//! alone while the others serve.
 //!
 //! The width of a formatted pool is read from its disks' formats, never
 //! recomputed: a deployment formatted with one set of N (every deployment
@@ -16,9 +17,16 @@ use uuid::Uuid;
 use crate::error::Error;
 use crate::set_widths::local_layout;
 
-/// What `granary server` was asked for its first pool.
+/// What `granary server` was asked for one of its pools.
 #[derive(Clone, Debug)]
 pub struct LocalPoolConfig {
+    /// The pool's tier (its sets' default parity follows it).
+    pub tier: Tier,
+    /// The pool's index in the deployment (0: the first pool).
+    pub pool: u32,
+    /// The deployment the pool belongs to (`None`: the first pool's, read
+    /// from its disks or made new).
+    pub deployment: Option<Uuid>,
     /// Data directories, in pool order: set `s` takes directories
     /// `s * width .. (s + 1) * width`.
     pub dirs: Vec<PathBuf>,
@@ -88,23 +96,25 @@ pub fn open_local_pool(cfg: &LocalPoolConfig) -> Result<LocalPool, Error> {
             (width, sets)
         }
         None => {
-            let l = local_layout(n, cfg.set_width, cfg.parity).map_err(setup)?;
+            let l = local_layout(n, cfg.set_width, cfg.parity, cfg.tier).map_err(setup)?;
             (l.width, l.sets)
         }
     };
     // Once any set holds a format, a set none of whose disks holds one lost
     // them all (or their mounts failed): it is offline, never formatted
     // anew over data its disks may still hold.
-    let deployment = formatted
-        .as_ref()
-        .map_or_else(Uuid::new_v4, |(_, f)| f.deployment_id);
+    let deployment = cfg.deployment.unwrap_or_else(|| {
+        formatted
+            .as_ref()
+            .map_or_else(Uuid::new_v4, |(_, f)| f.deployment_id)
+    });
     let mut opened = Vec::with_capacity(sets);
     for s in 0..sets {
         let set = open_local_set(&LocalSetConfig {
             dirs: cfg.dirs[s * width..(s + 1) * width].to_vec(),
             parity: cfg.parity,
-            tier: Tier::Hot,
-            pool: 0,
+            tier: cfg.tier,
+            pool: cfg.pool,
             set: s as u32,
             sets: sets as u32,
             pool_exists: formatted.is_some(),
@@ -126,6 +136,9 @@ mod tests {
 
     fn cfg(root: &std::path::Path, n: usize, width: Option<usize>) -> LocalPoolConfig {
         LocalPoolConfig {
+            tier: Tier::Hot,
+            pool: 0,
+            deployment: None,
             dirs: (0..n).map(|i| root.join(format!("d{i}"))).collect(),
             set_width: width,
             parity: None,

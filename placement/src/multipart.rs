@@ -72,7 +72,7 @@ impl Store {
         let layout = match &pool {
             Some(p) => self
                 .pools
-                .require(p)?
+                .require_tier_set(p, upload_id)?
                 .layout_for(TIER_NS, &upload_id.to_string()),
             None => set.layout_for(bucket, key),
         };
@@ -136,31 +136,35 @@ impl Store {
         self.pools.key_set_in(upload.home.as_deref(), bucket, key)
     }
 
-    /// The set the parts of `bucket/key`'s upload are written to.
+    /// The set the parts of `bucket/key`'s upload `upload_id` are
+    /// written to: its home set, or the set its id hashes to in the pool
+    /// its parts go to.
     pub(crate) fn part_set(
         &self,
         bucket: &str,
         key: &str,
+        upload_id: Uuid,
         upload: &UploadRecord,
     ) -> Result<Arc<ErasureSet>, Error> {
         match upload.part_pool() {
-            Some(p) => self.pools.require(p),
+            Some(p) => self.pools.require_tier_set(p, upload_id),
             None => self.upload_set(bucket, key, upload),
         }
     }
 
-    /// Streams one part's data of `bucket/key`'s upload into shard files
-    /// with the upload's layout.
+    /// Streams one part's data of `bucket/key`'s upload `upload_id` into
+    /// shard files with the upload's layout.
     pub async fn write_part_data(
         &self,
         bucket: &str,
         key: &str,
+        upload_id: Uuid,
         upload: &UploadRecord,
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
         Ok(self
-            .part_set(bucket, key, upload)?
+            .part_set(bucket, key, upload_id, upload)?
             .write_data(upload.layout, body, size_hint, false)
             .await?)
     }
@@ -221,7 +225,7 @@ impl Store {
         failpoint::hit("part.staged", "").await;
         let _guard = self.lock_key(bucket, key).await?;
         // The set `write_part_data` staged the data in.
-        let part_set = self.part_set(bucket, key, upload)?;
+        let part_set = self.part_set(bucket, key, upload_id, upload)?;
         // Staged entries in the upload's own set go with the part records;
         // in another pool's, they are removed once the records are written.
         let staged_ids = staged.hand_over();
@@ -253,18 +257,20 @@ impl Store {
         }
         let pool = upload.part_pool();
         let keep = [staged.data_id.unwrap_or_default()];
-        self.free_parts(&home, pool, replaced, &keep).await;
+        self.free_parts(&home, pool.map(|p| (p, upload_id)), replaced, &keep)
+            .await;
         Ok(rec)
     }
 
     /// Frees the data of dropped part records of an upload living in
     /// `home` (each reported by a disk slot), except ids in `keep`: on that
-    /// slot's disk for parts in `home`, on every disk of the pool named
-    /// `pool` for parts there.
+    /// slot's disk for parts in `home`; for parts in another pool (`pool`:
+    /// its name and the upload's id), on every disk of the upload's set
+    /// there.
     pub(crate) async fn free_parts(
         &self,
         home: &ErasureSet,
-        pool: Option<&str>,
+        pool: Option<(&str, Uuid)>,
         dropped: Vec<DroppedPart>,
         keep: &[Uuid],
     ) {
@@ -284,7 +290,8 @@ impl Store {
         }
         elsewhere.sort();
         elsewhere.dedup();
-        if let (Some(pool), false) = (pool.and_then(|p| self.pools.pool(p)), elsewhere.is_empty()) {
+        let set = pool.and_then(|(p, upload)| self.pools.tier_set(p, upload));
+        if let (Some(pool), false) = (set, elsewhere.is_empty()) {
             for id in elsewhere {
                 pool.free_everywhere(id).await;
             }
@@ -337,7 +344,8 @@ impl Store {
         let Some(dropped) = home.delete_upload(bucket, key, upload_id).await? else {
             return Err(Error::NoSuchUpload);
         };
-        self.free_parts(home, pool, dropped, keep).await;
+        self.free_parts(home, pool.map(|p| (p, upload_id)), dropped, keep)
+            .await;
         Ok(())
     }
 

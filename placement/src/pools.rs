@@ -4,18 +4,20 @@
 //! deployment. Each pool is its erasure sets, nothing more: the store's
 //! one runner does every set's background work.
 //!
-//! A key's set in the first pool is [`crate::set_index`] of the bucket and
-//! key, keyed by the deployment id, over the pool's sets; a pool of one
-//! set (every pool formatted before pools had many) needs no hash. That
-//! set holds the key's lock whatever pool the key lives in, so every
-//! writer of a key meets there (and healing in a later pool takes it there
-//! too, see [`Pools::lock_place`]).
+//! A key's set in a pool is [`crate::set_index`] of the bucket and key,
+//! keyed by the deployment id, over the pool's sets; a pool of one set
+//! (every pool formatted before pools had many) needs no hash. A tier
+//! object's set in its pool is the same hash of its id under the tier
+//! namespace. The key's first-pool set holds the key's lock whatever pool
+//! the key lives in, so every writer of a key meets there (and healing in
+//! a later pool takes it there too, see [`Pools::lock_place`]).
 //!
 //! The hot pools are the *key pools*: a key lives (its version records,
-//! its data, its uploads) in exactly one of them, found as `home.rs`
-//! says. A new key goes to a pool chosen at random weighted by free space
-//! (as MinIO places new objects across pools); an existing key stays
-//! where it lives. Deployments written before later pools took keys keep
+//! its data, its uploads) in exactly one of them, in its set there, found
+//! as `home.rs` says. A new key goes to a pool chosen at random weighted
+//! by free space (as MinIO places new objects across pools): its set's
+//! free space there times the pool's set count, the pool's free space as
+//! the key's set sees it; an existing key stays where it lives. Deployments written before later pools took keys keep
 //! every record in the first pool, some pointing to tier objects in the
 //! later pools (see `tier.rs`); those stay readable, and their keys stay
 //! in the first pool.
@@ -36,9 +38,12 @@ use crate::model::{COLD_TIER, POOL_TIER_PREFIX, SYSTEM_NS, TIER_NS};
 /// How long a pool's free space is trusted before asking its disks again.
 const FREE_SPACE_TTL: Duration = Duration::from_secs(10);
 
-/// Usable free bytes per hot pool: `None` for the first, else the tier
-/// name of a pool added later.
-type PoolSpace = Vec<(Option<String>, u64)>;
+/// Usable free bytes of every set of every hot pool, in the order of
+/// [`Pools::key_pools`].
+type PoolSpace = Vec<Vec<u64>>;
+
+/// A pool added to the first: its tier name and its sets, in order.
+type NamedPool = (String, Vec<Arc<ErasureSet>>);
 
 /// Which set of which pool: the pool's tier name (`None` for the first
 /// pool) and the set's index in it.
@@ -57,13 +62,15 @@ impl SetName {
             .is_none_or(|t| t.starts_with(POOL_TIER_PREFIX))
     }
 
-    /// How the set's workers are told apart: nothing for a first pool of
-    /// one set, else the set (`set 2`), the pool (`cold`) or both.
-    pub(crate) fn suffix(&self, first_sets: usize) -> Option<String> {
-        match (&self.tier, first_sets) {
+    /// How the set's workers are told apart, its pool having `sets`
+    /// sets: nothing for a first pool of one set, else the set (`set 2`),
+    /// the pool (`cold`) or both (`cold set 2`).
+    pub(crate) fn suffix(&self, sets: usize) -> Option<String> {
+        match (&self.tier, sets) {
             (None, 1) => None,
             (None, _) => Some(format!("set {}", self.index + 1)),
-            (Some(tier), _) => Some(tier.clone()),
+            (Some(tier), 1) => Some(tier.clone()),
+            (Some(tier), _) => Some(format!("{tier} set {}", self.index + 1)),
         }
     }
 }
@@ -75,11 +82,13 @@ pub(crate) struct Pools {
     /// The deployment id, which keys the hash placing keys on sets.
     deployment: Uuid,
     /// Hot pools added after the first, by tier name.
-    hot: RwLock<Vec<(String, Arc<ErasureSet>)>>,
-    cold: OnceLock<Arc<ErasureSet>>,
+    hot: RwLock<Vec<NamedPool>>,
+    /// The cold pool's sets.
+    cold: OnceLock<Vec<Arc<ErasureSet>>>,
     /// Tiers outside the deployment (other S3 endpoints), by name.
     remote: RwLock<HashMap<String, Arc<dyn TierBackend>>>,
-    /// Free space of the hot pools, as last asked, for placing new data.
+    /// Free space of the hot pools' sets, as last asked, for placing new
+    /// keys.
     free_space: Mutex<Option<(Instant, PoolSpace)>>,
     /// Which key set lately read versions' data ids were found in (see
     /// [`Pools::remember_data`]).
@@ -152,17 +161,27 @@ impl Pools {
     }
 
     /// The set of `bucket/key` in the hot pool named `home` in upload
-    /// records: its first-pool set for `None`, else that later pool's.
+    /// records: its first-pool set for `None`, else its set in that later
+    /// pool.
     pub(crate) fn key_set_in(
         &self,
         home: Option<&str>,
         bucket: &str,
         key: &str,
     ) -> Result<Arc<ErasureSet>, Error> {
-        match home {
-            None => Ok(self.set_of(bucket, key).clone()),
-            Some(tier) => self.require(tier),
+        let Some(tier) = home else {
+            return Ok(self.set_of(bucket, key).clone());
+        };
+        let hot = self.hot.read();
+        match hot.iter().find(|(n, _)| n == tier) {
+            Some((_, sets)) => Ok(self.pick(sets, bucket, key)),
+            None => Err(no_pool(tier)),
         }
+    }
+
+    /// `bucket/key`'s set among a pool's `sets`.
+    fn pick(&self, sets: &[Arc<ErasureSet>], bucket: &str, key: &str) -> Arc<ErasureSet> {
+        sets[index_in(self.deployment, sets.len(), bucket, key)].clone()
     }
 
     /// The name `set` has in upload records when it is a later hot pool's
@@ -171,7 +190,7 @@ impl Pools {
         self.hot
             .read()
             .iter()
-            .find(|(_, s)| Arc::ptr_eq(s, set))
+            .find(|(_, sets)| sets.iter().any(|s| Arc::ptr_eq(s, set)))
             .map(|(n, _)| n.clone())
     }
 
@@ -181,18 +200,21 @@ impl Pools {
         self.system().release_tiered(refs);
     }
 
-    /// Makes `cold` the cold pool.
-    pub(crate) fn add_cold(&self, cold: Arc<ErasureSet>) -> Result<(), Error> {
+    /// Makes `cold` (its sets, in order) the cold pool.
+    pub(crate) fn add_cold(&self, cold: Vec<Arc<ErasureSet>>) -> Result<(), Error> {
+        assert!(!cold.is_empty(), "a pool has at least one set");
         self.cold
             .set(cold)
             .map_err(|_| Error::InvalidArgument("a cold pool is already attached".into()))
     }
 
-    /// Adds `pool` (pool `index` of the deployment) as a further hot pool;
-    /// returns its tier name.
-    pub(crate) fn add_hot(&self, index: u32, pool: Arc<ErasureSet>) -> String {
+    /// Adds `pool` (pool `index` of the deployment, its sets in order) as
+    /// a further hot pool; returns its tier name.
+    pub(crate) fn add_hot(&self, index: u32, pool: Vec<Arc<ErasureSet>>) -> String {
+        assert!(!pool.is_empty(), "a pool has at least one set");
         let name = format!("{POOL_TIER_PREFIX}{index}");
         self.hot.write().push((name.clone(), pool));
+        *self.free_space.lock() = None;
         name
     }
 
@@ -201,13 +223,23 @@ impl Pools {
         self.cold.get().is_some()
     }
 
-    /// Every pool tier objects can live in, with its tier name: every
-    /// pool but the first, in the order of [`Pools::every`].
+    /// Every set tier objects can live in, with its pool's tier name:
+    /// every pool's but the first's, in the order of [`Pools::every`].
     pub(crate) fn tier_pools(&self) -> Vec<(String, Arc<ErasureSet>)> {
         self.every()
             .into_iter()
             .filter_map(|(name, set)| Some((name.tier?, set)))
             .collect()
+    }
+
+    /// Every pool added to the first with its tier name: the hot pools
+    /// added later, then the cold pool.
+    fn attached(&self) -> Vec<NamedPool> {
+        let mut out = self.hot.read().clone();
+        if let Some(c) = self.cold.get() {
+            out.push((COLD_TIER.to_string(), c.clone()));
+        }
+        out
     }
 
     /// Every set of every pool with its name: the first pool's, the hot
@@ -219,40 +251,59 @@ impl Pools {
             .enumerate()
             .map(|(index, s)| (SetName { tier: None, index }, s.clone()));
         let mut out: Vec<_> = first.collect();
-        let named = |tier: &str, s: &Arc<ErasureSet>| {
-            (
-                SetName {
-                    tier: Some(tier.to_string()),
-                    index: 0,
-                },
-                s.clone(),
-            )
-        };
-        out.extend(self.hot.read().iter().map(|(n, s)| named(n, s)));
-        if let Some(c) = self.cold.get() {
-            out.push(named(COLD_TIER, c));
+        for (tier, sets) in self.attached() {
+            out.extend(sets.into_iter().enumerate().map(|(index, s)| {
+                let tier = Some(tier.clone());
+                (SetName { tier, index }, s)
+            }));
         }
         out
     }
 
-    /// The pool of the deployment named `tier` in version records.
-    pub(crate) fn pool(&self, tier: &str) -> Option<Arc<ErasureSet>> {
+    /// How many sets the pool named `tier` (`None`: the first) has; 0 for
+    /// no such pool.
+    pub(crate) fn sets_in(&self, tier: Option<&str>) -> usize {
+        match tier {
+            None => self.first.len(),
+            Some(t) => self.pool_sets(t).map_or(0, |s| s.len()),
+        }
+    }
+
+    /// The sets of the pool of the deployment named `tier` in version
+    /// records.
+    fn pool_sets(&self, tier: &str) -> Option<Vec<Arc<ErasureSet>>> {
         if tier == COLD_TIER {
             return self.cold.get().cloned();
         }
-        self.hot
-            .read()
-            .iter()
-            .find(|(n, _)| n == tier)
-            .map(|(_, s)| s.clone())
+        let hot = self.hot.read();
+        hot.iter().find(|(n, _)| n == tier).map(|(_, s)| s.clone())
     }
 
-    /// [`Pools::pool`], or why there is none.
-    pub(crate) fn require(&self, tier: &str) -> Result<Arc<ErasureSet>, Error> {
-        self.pool(tier).ok_or_else(|| match tier {
-            COLD_TIER => Error::InvalidArgument("this server has no cold pool".into()),
-            other => Error::InvalidArgument(format!("this server has no pool {other:?}")),
-        })
+    /// The set of the pool named `tier` that holds (or will hold) tier
+    /// object `id`; `None` when no pool of the deployment is so named
+    /// (the tier is outside it).
+    pub(crate) fn tier_set(&self, tier: &str, id: Uuid) -> Option<Arc<ErasureSet>> {
+        let sets = self.pool_sets(tier)?;
+        Some(sets[tier_index(self.deployment, sets.len(), id)].clone())
+    }
+
+    /// [`Pools::tier_set`], or why there is none.
+    pub(crate) fn require_tier_set(&self, tier: &str, id: Uuid) -> Result<Arc<ErasureSet>, Error> {
+        self.tier_set(tier, id).ok_or_else(|| no_pool(tier))
+    }
+
+    /// A new tier object id whose set in the pool named `tier` is that of
+    /// `like` (the id of an upload whose parts are there): ids are drawn
+    /// until one lands there, a handful for a pool of a few sets.
+    pub(crate) fn tier_id_like(&self, tier: &str, like: Uuid) -> Uuid {
+        let sets = self.sets_in(Some(tier)).max(1);
+        let want = tier_index(self.deployment, sets, like);
+        loop {
+            let id = Uuid::now_v7();
+            if tier_index(self.deployment, sets, id) == want {
+                return id;
+            }
+        }
     }
 
     /// Adds (or with `None` removes) the tier outside the deployment named
@@ -297,11 +348,20 @@ impl Pools {
         !self.hot.read().is_empty()
     }
 
+    /// The sets of every hot pool, pool by pool: the first pool's, then
+    /// the later hot pools' (tier name `None` for the first).
+    fn key_pools(&self) -> Vec<(Option<String>, Vec<Arc<ErasureSet>>)> {
+        let mut out = vec![(None, self.first.clone())];
+        let hot = self.hot.read();
+        out.extend(hot.iter().map(|(n, s)| (Some(n.clone()), s.clone())));
+        out
+    }
+
     /// Every set of every hot pool, where keys live: the first pool's, in
     /// order, then the later hot pools'.
     pub(crate) fn key_sets(&self) -> Vec<Arc<ErasureSet>> {
         let mut out = self.first.clone();
-        out.extend(self.hot.read().iter().map(|(_, s)| s.clone()));
+        out.extend(self.hot.read().iter().flat_map(|(_, s)| s.iter().cloned()));
         out
     }
 
@@ -311,7 +371,8 @@ impl Pools {
         let first = self.first.iter().position(|s| Arc::ptr_eq(s, set));
         let later = || {
             let hot = self.hot.read();
-            let at = hot.iter().position(|(_, s)| Arc::ptr_eq(s, set))?;
+            let mut later = hot.iter().flat_map(|(_, s)| s.iter());
+            let at = later.position(|s| Arc::ptr_eq(s, set))?;
             Some(self.first.len() + at)
         };
         let Some(index) = first.or_else(later) else {
@@ -336,15 +397,20 @@ impl Pools {
         }?;
         match index.checked_sub(self.first.len()) {
             None => Some(self.first[index].clone()),
-            Some(later) => self.hot.read().get(later).map(|(_, s)| s.clone()),
+            Some(later) => {
+                let hot = self.hot.read();
+                let mut sets = hot.iter().flat_map(|(_, s)| s.iter());
+                sets.nth(later).cloned()
+            }
         }
     }
 
-    /// The sets `bucket/key` may live in: its first-pool set, then each
-    /// later hot pool's.
+    /// The sets `bucket/key` may live in: its first-pool set, then its set
+    /// in each later hot pool.
     pub(crate) fn homes_of(&self, bucket: &str, key: &str) -> Vec<Arc<ErasureSet>> {
         let mut out = vec![self.set_of(bucket, key).clone()];
-        out.extend(self.hot.read().iter().map(|(_, s)| s.clone()));
+        let hot = self.hot.read();
+        out.extend(hot.iter().map(|(_, sets)| self.pick(sets, bucket, key)));
         out
     }
 
@@ -356,53 +422,70 @@ impl Pools {
         if !self.has_later_hot() {
             return own;
         }
-        let weights = self.free_space_by_pool().await;
-        let total: u64 = weights.iter().map(|(_, w)| w).sum();
+        let space = self.free_space_by_set().await;
+        let pools = self.key_pools();
+        // The key's set's free space stands for each of its pool's sets.
+        let weights: Vec<(Arc<ErasureSet>, u64)> = pools
+            .iter()
+            .zip(&space)
+            .filter_map(|((_, sets), free)| {
+                let at = index_in(self.deployment, sets.len(), bucket, key);
+                let w = free.get(at)?.saturating_mul(sets.len() as u64);
+                Some((sets[at].clone(), w))
+            })
+            .collect();
+        let total: u64 = weights.iter().map(|(_, w)| *w).fold(0, u64::saturating_add);
         if total == 0 {
             return own;
         }
-        let mut pick = (uuid::Uuid::new_v4().as_u128() % total as u128) as u64;
-        for (pool, w) in weights {
+        let mut pick = (Uuid::new_v4().as_u128() % total as u128) as u64;
+        for (set, w) in weights {
             if pick < w {
-                return match pool.and_then(|p| self.pool(&p)) {
-                    Some(later) => later,
-                    None => own,
-                };
+                return set;
             }
             pick -= w;
         }
         own
     }
 
-    /// Usable free bytes of the first pool (`None`) and of each later hot
-    /// one.
-    async fn free_space_by_pool(&self) -> PoolSpace {
+    /// Usable free bytes of every set of every hot pool, trusted for
+    /// [`FREE_SPACE_TTL`].
+    async fn free_space_by_set(&self) -> PoolSpace {
         if let Some((at, v)) = self.free_space.lock().as_ref() {
             if at.elapsed() < FREE_SPACE_TTL {
                 return v.clone();
             }
         }
-        let mut first = 0u64;
-        for set in &self.first {
-            first = first.saturating_add(usable(set).await);
-        }
-        let mut out = vec![(None, first)];
-        let hot = self.hot.read().clone();
-        for (name, pool) in hot {
-            out.push((Some(name), usable(&pool).await));
+        let mut out = Vec::new();
+        for (_, sets) in self.key_pools() {
+            let asked = futures::future::join_all(sets.iter().map(|s| usable(s))).await;
+            out.push(asked);
         }
         *self.free_space.lock() = Some((Instant::now(), out.clone()));
         out
     }
 }
 
-/// The index of `bucket/key`'s set in a first pool of `sets` sets of
+/// Why the pool named `tier` cannot be used: this server has none.
+fn no_pool(tier: &str) -> Error {
+    match tier {
+        COLD_TIER => Error::InvalidArgument("this server has no cold pool".into()),
+        other => Error::InvalidArgument(format!("this server has no pool {other:?}")),
+    }
+}
+
+/// The index of `bucket/key`'s set in a pool of `sets` sets of
 /// deployment `deployment`.
 fn index_in(deployment: Uuid, sets: usize, bucket: &str, key: &str) -> usize {
     match sets {
         1 => 0,
         n => crate::key_hash::set_index(deployment, bucket, key, n),
     }
+}
+
+/// The index of tier object `id`'s set in a pool of `sets` sets.
+fn tier_index(deployment: Uuid, sets: usize, id: Uuid) -> usize {
+    index_in(deployment, sets, TIER_NS, &id.to_string())
 }
 
 /// What a pool's set can still store: its fullest online disk's free

@@ -32,11 +32,11 @@ async fn shutdown_stops_the_workers_of_every_pool() {
     let dir = tempfile::tempdir().unwrap();
     let name = r
         .store
-        .attach_hot_pool(1, pool_set(dir.path(), 4, Tier::Hot, 1))
+        .attach_hot_pool(1, vec![pool_set(dir.path(), 4, Tier::Hot, 1)])
         .unwrap();
     assert_eq!(name, "pool-1");
     r.store
-        .attach_cold_pool(pool_set(dir.path(), 4, Tier::Cold, 2))
+        .attach_cold_pool(vec![pool_set(dir.path(), 4, Tier::Cold, 2)])
         .unwrap();
     r.store.share_locks();
     let names: Vec<String> = r
@@ -83,11 +83,11 @@ async fn a_second_cold_pool_is_refused() {
     let r = rig(4, None);
     let dir = tempfile::tempdir().unwrap();
     r.store
-        .attach_cold_pool(pool_set(dir.path(), 2, Tier::Cold, 1))
+        .attach_cold_pool(vec![pool_set(dir.path(), 2, Tier::Cold, 1)])
         .unwrap();
     let err = r
         .store
-        .attach_cold_pool(pool_set(dir.path(), 2, Tier::Cold, 2))
+        .attach_cold_pool(vec![pool_set(dir.path(), 2, Tier::Cold, 2)])
         .unwrap_err();
     assert!(err.to_string().contains("already attached"), "{err}");
     let names = r.store.worker_status().into_iter().map(|w| w.name);

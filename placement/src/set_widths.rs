@@ -11,7 +11,8 @@
 //! format, and a pool already formatted keeps its width whatever this
 //! rule would say today.
 
-use erasure_set::{default_parity, MAX_SET_DISKS};
+use disk_engine::Tier;
+use erasure_set::{default_parity, DEFAULT_COLD_PARITY, MAX_SET_DISKS};
 
 /// The narrowest set the default divides a pool into.
 pub const MIN_DEFAULT_SET_WIDTH: usize = 4;
@@ -126,15 +127,26 @@ fn nearby_counts(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// The parity of a set of `width` in a pool of `tier` unless pinned: by
+/// width as for one set, and at most [`DEFAULT_COLD_PARITY`] in a cold
+/// pool.
+pub fn default_parity_in(tier: Tier, width: usize) -> usize {
+    match tier {
+        Tier::Hot => default_parity(width),
+        Tier::Cold => default_parity(width).min(DEFAULT_COLD_PARITY),
+    }
+}
+
 /// [`choose_layout`] for `granary server`: every directory its own
-/// failure domain, parity by width as for one set.
+/// failure domain, parity by width as [`default_parity_in`] says.
 pub fn local_layout(
     n: usize,
     width: Option<usize>,
     parity: Option<usize>,
+    tier: Tier,
 ) -> Result<PoolLayout, String> {
     let domains: Vec<usize> = (0..n).collect();
-    choose_layout(&domains, width, parity, default_parity)
+    choose_layout(&domains, width, parity, |w| default_parity_in(tier, w))
 }
 
 #[cfg(test)]
@@ -142,7 +154,7 @@ mod tests {
     use super::*;
 
     fn width(n: usize) -> Result<(usize, usize, usize), String> {
-        local_layout(n, None, None).map(|l| (l.width, l.sets, l.parity))
+        local_layout(n, None, None, Tier::Hot).map(|l| (l.width, l.sets, l.parity))
     }
 
     #[test]
@@ -164,13 +176,16 @@ mod tests {
 
     #[test]
     fn a_pinned_width_must_divide_the_pool() {
-        let l = local_layout(32, Some(8), Some(2)).unwrap();
+        let l = local_layout(32, Some(8), Some(2), Tier::Hot).unwrap();
         assert_eq!((l.width, l.sets, l.parity), (8, 4, 2));
-        assert!(local_layout(30, Some(8), None).is_err());
-        assert!(local_layout(32, Some(32), None).is_err());
-        assert!(local_layout(8, Some(4), Some(4)).is_err());
+        assert!(local_layout(30, Some(8), None, Tier::Hot).is_err());
+        assert!(local_layout(32, Some(32), None, Tier::Hot).is_err());
+        assert!(local_layout(8, Some(4), Some(4), Tier::Hot).is_err());
         // Parity 0 with one disk per domain is allowed, as before.
-        assert!(local_layout(8, None, Some(0)).is_ok());
+        assert!(local_layout(8, None, Some(0), Tier::Hot).is_ok());
+        // A cold pool's sets keep the cold default parity.
+        let l = local_layout(24, None, None, Tier::Cold).unwrap();
+        assert_eq!((l.width, l.sets, l.parity), (12, 2, DEFAULT_COLD_PARITY));
     }
 
     #[test]

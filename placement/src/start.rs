@@ -122,27 +122,39 @@ impl Store {
         }))
     }
 
-    /// Makes the opened set `cold` this store's cold pool, where versions
-    /// of cold storage classes keep their bytes (see `tier.rs`).
-    pub fn attach_cold_pool(&self, cold: LocalSet) -> Result<(), Error> {
-        let (set, repair) = self.open_pool(cold)?;
-        self.pools.add_cold(set.clone())?;
-        self.start_pool(crate::COLD_TIER, &set, repair);
+    /// Makes the opened sets `cold` (in pool order) this store's cold
+    /// pool, where versions of cold storage classes keep their bytes, each
+    /// tier object in the set its id hashes to (see `tier.rs`).
+    pub fn attach_cold_pool(&self, cold: Vec<LocalSet>) -> Result<(), Error> {
+        if self.pools.has_cold() {
+            return Err(Error::InvalidArgument(
+                "a cold pool is already attached".into(),
+            ));
+        }
+        let opened = self.open_pool(cold)?;
+        let sets = opened.iter().map(|(s, _)| s.clone()).collect();
+        self.pools.add_cold(sets)?;
+        self.start_pool(crate::COLD_TIER, opened);
         Ok(())
     }
 
-    /// Adds the opened set `pool` (pool `index` of the deployment) as a
-    /// further hot pool: new keys go to it by free space, their records and
-    /// data together, while existing keys stay where they live (see
-    /// `pools.rs`, `home.rs`). Returns its tier name.
-    pub fn attach_hot_pool(&self, index: u32, pool: LocalSet) -> Result<String, Error> {
-        let (set, repair) = self.open_pool(pool)?;
-        // Its versions may refer to tier objects, as the first pool's do;
-        // its keys are locked where every writer locks them.
-        set.release_tier_objects_to(self.tier_release.clone());
-        set.lock_keys_in(self.pools.lock_place());
-        let name = self.pools.add_hot(index, set.clone());
-        self.start_pool(&name, &set, repair);
+    /// Adds the opened sets `pool` (pool `index` of the deployment, its
+    /// sets in order) as a further hot pool: new keys go to it by free
+    /// space, each to its set there, their records and data together,
+    /// while existing keys stay where they live (see `pools.rs`,
+    /// `home.rs`). Returns its tier name.
+    pub fn attach_hot_pool(&self, index: u32, pool: Vec<LocalSet>) -> Result<String, Error> {
+        let opened = self.open_pool(pool)?;
+        for (set, _) in &opened {
+            // Its versions may refer to tier objects, as the first pool's
+            // do; its keys are locked where every writer locks them.
+            set.release_tier_objects_to(self.tier_release.clone());
+            set.lock_keys_in(self.pools.lock_place());
+        }
+        let name = self
+            .pools
+            .add_hot(index, opened.iter().map(|(s, _)| s.clone()).collect());
+        self.start_pool(&name, opened);
         Ok(name)
     }
 
@@ -164,42 +176,57 @@ impl Store {
         }
     }
 
-    /// Opens an attached pool's set with this store's tunables, its locks
-    /// shared if the store's are (before any request can reach it); an
+    /// Opens an attached pool's sets with this store's tunables (the
+    /// hot-object cache shared by them as by the first pool's), their locks
+    /// shared if the store's are (before any request can reach them); an
     /// offline set answers why to every request that needs it.
-    fn open_pool(&self, pool: LocalSet) -> Result<(Arc<ErasureSet>, RepairWorker), Error> {
-        let (set, repair) = open_set(pool.disks, pool.parity, self.opts)?;
-        if let Some(why) = pool.offline {
-            set.mark_offline(why);
+    fn open_pool(
+        &self,
+        pool: Vec<LocalSet>,
+    ) -> Result<Vec<(Arc<ErasureSet>, RepairWorker)>, Error> {
+        if pool.is_empty() {
+            return Err(Error::InvalidArgument("a pool has at least one set".into()));
         }
-        if self.pools.system().locks().is_shared() {
-            set.locks().share(set.disks().to_vec());
+        let per_set = StoreOptions {
+            read_cache_bytes: self.opts.read_cache_bytes / pool.len() as u64,
+            ..self.opts
+        };
+        let mut out = Vec::with_capacity(pool.len());
+        for s in pool {
+            let (set, repair) = open_set(s.disks, s.parity, per_set)?;
+            if let Some(why) = s.offline {
+                set.mark_offline(why);
+            }
+            if self.pools.system().locks().is_shared() {
+                set.locks().share(set.disks().to_vec());
+            }
+            out.push((set, repair));
         }
-        Ok((set, repair))
+        Ok(out)
     }
 
-    /// Starts the workers of the attached pool `tier`.
-    fn start_pool(&self, tier: &str, set: &Arc<ErasureSet>, repair: RepairWorker) {
-        let name = SetName {
-            tier: Some(tier.to_string()),
-            index: 0,
-        };
-        self.spawn_for(&name, repair);
-        let keys = name.holds_keys();
-        self.spawn_for(&name, AtRiskFinder::new(self.me.clone(), set, keys));
-        if self.pools.system().locks().is_shared() {
-            self.spawn_for(&name, WriterLease::new(set.disks().to_vec()));
+    /// Starts the workers of every set of the attached pool `tier`.
+    fn start_pool(&self, tier: &str, sets: Vec<(Arc<ErasureSet>, RepairWorker)>) {
+        for (index, (set, repair)) in sets.into_iter().enumerate() {
+            let name = SetName {
+                tier: Some(tier.to_string()),
+                index,
+            };
+            self.spawn_for(&name, repair);
+            let keys = name.holds_keys();
+            self.spawn_for(&name, AtRiskFinder::new(self.me.clone(), &set, keys));
+            if self.pools.system().locks().is_shared() {
+                self.spawn_for(&name, WriterLease::new(set.disks().to_vec()));
+            }
         }
     }
 
     /// Starts `worker` for the set `name`, named after it where the store
-    /// has more than one (`repair (cold)`, `repair (set 2)`).
+    /// has more than one (`repair (cold)`, `repair (set 2)`,
+    /// `repair (cold set 2)`).
     fn spawn_for(&self, name: &SetName, worker: impl Worker) {
-        spawn_named(
-            &self.workers,
-            name.suffix(self.pools.first_sets().len()),
-            worker,
-        );
+        let sets = self.pools.sets_in(name.tier.as_deref());
+        spawn_named(&self.workers, name.suffix(sets), worker);
     }
 }
 

@@ -89,6 +89,9 @@ pub(crate) fn open_sets(
     width: usize,
 ) -> crate::local_pool::LocalPool {
     let pool = crate::local_pool::open_local_pool(&crate::local_pool::LocalPoolConfig {
+        tier: disk_engine::Tier::Hot,
+        pool: 0,
+        deployment: None,
         dirs: (0..sets * width)
             .map(|i| dir.join(format!("d{i}")))
             .collect(),
@@ -849,7 +852,7 @@ async fn multipart_complete_and_abort() {
     for (i, p) in parts.iter().enumerate() {
         let staged = r
             .store
-            .write_part_data("b", "mp", &up, body(p, 4096), None)
+            .write_part_data("b", "mp", id, &up, body(p, 4096), None)
             .await
             .unwrap();
         r.store
@@ -869,7 +872,7 @@ async fn multipart_complete_and_abort() {
     // Re-uploading part 2 replaces it.
     let staged = r
         .store
-        .write_part_data("b", "mp", &up, body(&parts[1], 999), None)
+        .write_part_data("b", "mp", id, &up, body(&parts[1], 999), None)
         .await
         .unwrap();
     r.store
@@ -919,7 +922,7 @@ async fn multipart_complete_and_abort() {
     let up2 = r.store.get_upload("b", "mp2", id2).await.unwrap();
     let staged = r
         .store
-        .write_part_data("b", "mp2", &up2, body(&parts[0], 4096), None)
+        .write_part_data("b", "mp2", id2, &up2, body(&parts[0], 4096), None)
         .await
         .unwrap();
     let part = r

@@ -1,9 +1,10 @@
 //! The cold pool as a tier. A version whose bytes live in the cold pool
 //! keeps its version record in the hot pool (so listings, versioning and
 //! key locks stay in one place) and refers by id ([`TierRef`]) to one tier
-//! object: an ordinary object of the cold pool's own erasure set, under an
-//! internal namespace, with its own record, shards or pieces, repair and
-//! packing, and its owner's bucket and key in its metadata.
+//! object: an ordinary object of one of the cold pool's erasure sets (the
+//! one its id hashes to, see `pools.rs`), under an internal namespace,
+//! with its own record, shards or pieces, repair and packing, and its
+//! owner's bucket and key in its metadata.
 //!
 //! A tier object is committed before the version that refers to it and
 //! released (deleted by the tier release worker) after the last version referring
@@ -43,8 +44,8 @@ impl Store {
 
     /// Deletes a tier object no version refers to any more.
     async fn delete_tiered(&self, tier: &TierRef) -> Result<(), Error> {
-        if let Some(pool) = self.pools.pool(&tier.tier) {
-            return delete_tier_object(&pool, tier.id).await;
+        if let Some(set) = self.pools.tier_set(&tier.tier, tier.id) {
+            return delete_tier_object(&set, tier.id).await;
         }
         self.pools.remote(&tier.tier)?.delete(tier.id).await
     }
@@ -57,8 +58,8 @@ impl Store {
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
-        let set = self.pools.require(pool)?;
         let id = Uuid::now_v7();
+        let set = self.pools.require_tier_set(pool, id)?;
         let layout = set.layout_for(TIER_NS, &id.to_string());
         let mut staged = set.write_data(layout, body, size_hint, true).await?;
         staged.tier = Some(TierRef {
@@ -81,7 +82,7 @@ impl Store {
             .tier
             .clone()
             .ok_or_else(|| Error::InvalidArgument("data was not written to a tier".into()))?;
-        let pool = self.pools.require(&tier.tier)?;
+        let pool = self.pools.require_tier_set(&tier.tier, tier.id)?;
         let part = PartRef::single(staged.size, staged.data_id, staged.pieces.is_some(), meta);
         let record = tier_record(staged.layout, vec![part], false, bucket, key, meta);
         let disks = staged.disks.clone();
@@ -104,12 +105,14 @@ impl Store {
         Ok(tier)
     }
 
-    /// Commits the parts of a finished multipart upload (already in the
-    /// pool named `pool`) as a new tier object owned by `bucket/key`.
+    /// Commits the parts of finished multipart upload `upload_id` (already
+    /// in the pool named `pool`, in the set its id hashes to) as a new tier
+    /// object of that set owned by `bucket/key`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn commit_tier_parts(
         &self,
         pool: &str,
+        upload_id: Uuid,
         layout: ErasureLayout,
         parts: Vec<PartRef>,
         bucket: &str,
@@ -118,10 +121,10 @@ impl Store {
     ) -> Result<TierRef, Error> {
         let tier = TierRef {
             tier: pool.into(),
-            id: Uuid::now_v7(),
+            id: self.pools.tier_id_like(pool, upload_id),
         };
         let record = tier_record(layout, parts, true, bucket, key, meta);
-        let all = vec![true; self.pools.require(pool)?.width()];
+        let all = vec![true; self.pools.require_tier_set(pool, tier.id)?.width()];
         self.commit_tier_record(&tier, record, &all, Carried::default())
             .await?;
         Ok(tier)
@@ -134,7 +137,7 @@ impl Store {
         targets: &[bool],
         carried: Carried<'_>,
     ) -> Result<(), Error> {
-        let pool = self.pools.require(&tier.tier)?;
+        let pool = self.pools.require_tier_set(&tier.tier, tier.id)?;
         let name = tier.id.to_string();
         let _guard = pool.locks().lock(TIER_NS, &name).await?;
         // A tier object's id is new: there is no earlier write of it.
@@ -155,7 +158,7 @@ impl Store {
     /// Removes a tier object's record but not its data (the parts of
     /// an upload whose completion failed stay with the upload).
     pub(crate) async fn forget_tier_object(&self, tier: &TierRef) {
-        let Some(pool) = self.pools.pool(&tier.tier) else {
+        let Some(pool) = self.pools.tier_set(&tier.tier, tier.id) else {
             return;
         };
         pool.forget(TIER_NS, &tier.id.to_string()).await;
@@ -164,7 +167,7 @@ impl Store {
     /// The shard ids a tier object's parts use (none for remote tiers
     /// or when it cannot be read).
     pub(crate) async fn tier_object_data(&self, tier: &TierRef) -> Vec<Uuid> {
-        let Some(pool) = self.pools.pool(&tier.tier) else {
+        let Some(pool) = self.pools.tier_set(&tier.tier, tier.id) else {
             return Vec::new();
         };
         match pool.resolve_key(TIER_NS, &tier.id.to_string()).await {
@@ -178,7 +181,7 @@ impl Store {
         // A tier that is not configured (any more) makes the version
         // unavailable, not the request invalid.
         let missing = |e: Error| Error::TierUnavailable(e.to_string());
-        let Some(pool) = self.pools.pool(&tier.tier) else {
+        let Some(pool) = self.pools.tier_set(&tier.tier, tier.id) else {
             let backend = self.pools.remote(&tier.tier).map_err(missing);
             return ObjectStream::deferred(async move { backend?.read(tier.id, range).await });
         };

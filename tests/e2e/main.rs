@@ -12,6 +12,7 @@ mod bad_input;
 mod buckets;
 mod checksums;
 mod cluster;
+mod cold_sets;
 mod conditional_deletes;
 mod conditional_writes;
 mod copy;

@@ -12,6 +12,7 @@ use placement::{
     BodyError, BodyStream, ChecksumValue, ObjectRecord, StagedData, UploadRecord, VersionRef,
     WriteOptions,
 };
+use uuid::Uuid;
 
 use super::receive::{algorithm_named, MAX_PUT_BYTES};
 use super::write_error;
@@ -70,7 +71,7 @@ pub enum CopyTarget<'a> {
     /// A new version of the request's object, in this tier's pool.
     Object(placement::Tier),
     /// A part of this upload.
-    Part(&'a UploadRecord),
+    Part(Uuid, &'a UploadRecord),
 }
 
 /// Copied data, staged, with its MD5 and checksum.
@@ -151,9 +152,9 @@ pub async fn stream_copy(
                 .write_data_in(tier, req.bucket(), req.key(), body, Some(size))
                 .await
         }
-        CopyTarget::Part(upload) => {
+        CopyTarget::Part(id, upload) => {
             gw.store
-                .write_part_data(req.bucket(), req.key(), upload, body, Some(size))
+                .write_part_data(req.bucket(), req.key(), id, upload, body, Some(size))
                 .await
         }
     }?;

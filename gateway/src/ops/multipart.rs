@@ -136,7 +136,7 @@ async fn part_target(gw: &Gateway, req: &S3Request) -> S3Result<(u32, Uuid, Uplo
 /// UploadPart.
 pub async fn upload_part(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let (number, id, upload) = part_target(gw, req).await?;
-    let received = receive(gw, req, body, Target::Part(&upload)).await?;
+    let received = receive(gw, req, body, Target::Part(id, &upload)).await?;
     let etag = hex::encode(received.md5);
     // Every part keeps its checksum: the object's checksum is built from them.
     let checksum = Some(received.checksum.clone());
@@ -222,7 +222,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
         req,
         (&source, src),
         range,
-        CopyTarget::Part(&upload),
+        CopyTarget::Part(id, &upload),
         algorithm,
     )
     .await?;

@@ -9,6 +9,7 @@ use axum::body::Body;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use placement::{ChecksumValue, StagedData, Tier, UploadRecord};
+use uuid::Uuid;
 
 use crate::body::{request_body, BodyOptions};
 use crate::checksum::{self, ChecksumAlgorithm, ALL};
@@ -183,7 +184,7 @@ pub enum Target<'a> {
     /// A new version of the request's object, in this tier's pool.
     Object(Tier),
     /// A part of this upload.
-    Part(&'a UploadRecord),
+    Part(Uuid, &'a UploadRecord),
 }
 
 /// A body received and verified, not yet committed.
@@ -212,7 +213,7 @@ pub async fn receive(
         )));
     }
     let required = match target {
-        Target::Part(upload) => upload
+        Target::Part(_, upload) => upload
             .checksum_algorithm
             .as_deref()
             .and_then(ChecksumAlgorithm::from_name),
@@ -240,12 +241,12 @@ pub async fn receive(
             })
             .await?
         }
-        Target::Part(upload) => {
+        Target::Part(id, upload) => {
             let upload = upload.clone();
             let (bucket, key) = (req.bucket().to_string(), req.key().to_string());
             gw.in_bulk(length, async move {
                 store
-                    .write_part_data(&bucket, &key, &upload, stream, Some(length))
+                    .write_part_data(&bucket, &key, id, &upload, stream, Some(length))
                     .await
             })
             .await?
