@@ -57,7 +57,8 @@ pub use heads::{heads_readers, CurrentPage};
 pub use layout::{ErasureLayout, PartGeometry};
 pub use listing::ResolvedPage;
 pub use local_set::{
-    default_parity, open_local_set, LocalSet, LocalSetConfig, DEFAULT_COLD_PARITY, MAX_SET_DISKS,
+    default_parity, default_parity_in, open_local_set, LocalSet, LocalSetConfig,
+    DEFAULT_COLD_PARITY, MAX_SET_DISKS,
 };
 pub use locks::{ask, release, take, writer_lease_name, KeyGuard, KeyLocks, LEASE_RENEWAL};
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};

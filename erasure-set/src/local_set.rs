@@ -47,6 +47,18 @@ pub struct LocalSetConfig {
     pub disk: LocalDiskOptions,
 }
 
+/// The parity of a set of `width` disks in a pool of `tier` unless
+/// pinned: by width as [`default_parity`] says, and at most
+/// [`DEFAULT_COLD_PARITY`] in a cold pool (cold pools trade fault
+/// tolerance for space: wider, cheaper stripes than the hot pool's on as
+/// many disks).
+pub fn default_parity_in(tier: Tier, width: usize) -> usize {
+    match tier {
+        Tier::Hot => default_parity(width),
+        Tier::Cold => default_parity(width).min(DEFAULT_COLD_PARITY),
+    }
+}
+
 /// Default parity for `n` directories: none for one, mirroring for two or
 /// three, then 2 for 4–5, 3 for 6–7 and 4 for 8 or more.
 pub fn default_parity(n: usize) -> usize {
@@ -95,12 +107,7 @@ pub fn open_local_set(cfg: &LocalSetConfig) -> Result<LocalSet, SetError> {
         sets: cfg.sets,
         pool_exists: cfg.pool_exists,
         deployment: cfg.deployment,
-        // Cold pools trade fault tolerance for space by default: parity 2
-        // (wider, cheaper stripes than the hot pool's on as many disks).
-        default_parity: match cfg.tier {
-            Tier::Hot => default_parity(n),
-            Tier::Cold => default_parity(n).min(DEFAULT_COLD_PARITY),
-        },
+        default_parity: default_parity_in(cfg.tier, n),
         parity_name: match cfg.tier {
             Tier::Hot => "--parity",
             Tier::Cold => "--cold-parity",

@@ -1,6 +1,6 @@
 //! The cluster map of `granary gateway --cluster cluster.toml`: the
 //! deployment, its pools and the nodes' disks that form them, and the
-//! opening (formatting on first start) of each pool's erasure set over
+//! opening (formatting on first start) of each pool's erasure sets over
 //! the nodes.
 //!
 //! ```toml
@@ -44,7 +44,7 @@ pub const DEFAULT_NODE_PORT: u16 = 9100;
 pub struct ClusterMap {
     /// The deployment every disk must belong to.
     pub deployment: Uuid,
-    /// Pools in order: the first is hot, an optional second cold.
+    /// Pools in order: hot pools first, then at most one cold pool.
     pub pools: Vec<PoolMap>,
 }
 
@@ -219,7 +219,7 @@ impl ClusterMap {
                 .collect();
             let tier = p.tier;
             let layout = crate::set_widths::choose_layout(&domains, p.set_width, p.parity, |w| {
-                crate::set_widths::default_parity_in(tier, w)
+                erasure_set::default_parity_in(tier, w)
             })
             .map_err(|e| bad(format!("pool {i}: {e}")))?;
             let (parity, set_width) = (layout.parity, layout.width);

@@ -144,17 +144,23 @@ impl Store {
         }
         // The part records of an upload whose parts are in another pool
         // live in the upload's own set: the cold pool is collected only
-        // when every set's part records were read, a later hot pool only
-        // when every first-pool set's were (uploads made before later
-        // pools took keys, with their parts there, are in the first pool;
-        // a later pool's own uploads keep their parts at home).
+        // when every key set's part records were read (its own sets hold
+        // none), a later hot pool only when every first-pool set's were
+        // (uploads made before later pools took keys, with their parts
+        // there, are in the first pool; a later pool's own uploads keep
+        // their parts at home).
         let unread_parts = |first_only: bool| {
             let mut each = named.iter().zip(&parts);
             each.find_map(|((n, _), r)| {
-                r.as_ref().err().filter(|_| !first_only || n.tier.is_none())
+                let counts = if first_only {
+                    n.tier.is_none()
+                } else {
+                    n.holds_keys()
+                };
+                r.as_ref().err().filter(|_| counts)
             })
         };
-        let (any_parts, first_parts) = (unread_parts(false), unread_parts(true));
+        let (key_parts, first_parts) = (unread_parts(false), unread_parts(true));
         let mut scans = Vec::new();
         let mut sets = Vec::new();
         let mut protected: HashSet<Uuid> = HashSet::new();
@@ -170,7 +176,7 @@ impl Store {
             };
             let later = match name.tier.as_deref() {
                 None => None,
-                Some(crate::model::COLD_TIER) => any_parts,
+                Some(crate::model::COLD_TIER) => key_parts,
                 Some(_) => first_parts,
             };
             let unread = p.as_ref().err().or(r.as_ref().err()).or(later);

@@ -60,6 +60,14 @@ impl LocalPool {
     }
 }
 
+/// The `granary server` flag that pins the width of a pool of `tier`.
+fn width_flag(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Hot => "--set-width",
+        Tier::Cold => "--cold-set-width",
+    }
+}
+
 fn setup(msg: String) -> Error {
     Error::Setup(msg)
 }
@@ -88,9 +96,10 @@ pub fn open_local_pool(cfg: &LocalPoolConfig) -> Result<LocalPool, Error> {
                 )));
             }
             if let Some(w) = cfg.set_width.filter(|w| *w != width) {
+                let flag = width_flag(cfg.tier);
                 return Err(setup(format!(
-                    "these disks were formatted in erasure sets of {width}; started with --set-width {w}. \
-                     Start without it or with --set-width {width}"
+                    "these disks were formatted in erasure sets of {width}; started with {flag} {w}. \
+                     Start without it or with {flag} {width}"
                 )));
             }
             (width, sets)
@@ -185,6 +194,23 @@ mod tests {
         swapped.dirs.rotate_left(4);
         let err = open_local_pool(&swapped).err().unwrap().to_string();
         assert!(err.contains("original order"), "{err}");
+    }
+
+    #[test]
+    fn a_cold_pool_keeps_its_width_and_names_its_own_flag() {
+        let root = tempfile::tempdir().unwrap();
+        let mut c = cfg(root.path(), 8, Some(4));
+        c.tier = Tier::Cold;
+        c.pool = 1;
+        let pool = open_local_pool(&c).unwrap();
+        assert_eq!((pool.sets.len(), pool.parity()), (2, 2));
+        drop(pool);
+        c.set_width = None;
+        assert_eq!(open_local_pool(&c).unwrap().sets.len(), 2);
+        c.set_width = Some(8);
+        let err = open_local_pool(&c).err().unwrap().to_string();
+        assert!(err.contains("started with --cold-set-width 8"), "{err}");
+        assert!(err.contains("with --cold-set-width 4"), "{err}");
     }
 
     #[test]

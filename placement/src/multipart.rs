@@ -60,7 +60,11 @@ impl Store {
         cold: bool,
     ) -> Result<Uuid, Error> {
         self.bucket_for_write(bucket).await?;
-        let upload_id = Uuid::now_v7();
+        // A cold upload's parts go to the cold set its id names.
+        let upload_id = match cold {
+            true => self.pools.new_tier_id(crate::model::COLD_TIER),
+            false => Uuid::now_v7(),
+        };
         // An upload places a new key as a version does (see `home.rs`):
         // under the key's lock, when it may live in more than one pool.
         let _guard = match self.pools.has_later_hot() {

@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
-use disk_engine::{ListStart, LocalDiskOptions, ShardIoMode, Tier};
+use disk_engine::{Fault, ListStart, LocalDiskOptions, ShardIoMode, Tier};
 use erasure_set::record::{ObjectMeta, ObjectRecord};
 use erasure_set::{ErasureSet, LocalSet};
 
+use crate::gc_tests::{holds, plant};
 use crate::local_pool::{open_local_pool, LocalPoolConfig};
 use crate::model::{COLD_TIER, TIER_NS};
-use crate::store_tests::{body, commit, data, get, put, rig, set_versioning, Rig};
+use crate::store_tests::{body, commit, data, get, put, rig, set_versioning, wrap_faulty, Rig};
 use crate::{VersionRef, Versioning, WriteOptions};
 
 /// Pool `pool` of `tier`: `sets` sets of 4 fresh directories under `dir`.
@@ -193,7 +194,7 @@ async fn a_cold_pool_of_two_sets_keeps_each_tier_object_in_the_set_its_id_names(
     let cold: Vec<Arc<ErasureSet>> = r
         .store
         .pools
-        .tier_pools()
+        .tier_sets()
         .into_iter()
         .map(|(_, s)| s)
         .collect();
@@ -259,13 +260,7 @@ async fn a_cold_pool_of_two_sets_keeps_each_tier_object_in_the_set_its_id_names(
         .delete_object("b", key, Some(VersionRef::of(v)))
         .await
         .unwrap();
-    for _ in 0..100 {
-        if !tier_objects(&set).await.contains(&tier.id.to_string()) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(!tier_objects(&set).await.contains(&tier.id.to_string()));
+    assert!(released(&set, &tier.id.to_string()).await);
     // Collection and the tier sweep keep what versions refer to.
     assert!(r.store.collect_garbage().await);
     r.store
@@ -275,5 +270,181 @@ async fn a_cold_pool_of_two_sets_keeps_each_tier_object_in_the_set_its_id_names(
     for (key, bytes, _) in &versions[1..] {
         let len = bytes.len() as u64;
         assert_eq!(&get(&r, key, 0..len).await.unwrap(), bytes, "{key}");
+    }
+}
+
+/// A store with a cold pool of two sets of four, every cold disk wrapped
+/// in `FaultyDisk` (set 1's first, then set 2's), and bucket "b".
+async fn with_faulty_cold_pool(
+    dir: &std::path::Path,
+) -> (
+    Rig,
+    Vec<disk_engine::FaultyDisk>,
+    Vec<Arc<disk_engine::LocalDisk>>,
+) {
+    let r = rig(4, None);
+    let mut cold = sets_of_four(dir, 2, Tier::Cold, 1);
+    let (faulty, local) = wrap_faulty(&mut cold);
+    r.store.attach_cold_pool(cold).unwrap();
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    (r, faulty, local)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_set_that_cannot_be_listed_does_not_stop_the_sweep_of_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, faulty, _) = with_faulty_cold_pool(dir.path()).await;
+    let cold: Vec<Arc<ErasureSet>> = r
+        .store
+        .pools
+        .tier_sets()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    // Tier objects no version refers to (a PUT killed between its tier
+    // object and its version leaves them), until one is in each set.
+    let mut orphans = [None, None];
+    for i in 0.. {
+        if orphans.iter().all(Option::is_some) {
+            break;
+        }
+        let key = format!("o{i}");
+        let staged = r
+            .store
+            .write_data_in(Tier::Cold, "b", &key, body(&data(5000, 1), 4096), None)
+            .await
+            .unwrap();
+        let tier = r
+            .store
+            .commit_tier_object(staged, "b", &key, &ObjectMeta::default())
+            .await
+            .unwrap();
+        let set = r.store.pools.tier_set(COLD_TIER, tier.id).unwrap();
+        let at = cold.iter().position(|s| Arc::ptr_eq(s, &set)).unwrap();
+        orphans[at].get_or_insert(tier.id.to_string());
+    }
+    let [Some(first), Some(second)] = orphans else {
+        unreachable!()
+    };
+    // The first cold set loses three of its four disks: it cannot be listed.
+    for f in &faulty[..3] {
+        f.set_faults(vec![Fault::Offline]);
+    }
+    let swept = r.store.sweep_tier_objects(std::time::Duration::ZERO).await;
+    assert!(
+        swept.is_err(),
+        "the pass says a set was not swept: {swept:?}"
+    );
+    assert!(
+        released(&cold[1], &second).await,
+        "the second set's unreferenced tier object is deleted"
+    );
+    for f in &faulty[..3] {
+        f.set_faults(Vec::new());
+    }
+    assert!(tier_objects(&cold[0]).await.contains(&first));
+    r.store
+        .sweep_tier_objects(std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(released(&cold[0], &first).await);
+}
+
+/// Whether tier object `id` is gone from `set` within 5 s (releases run
+/// on the store's release queue).
+async fn released(set: &ErasureSet, id: &str) -> bool {
+    for _ in 0..100 {
+        if !tier_objects(set).await.iter().any(|t| t == id) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_set_with_a_silent_disk_does_not_stop_collection_in_the_other_cold_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, faulty, local) = with_faulty_cold_pool(dir.path()).await;
+    let mut planted = Vec::new();
+    for d in &local {
+        planted.push(plant(d).await);
+    }
+    // The first cold set's first disk does not answer: that set (whose
+    // files cannot all be listed) waits; the second has nothing to wait for.
+    faulty[0].set_faults(vec![Fault::Offline]);
+    assert!(r.store.collect_garbage().await);
+    for (slot, d) in local.iter().enumerate() {
+        assert_eq!(
+            holds(d, planted[slot]).await,
+            slot < 4,
+            "cold disk {slot}: the second set's garbage goes, the first's stays"
+        );
+    }
+    let p = r.store.gc_progress();
+    let cold: Vec<_> = p.sets.iter().filter(|s| s.pool == COLD_TIER).collect();
+    assert_eq!(cold.len(), 2, "{p:?}");
+    assert!(
+        cold[0].skipped.is_some() && cold[1].skipped.is_none(),
+        "{p:?}"
+    );
+    faulty[0].set_faults(Vec::new());
+    assert!(r.store.collect_garbage().await);
+    for (slot, d) in local.iter().enumerate() {
+        assert!(!holds(d, planted[slot]).await, "cold disk {slot}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_cold_data_goes_to_the_cold_sets_that_are_not_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _, _) = with_faulty_cold_pool(dir.path()).await;
+    let cold: Vec<Arc<ErasureSet>> = r
+        .store
+        .pools
+        .tier_sets()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    // As a set that lost more disks than its parity before the start is.
+    cold[0].mark_offline("erasure set 1 of pool 1 is offline (test)".into());
+    for i in 0..16 {
+        let key = format!("c{i:02}");
+        let bytes = data(3000 + i, 5);
+        let staged = r
+            .store
+            .write_data_in(Tier::Cold, "b", &key, body(&bytes, 4096), None)
+            .await
+            .unwrap();
+        let v = commit(&r.store, "b", &key, staged).await.unwrap();
+        let set = r
+            .store
+            .pools
+            .tier_set(COLD_TIER, v.tiered.unwrap().id)
+            .unwrap();
+        assert!(Arc::ptr_eq(&set, &cold[1]), "{key}");
+        let len = bytes.len() as u64;
+        assert_eq!(get(&r, &key, 0..len).await.unwrap(), bytes, "{key}");
+    }
+    for i in 0..8 {
+        let key = format!("mp{i}");
+        let id = r
+            .store
+            .create_upload("b", &key, ObjectMeta::default(), Vec::new(), None, true)
+            .await
+            .unwrap();
+        let up = r.store.get_upload("b", &key, id).await.unwrap();
+        let part = data(20_000, i);
+        let staged = r
+            .store
+            .write_part_data("b", &key, id, &up, body(&part, 8192), None)
+            .await
+            .unwrap();
+        r.store
+            .commit_part("b", &key, id, &up, 1, staged, "p1".into(), None)
+            .await
+            .unwrap();
+        let set = r.store.pools.tier_set(COLD_TIER, id).unwrap();
+        assert!(Arc::ptr_eq(&set, &cold[1]), "{key}");
     }
 }

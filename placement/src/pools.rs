@@ -35,6 +35,10 @@ use crate::backend::TierBackend;
 use crate::error::Error;
 use crate::model::{COLD_TIER, POOL_TIER_PREFIX, SYSTEM_NS, TIER_NS};
 
+/// How many ids [`Pools::new_tier_id`] draws at most looking for an online
+/// set (with half a pool's sets offline, 2^-64 of new ids still fail).
+const ONLINE_DRAWS: usize = 64;
+
 /// How long a pool's free space is trusted before asking its disks again.
 const FREE_SPACE_TTL: Duration = Duration::from_secs(10);
 
@@ -225,7 +229,7 @@ impl Pools {
 
     /// Every set tier objects can live in, with its pool's tier name:
     /// every pool's but the first's, in the order of [`Pools::every`].
-    pub(crate) fn tier_pools(&self) -> Vec<(String, Arc<ErasureSet>)> {
+    pub(crate) fn tier_sets(&self) -> Vec<(String, Arc<ErasureSet>)> {
         self.every()
             .into_iter()
             .filter_map(|(name, set)| Some((name.tier?, set)))
@@ -292,6 +296,25 @@ impl Pools {
         self.tier_set(tier, id).ok_or_else(|| no_pool(tier))
     }
 
+    /// A new id for a tier object (or a cold upload's parts) in the pool
+    /// named `tier`: ids are drawn until one names a set of it that is
+    /// not offline (a set that lost more disks than its parity at start),
+    /// so new cold data avoids such a set while the others serve; at
+    /// most [`ONLINE_DRAWS`] draws, then the last (whose write fails with
+    /// the set's reason).
+    pub(crate) fn new_tier_id(&self, tier: &str) -> Uuid {
+        let sets = self.pool_sets(tier).unwrap_or_default();
+        let mut id = Uuid::now_v7();
+        for _ in 1..ONLINE_DRAWS {
+            let at = tier_index(self.deployment, sets.len().max(1), id);
+            if sets.get(at).is_none_or(|s| s.offline_reason().is_none()) {
+                break;
+            }
+            id = Uuid::now_v7();
+        }
+        id
+    }
+
     /// A new tier object id whose set in the pool named `tier` is that of
     /// `like` (the id of an upload whose parts are there): ids are drawn
     /// until one lands there, a handful for a pool of a few sets.
@@ -349,11 +372,10 @@ impl Pools {
     }
 
     /// The sets of every hot pool, pool by pool: the first pool's, then
-    /// the later hot pools' (tier name `None` for the first).
-    fn key_pools(&self) -> Vec<(Option<String>, Vec<Arc<ErasureSet>>)> {
-        let mut out = vec![(None, self.first.clone())];
-        let hot = self.hot.read();
-        out.extend(hot.iter().map(|(n, s)| (Some(n.clone()), s.clone())));
+    /// the later hot pools'.
+    fn key_pools(&self) -> Vec<Vec<Arc<ErasureSet>>> {
+        let mut out = vec![self.first.clone()];
+        out.extend(self.hot.read().iter().map(|(_, s)| s.clone()));
         out
     }
 
@@ -428,7 +450,7 @@ impl Pools {
         let weights: Vec<(Arc<ErasureSet>, u64)> = pools
             .iter()
             .zip(&space)
-            .filter_map(|((_, sets), free)| {
+            .filter_map(|(sets, free)| {
                 let at = index_in(self.deployment, sets.len(), bucket, key);
                 let w = free.get(at)?.saturating_mul(sets.len() as u64);
                 Some((sets[at].clone(), w))
@@ -457,7 +479,7 @@ impl Pools {
             }
         }
         let mut out = Vec::new();
-        for (_, sets) in self.key_pools() {
+        for sets in self.key_pools() {
             let asked = futures::future::join_all(sets.iter().map(|s| usable(s))).await;
             out.push(asked);
         }

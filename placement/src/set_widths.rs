@@ -12,7 +12,7 @@
 //! rule would say today.
 
 use disk_engine::Tier;
-use erasure_set::{default_parity, DEFAULT_COLD_PARITY, MAX_SET_DISKS};
+use erasure_set::{default_parity_in, MAX_SET_DISKS};
 
 /// The narrowest set the default divides a pool into.
 pub const MIN_DEFAULT_SET_WIDTH: usize = 4;
@@ -127,18 +127,9 @@ fn nearby_counts(n: usize) -> Vec<String> {
         .collect()
 }
 
-/// The parity of a set of `width` in a pool of `tier` unless pinned: by
-/// width as for one set, and at most [`DEFAULT_COLD_PARITY`] in a cold
-/// pool.
-pub fn default_parity_in(tier: Tier, width: usize) -> usize {
-    match tier {
-        Tier::Hot => default_parity(width),
-        Tier::Cold => default_parity(width).min(DEFAULT_COLD_PARITY),
-    }
-}
-
 /// [`choose_layout`] for `granary server`: every directory its own
-/// failure domain, parity by width as [`default_parity_in`] says.
+/// failure domain, parity by width as
+/// [`erasure_set::default_parity_in`] says.
 pub fn local_layout(
     n: usize,
     width: Option<usize>,
@@ -152,6 +143,7 @@ pub fn local_layout(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use erasure_set::{default_parity, DEFAULT_COLD_PARITY};
 
     fn width(n: usize) -> Result<(usize, usize, usize), String> {
         local_layout(n, None, None, Tier::Hot).map(|l| (l.width, l.sets, l.parity))

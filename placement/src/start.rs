@@ -176,8 +176,9 @@ impl Store {
         }
     }
 
-    /// Opens an attached pool's sets with this store's tunables (the
-    /// hot-object cache shared by them as by the first pool's), their locks
+    /// Opens an attached pool's sets with this store's tunables (a
+    /// hot-object cache of the store's size, divided between them as the
+    /// first pool's is between its sets), their locks
     /// shared if the store's are (before any request can reach them); an
     /// offline set answers why to every request that needs it.
     fn open_pool(

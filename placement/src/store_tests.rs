@@ -9,7 +9,7 @@ use disk_engine::{
     Disk, Fault, FaultyDisk, LocalDisk, LocalDiskOptions, ShardId, ShardIoMode, Tier,
 };
 use erasure_set::record::{ObjectMeta, ObjectRecord};
-use erasure_set::{open_local_set, BodyStream, LocalSetConfig};
+use erasure_set::{open_local_set, BodyStream, LocalSet, LocalSetConfig};
 use futures::StreamExt;
 
 use crate::error::Error;
@@ -113,17 +113,7 @@ pub(crate) fn open_sets(
 pub(crate) fn rig_of_sets(sets: usize, width: usize) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let mut pool = open_sets(dir.path(), sets, width);
-    let mut faulty = Vec::new();
-    let mut local = Vec::new();
-    for set in &mut pool.sets {
-        local.extend(set.local.iter().map(|d| d.clone().unwrap()));
-        let wrapped: Vec<FaultyDisk> = set.disks.drain(..).map(FaultyDisk::new).collect();
-        set.disks = wrapped
-            .iter()
-            .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
-            .collect();
-        faulty.extend(wrapped);
-    }
+    let (faulty, local) = wrap_faulty(&mut pool.sets);
     let opts = StoreOptions {
         block_size: BLOCK,
         read_cache_bytes: 0,
@@ -135,6 +125,23 @@ pub(crate) fn rig_of_sets(sets: usize, width: usize) -> Rig {
         local,
         _dir: dir,
     }
+}
+
+/// Wraps every disk of `sets` in `FaultyDisk`; returns the wrappers and
+/// the local disks beneath, in pool order.
+pub(crate) fn wrap_faulty(sets: &mut [LocalSet]) -> (Vec<FaultyDisk>, Vec<Arc<LocalDisk>>) {
+    let mut faulty = Vec::new();
+    let mut local = Vec::new();
+    for set in sets {
+        local.extend(set.local.iter().map(|d| d.clone().unwrap()));
+        let wrapped: Vec<FaultyDisk> = set.disks.drain(..).map(FaultyDisk::new).collect();
+        set.disks = wrapped
+            .iter()
+            .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
+            .collect();
+        faulty.extend(wrapped);
+    }
+    (faulty, local)
 }
 
 pub(crate) fn data(len: usize, seed: u8) -> Vec<u8> {

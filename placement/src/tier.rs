@@ -58,7 +58,7 @@ impl Store {
         body: BodyStream,
         size_hint: Option<u64>,
     ) -> Result<StagedData, Error> {
-        let id = Uuid::now_v7();
+        let id = self.pools.new_tier_id(pool);
         let set = self.pools.require_tier_set(pool, id)?;
         let layout = set.layout_for(TIER_NS, &id.to_string());
         let mut staged = set.write_data(layout, body, size_hint, true).await?;
@@ -218,7 +218,8 @@ fn tier_record(
     ObjectRecord::new_version(layout, parts, multipart, owner, Vec::new(), None)
 }
 
-/// Deletes one tier object from its pool (and frees its data).
+/// Deletes one tier object from the set of its pool that holds it (and
+/// frees its data).
 async fn delete_tier_object(pool: &ErasureSet, id: Uuid) -> Result<(), Error> {
     let name = id.to_string();
     let _guard = pool.locks().lock(TIER_NS, &name).await?;

@@ -266,8 +266,17 @@ impl Store {
     pub async fn sweep_tier_objects(&self, grace: Duration) -> Result<usize, Error> {
         let cutoff = erasure_set::clock::now_ns().saturating_sub(grace.as_nanos() as u64);
         let mut deleted = 0;
-        for (name, pool) in self.pools.tier_pools() {
-            deleted += self.sweep_pool(&name, &pool, cutoff).await?;
+        // A set that cannot be listed is skipped alone (the others are
+        // swept); the pass then reports its first failure.
+        let mut failed = None;
+        for (name, set) in self.pools.tier_sets() {
+            match self.sweep_set(&name, &set, cutoff).await {
+                Ok(n) => deleted += n,
+                Err(e) => {
+                    tracing::warn!(tier = %name, error = %e, "cannot sweep a set of a tier pool; the others are swept");
+                    failed.get_or_insert(e);
+                }
+            }
         }
         for (name, backend) in self.pools.remotes() {
             let stale = match backend.stale(cutoff).await {
@@ -292,7 +301,10 @@ impl Store {
                 }
             }
         }
-        Ok(deleted)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(deleted),
+        }
     }
 
     /// Whether a version of `bucket/key` refers to tier object `id` (true
@@ -308,9 +320,10 @@ impl Store {
         }
     }
 
-    /// [`Self::sweep_tier_objects`] of one pool of the deployment (the
-    /// cold pool or a further hot pool), named `tier` in version records.
-    async fn sweep_pool(&self, tier: &str, pool: &ErasureSet, cutoff: u64) -> Result<usize, Error> {
+    /// [`Self::sweep_tier_objects`] of one set of a pool of the deployment
+    /// (the cold pool or a further hot pool), named `tier` in version
+    /// records.
+    async fn sweep_set(&self, tier: &str, pool: &ErasureSet, cutoff: u64) -> Result<usize, Error> {
         let mut start = ListStart::Beginning;
         let mut deleted = 0;
         loop {

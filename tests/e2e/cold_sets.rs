@@ -36,7 +36,7 @@ async fn a_cold_pool_of_two_sets_spreads_cold_objects_over_them() {
     let mut objects = Vec::new();
     for i in 0..12u8 {
         let key = format!("shard-{i:02}");
-        let bytes = Pattern::bytes(i, 400_000 + i as usize);
+        let bytes = Pattern::bytes(i as u64, 400_000 + i as usize);
         c.put_object()
             .bucket("cold")
             .key(&key)
