@@ -543,6 +543,11 @@ impl<'a> Raw<'a> {
     pub async fn send(&self) -> Reply {
         send(self.signed(USER, SECRET, "us-east-1", None)).await
     }
+
+    /// [`Raw::send`], or how the request failed (the server went away).
+    pub async fn try_send(&self) -> Result<Reply, reqwest::Error> {
+        try_send(self.signed(USER, SECRET, "us-east-1", None)).await
+    }
 }
 
 /// A raw response.
@@ -570,6 +575,11 @@ impl Reply {
 
 /// Sends a request with reqwest.
 pub async fn send(req: http::Request<Vec<u8>>) -> Reply {
+    try_send(req).await.unwrap()
+}
+
+/// [`send`], or how the request failed.
+pub async fn try_send(req: http::Request<Vec<u8>>) -> Result<Reply, reqwest::Error> {
     let (parts, body) = req.into_parts();
     let client = reqwest::Client::new();
     let mut r = client
@@ -580,12 +590,12 @@ pub async fn send(req: http::Request<Vec<u8>>) -> Reply {
             r = r.header(k, v);
         }
     }
-    let resp = r.send().await.unwrap();
-    Reply {
+    let resp = r.send().await?;
+    Ok(Reply {
         status: resp.status().as_u16(),
         headers: resp.headers().clone(),
-        body: resp.bytes().await.unwrap().to_vec(),
-    }
+        body: resp.bytes().await?.to_vec(),
+    })
 }
 
 /// Writes a signed request's head (plus `extra` headers) and the first

@@ -77,6 +77,23 @@ pub async fn set(s: &Server, name: &str, actions: &str) {
     assert_eq!(status, 200, "configuring {name}: {text}");
 }
 
+/// [`set`], unless the server is gone (a crash point armed earlier was
+/// reached by background work meanwhile): then false.
+pub async fn try_set(s: &Server, name: &str, actions: &str) -> bool {
+    let url = format!("{}/granary/admin/v1/faults/{name}", s.endpoint);
+    match Raw::new("PUT", url)
+        .body(actions.as_bytes().to_vec())
+        .try_send()
+        .await
+    {
+        Ok(r) => {
+            assert_eq!(r.status, 200, "configuring {name}: {}", r.text());
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// Steps the clock of the server (or gateway) at `endpoint` to `skew_ms`
 /// off the system's.
 pub async fn set_clock(endpoint: &str, skew_ms: i64) {

@@ -253,12 +253,19 @@ impl Run {
                 // brings back both.
                 let key = format!("heal/{n}");
                 let v = self.value();
-                control::set(&self.s, "disk.put_record", "return(error@disk3)").await;
+                // Background work (a heal pass still running, a repair) may
+                // reach the armed crash point at any time: a fault that
+                // cannot be set because the server is gone is that crash.
+                if !control::try_set(&self.s, "disk.put_record", "return(error@disk3)").await {
+                    return None;
+                }
                 let retry = self.put(&r, &key, v, 300_000).await;
                 if retry.is_some() {
                     return retry;
                 }
-                control::set(&self.s, "disk.put_record", "off").await;
+                if !control::try_set(&self.s, "disk.put_record", "off").await {
+                    return None;
+                }
                 // Disk 3 loses its shard files: the heal rebuilds them.
                 for f in crate::harness::files_under(&self.s.dirs[2].join("shards")) {
                     let _ = std::fs::remove_file(f);
@@ -413,8 +420,8 @@ async fn crash_at(point: &'static str, work: Work, seed: u64) -> (usize, usize, 
                 break;
             }
         }
-        if !run.crashed() {
-            control::set(&run.s, point, "off").await;
+        // Disarmed unless background work reached the point meanwhile.
+        if !run.crashed() && control::try_set(&run.s, point, "off").await {
             continue;
         }
         assert!(run.s.reap(10));
