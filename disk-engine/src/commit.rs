@@ -20,8 +20,8 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::disk::PutRecordOutcome;
 use crate::error::DiskError;
+use crate::messages::PutRecordOutcome;
 use crate::meta::{MetaStore, RecordWrite, SideWrites};
 use crate::presence::DirIdentity;
 

@@ -13,14 +13,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::disk::{
-    Disk, DiskHealth, Inventory, ListStart, PutRecordOutcome, RecordListOptions, RecordPut,
-    ShardOptions, UploadListStart,
-};
+use crate::disk::{Disk, Inventory};
 use crate::error::DiskError;
 use crate::format::{FormatRecord, Tier};
 use crate::heads::{decode_listed_key, head_versions};
 use crate::local::{LocalDisk, LocalDiskOptions, ShardIoMode};
+use crate::messages::{
+    DiskHealth, ListStart, PutRecordOutcome, RecordListOptions, RecordPut, ShardOptions,
+    UploadListStart,
+};
 use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
 use crate::{FaultyDisk, OfflineDisk};
 

@@ -10,11 +10,12 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-use crate::disk::{
-    Disk, DiskHealth, HeadPage, Inventory, PutRecordOutcome, RecordListOptions, RecordPage,
-    RecordPut, ShardOptions, ShardSummary, ShardWriter, UploadListStart,
-};
+use crate::disk::{Disk, Inventory, ShardWriter};
 use crate::error::DiskError;
+use crate::messages::{
+    DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, RecordPut, ShardOptions,
+    ShardSummary, UploadListStart,
+};
 use crate::types::{
     PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId, Stamp,
     UploadEntry, VersionId,

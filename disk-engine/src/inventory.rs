@@ -10,10 +10,11 @@
 use rocksdb::{Direction, IteratorMode, WriteBatch};
 use uuid::Uuid;
 
+use crate::envelope::decode_record;
 use crate::error::DiskError;
 use crate::keys::take_component;
 use crate::meta::{
-    decode_record, MetaStore, CF_PIECES, CF_PIECE_IDS, CF_RECORDS, CF_STAGED, CF_UPLOADS,
+    meta_err, MetaStore, CF_PIECES, CF_PIECE_IDS, CF_RECORDS, CF_STAGED, CF_UPLOADS,
 };
 use crate::types::{ScannedRecord, ScannedUpload, StagedId, UploadEntry};
 
@@ -40,14 +41,19 @@ impl MetaStore {
     /// Marks the piece index complete in a store that holds no piece (a new
     /// one): nothing to build.
     pub(crate) fn mark_empty_piece_index(&self) -> Result<(), DiskError> {
-        if self.db.get(PIECE_INDEX_COMPLETE)?.is_some() {
+        if self
+            .db
+            .get(PIECE_INDEX_COMPLETE)
+            .map_err(meta_err)?
+            .is_some()
+        {
             return Ok(());
         }
         let mut it = self.db.raw_iterator_cf(self.cf(CF_PIECES));
         it.seek_to_first();
         if !it.valid() {
-            it.status()?;
-            self.db.put(PIECE_INDEX_COMPLETE, b"")?;
+            it.status().map_err(meta_err)?;
+            self.db.put(PIECE_INDEX_COMPLETE, b"").map_err(meta_err)?;
         }
         Ok(())
     }
@@ -56,7 +62,7 @@ impl MetaStore {
     pub fn list_staged(&self) -> Result<Vec<StagedId>, DiskError> {
         let mut out = Vec::new();
         for item in self.db.iterator_cf(self.cf(CF_STAGED), IteratorMode::Start) {
-            let (k, v) = item?;
+            let (k, v) = item.map_err(meta_err)?;
             if v.len() != 24 {
                 return Err(corrupt("staged entry"));
             }
@@ -75,7 +81,12 @@ impl MetaStore {
         after: Option<Uuid>,
         max: usize,
     ) -> Result<Vec<(Uuid, u64)>, DiskError> {
-        if self.db.get(PIECE_INDEX_COMPLETE)?.is_none() {
+        if self
+            .db
+            .get(PIECE_INDEX_COMPLETE)
+            .map_err(meta_err)?
+            .is_none()
+        {
             self.build_piece_index()?;
         }
         let start = after.map(|a| {
@@ -92,7 +103,7 @@ impl MetaStore {
             if out.len() == max {
                 break;
             }
-            let (k, v) = item?;
+            let (k, v) = item.map_err(meta_err)?;
             let len = v
                 .as_ref()
                 .try_into()
@@ -108,16 +119,18 @@ impl MetaStore {
     fn build_piece_index(&self) -> Result<(), DiskError> {
         let mut batch = WriteBatch::default();
         for item in self.db.iterator_cf(self.cf(CF_PIECES), IteratorMode::Start) {
-            let (k, v) = item?;
+            let (k, v) = item.map_err(meta_err)?;
             // crc32c, then the piece.
             let len = v.len().saturating_sub(4) as u64;
             batch.put_cf(self.cf(CF_PIECE_IDS), &k, len.to_le_bytes());
             if batch.len() >= 4096 {
-                self.db.write(std::mem::take(&mut batch))?;
+                self.db
+                    .write(std::mem::take(&mut batch))
+                    .map_err(meta_err)?;
             }
         }
         batch.put(PIECE_INDEX_COMPLETE, b"");
-        self.db.write(batch)?;
+        self.db.write(batch).map_err(meta_err)?;
         Ok(())
     }
 
@@ -189,7 +202,7 @@ impl MetaStore {
             last = Some(k.to_vec());
             it.next();
         }
-        it.status()?;
+        it.status().map_err(meta_err)?;
         Ok((out, None))
     }
 }

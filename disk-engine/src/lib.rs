@@ -15,19 +15,18 @@
 //! named by id ([`ShardId`]), never by object key, so no key can escape the
 //! disk's directory.
 
-mod atomic;
 mod commit;
+// The formats this engine stores and sends live in disk-format (pure, so
+// its decoders are fuzzed without building RocksDB); their paths stay
+// `crate::types`, `crate::keys`, ... inside the engine.
+use disk_format::{atomic, envelope, error, format, heads, keys, messages, types};
 #[cfg(test)]
 mod conformance;
 mod disk;
-mod error;
 pub mod failpoint;
 mod faulty;
-mod format;
-mod heads;
 mod inventory;
 mod io;
-mod keys;
 mod leases;
 mod local;
 #[cfg(test)]
@@ -40,19 +39,19 @@ pub mod rpc;
 mod shard_dirs;
 mod shard_file;
 mod staging;
-mod types;
 
 pub use atomic::write_file_atomic;
-pub use disk::{
-    Disk, DiskHealth, HeadPage, Inventory, ListStart, PutRecordOutcome, RecordListOptions,
-    RecordPage, RecordPut, ShardOptions, ShardSummary, ShardWriter, UploadListStart,
-};
+pub use disk::{Disk, Inventory, ShardWriter};
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
 pub use heads::{decode_listed_key, decode_listed_key_into, head_versions, HeadVersion};
 pub use io::{at_bulk_priority, become_bulk_thread};
 pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions, ShardIoMode};
+pub use messages::{
+    DiskHealth, HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, RecordPut,
+    ShardOptions, ShardSummary, UploadListStart,
+};
 pub use meta::ListingFn;
 pub use offline::OfflineDisk;
 pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};

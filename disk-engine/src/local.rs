@@ -19,17 +19,19 @@ use uuid::Uuid;
 use crate::atomic::sync_dir;
 use crate::commit::Committer;
 use crate::commit::Side;
-use crate::disk::{
-    Disk, DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
-    ShardSummary, ShardWriter, UploadListStart,
-};
-use crate::disk::{Inventory, RecordPut};
+use crate::disk::Inventory;
+use crate::disk::{Disk, ShardWriter};
 use crate::error::DiskError;
 use crate::failpoint;
 use crate::format::{FormatRecord, FORMAT_FILE};
 use crate::inventory::staged_value;
 use crate::io::at_bulk_priority;
 use crate::io::ring::Ring;
+use crate::messages::RecordPut;
+use crate::messages::{
+    DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, ShardOptions,
+    ShardSummary, UploadListStart,
+};
 use crate::meta::{ListingFn, MetaStore, RecordWrite};
 use crate::presence::DirIdentity;
 use crate::ring_shard::{probe_direct, OpenShards, RingShardWriter};

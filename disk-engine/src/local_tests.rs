@@ -11,10 +11,11 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::conformance::formatted as formatted_with;
-use crate::disk::{Disk, DiskHealth, PutRecordOutcome, RecordPut, ShardOptions};
+use crate::disk::Disk;
 use crate::error::DiskError;
 use crate::format::{FormatRecord, Tier, FORMAT_FILE};
 use crate::local::{LocalDisk, LocalDiskOptions, ShardIoMode};
+use crate::messages::{DiskHealth, PutRecordOutcome, RecordPut, ShardOptions};
 use crate::types::{Piece, Record, ShardId, Stamp, VersionId};
 
 fn formatted(dir: &Path) -> LocalDisk {

@@ -33,13 +33,14 @@ use rocksdb::{
 };
 use uuid::Uuid;
 
-use crate::disk::{
+use crate::envelope::{decode_envelope, decode_piece, decode_record, encode_piece, encode_record};
+use crate::error::DiskError;
+use crate::heads::Head;
+use crate::keys::{ns_key, prefix_end, push_component, push_prefix, take_component};
+use crate::messages::{
     HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, RecordPut,
     UploadListStart,
 };
-use crate::error::DiskError;
-use crate::heads::{storable_listing, Head};
-use crate::keys::{ns_key, prefix_end, push_component, push_prefix, take_component};
 use crate::types::{KeyRecords, PartEntry, Piece, Record, Stamp, UploadEntry, VersionId};
 
 /// Makes a listing projection from a record body (`None`: the body has
@@ -66,13 +67,6 @@ const PIECES_WRITE_BUFFER_BYTES: usize = 64 << 20;
 /// Share of the oldest blob files whose live pieces a compaction relocates
 /// in normal operation; a requested collection uses all of them.
 const BLOB_GC_AGE_CUTOFF: &str = "0.25";
-const RECORD_MAGIC: [u8; 2] = *b"GR";
-/// Envelope without a listing projection (records written before heads).
-const RECORD_V1: u8 = 1;
-/// Envelope with the record's listing projection before its body.
-const RECORD_V2: u8 = 2;
-/// magic + version + version id + mtime + write id + crc
-const RECORD_OVERHEAD: usize = 2 + 1 + 16 + 8 + 16 + 4;
 /// Number of stripes in the per-key lock table that makes read-modify-write
 /// of one key atomic on this disk.
 const KEY_LOCK_STRIPES: usize = 64;
@@ -97,67 +91,15 @@ pub(crate) struct MetaStore {
     listing_of: Option<ListingFn>,
 }
 
-fn encode_record(r: &Record) -> Vec<u8> {
-    let listing = storable_listing(&r.listing);
-    let mut v = Vec::with_capacity(RECORD_OVERHEAD + 2 + listing.len() + r.body.len());
-    v.extend_from_slice(&RECORD_MAGIC);
-    v.push(RECORD_V2);
-    v.extend_from_slice(&r.version.0);
-    v.extend_from_slice(&r.stamp.mtime_ns.to_le_bytes());
-    v.extend_from_slice(r.stamp.write_id.as_bytes());
-    v.extend_from_slice(&(listing.len() as u16).to_le_bytes());
-    v.extend_from_slice(listing);
-    v.extend_from_slice(&r.body);
-    let crc = crc_fast::crc32_iscsi(&v);
-    v.extend_from_slice(&crc.to_le_bytes());
-    v
-}
-
-pub(crate) fn decode_record(v: &[u8]) -> Result<Record, DiskError> {
-    let (record, listing, body) = decode_envelope(v)?;
-    Ok(Record {
-        body: Bytes::copy_from_slice(body),
-        listing: Bytes::copy_from_slice(listing),
-        ..record
-    })
-}
-
-/// Checks a stored record and splits it into its header (with an empty
-/// body and listing) and the listing's and body's bytes, so a caller can
-/// place them where it likes.
-fn decode_envelope(v: &[u8]) -> Result<(Record, &[u8], &[u8]), DiskError> {
-    if v.len() < RECORD_OVERHEAD {
-        return Err(DiskError::corrupt("record", "too short"));
+/// A RocksDB error as the disk's: `Full` when the filesystem is,
+/// `Meta` otherwise.
+pub(crate) fn meta_err(e: rocksdb::Error) -> DiskError {
+    let text = e.into_string();
+    if text.contains("No space left") || text.contains("NoSpace") {
+        DiskError::Full
+    } else {
+        DiskError::Meta(text)
     }
-    let (data, crc) = v.split_at(v.len() - 4);
-    if crc_fast::crc32_iscsi(data) != u32::from_le_bytes(crc.try_into().unwrap()) {
-        return Err(DiskError::corrupt("record", "checksum mismatch"));
-    }
-    if data[0..2] != RECORD_MAGIC || !matches!(data[2], RECORD_V1 | RECORD_V2) {
-        return Err(DiskError::corrupt("record", "unknown magic or version"));
-    }
-    let record = Record {
-        version: VersionId(data[3..19].try_into().unwrap()),
-        stamp: Stamp {
-            mtime_ns: u64::from_le_bytes(data[19..27].try_into().unwrap()),
-            write_id: Uuid::from_bytes(data[27..43].try_into().unwrap()),
-        },
-        body: Bytes::new(),
-        listing: Bytes::new(),
-    };
-    let rest = &data[43..];
-    if data[2] == RECORD_V1 {
-        return Ok((record, &[], rest));
-    }
-    let Some((len, rest)) = rest.split_first_chunk::<2>() else {
-        return Err(DiskError::corrupt("record", "no listing length"));
-    };
-    let len = u16::from_le_bytes(*len) as usize;
-    if rest.len() < len {
-        return Err(DiskError::corrupt("record", "listing overruns the record"));
-    }
-    let (listing, body) = rest.split_at(len);
-    Ok((record, listing, body))
 }
 
 /// RocksDB's report of a file that does not exist (a pack file deleted
@@ -201,23 +143,6 @@ impl SideWrites {
         self.stage.clear();
         self.unstage.clear();
     }
-}
-
-fn encode_piece(data: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(4 + data.len());
-    v.extend_from_slice(&crc_fast::crc32_iscsi(data).to_le_bytes());
-    v.extend_from_slice(data);
-    v
-}
-
-pub(crate) fn decode_piece(v: &[u8]) -> Result<Bytes, DiskError> {
-    let Some((crc, data)) = v.split_first_chunk::<4>() else {
-        return Err(DiskError::corrupt("piece", "too short"));
-    };
-    if crc_fast::crc32_iscsi(data) != u32::from_le_bytes(*crc) {
-        return Err(DiskError::corrupt("piece", "checksum mismatch"));
-    }
-    Ok(Bytes::copy_from_slice(data))
 }
 
 fn record_key(ns: &[u8], key: &[u8], version: VersionId) -> Vec<u8> {
@@ -306,7 +231,8 @@ impl MetaStore {
                 cf(CF_STAGED),
                 cf(CF_PIECE_IDS),
             ],
-        )?;
+        )
+        .map_err(meta_err)?;
         let store = MetaStore {
             db,
             locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -322,13 +248,13 @@ impl MetaStore {
     /// short (whose partial index is dropped first). Runs before the store
     /// serves anything.
     fn ensure_heads(&self) -> Result<(), DiskError> {
-        if self.db.get(HEADS_COMPLETE)?.is_some() {
+        if self.db.get(HEADS_COMPLETE).map_err(meta_err)?.is_some() {
             return Ok(());
         }
         let heads = self.cf(CF_HEADS);
         let mut batch = WriteBatch::default();
         for item in self.db.iterator_cf(heads, IteratorMode::Start) {
-            batch.delete_cf(heads, item?.0);
+            batch.delete_cf(heads, item.map_err(meta_err)?.0);
         }
         let mut records = self.db.raw_iterator_cf(self.cf(CF_RECORDS));
         records.seek_to_first();
@@ -358,7 +284,9 @@ impl MetaStore {
                         batch.put_cf(heads, key, head.encode());
                         built += 1;
                         if built.is_multiple_of(HEADS_BUILD_BATCH) {
-                            self.db.write(std::mem::take(&mut batch))?;
+                            self.db
+                                .write(std::mem::take(&mut batch))
+                                .map_err(meta_err)?;
                         }
                     }
                     current = Some((nk.to_vec(), Head::of([&record])));
@@ -366,14 +294,14 @@ impl MetaStore {
             }
             records.next();
         }
-        records.status()?;
+        records.status().map_err(meta_err)?;
         if let Some((key, head)) = current {
             batch.put_cf(heads, key, head.encode());
         }
         // The synced write of the marker makes every earlier batch durable
         // too (one WAL, written in order).
         batch.put(HEADS_COMPLETE, []);
-        self.db.write_opt(batch, &sync_writes())?;
+        self.db.write_opt(batch, &sync_writes()).map_err(meta_err)?;
         // The build left many small overlapping tables; listings merge fewer
         // after one compaction.
         self.db
@@ -422,7 +350,7 @@ impl MetaStore {
             ro,
             IteratorMode::From(prefix, Direction::Forward),
         ) {
-            let (k, v) = item?;
+            let (k, v) = item.map_err(meta_err)?;
             if !k.starts_with(prefix) {
                 break;
             }
@@ -578,7 +506,7 @@ impl MetaStore {
             batch.delete_cf(self.cf(CF_STAGED), id.as_bytes());
         }
         if !batch.is_empty() {
-            self.db.write_opt(batch, &sync_writes())?;
+            self.db.write_opt(batch, &sync_writes()).map_err(meta_err)?;
         }
         Ok(out)
     }
@@ -595,7 +523,12 @@ impl MetaStore {
     ) -> Result<Option<Vec<PartEntry>>, DiskError> {
         let mut uk = ns_key(ns, key);
         uk.extend_from_slice(upload_id.as_bytes());
-        if self.db.get_cf(self.cf(CF_UPLOADS), &uk)?.is_none() {
+        if self
+            .db
+            .get_cf(self.cf(CF_UPLOADS), &uk)
+            .map_err(meta_err)?
+            .is_none()
+        {
             return Ok(None);
         }
         let (parts, _) = self.list_parts(upload_id, 0, usize::MAX)?;
@@ -651,7 +584,7 @@ impl MetaStore {
     /// The head of an encoded (namespace, key); a damaged one is rebuilt
     /// from the key's records.
     fn stored_head(&self, nk: &[u8]) -> Result<Head, DiskError> {
-        match self.db.get_cf(self.cf(CF_HEADS), nk)? {
+        match self.db.get_cf(self.cf(CF_HEADS), nk).map_err(meta_err)? {
             None => Ok(Head::default()),
             Some(v) => match Head::decode(&Bytes::from(v)) {
                 Ok(h) => Ok(h),
@@ -674,7 +607,7 @@ impl MetaStore {
     }
 
     fn stored_record(&self, k: &[u8]) -> Result<Option<Record>, DiskError> {
-        match self.db.get_cf(self.cf(CF_RECORDS), k)? {
+        match self.db.get_cf(self.cf(CF_RECORDS), k).map_err(meta_err)? {
             Some(v) => Ok(Some(decode_record(&v)?)),
             None => Ok(None),
         }
@@ -703,7 +636,7 @@ impl MetaStore {
         let mut batch = WriteBatch::default();
         batch.delete_cf(self.cf(CF_RECORDS), &k);
         self.put_head(&mut batch, nk, &head);
-        self.db.write_opt(batch, &sync_writes())?;
+        self.db.write_opt(batch, &sync_writes()).map_err(meta_err)?;
         Ok(Some(current))
     }
 
@@ -747,7 +680,7 @@ impl MetaStore {
         for (nk, (head, _)) in &heads {
             self.put_head(&mut batch, nk, head);
         }
-        self.db.write_opt(batch, &sync_writes())?;
+        self.db.write_opt(batch, &sync_writes()).map_err(meta_err)?;
         Ok(removed)
     }
 
@@ -827,7 +760,7 @@ impl MetaStore {
             arena.extend_from_slice(body);
             it.next();
         }
-        it.status()?;
+        it.status().map_err(meta_err)?;
         let arena = Bytes::from(arena);
         let records = page.keys.iter_mut().flat_map(|k| k.records.iter_mut());
         let mut spans = spans.into_iter();
@@ -864,7 +797,7 @@ impl MetaStore {
             spans.push((start as u32, mid as u32, end));
             it.next();
         }
-        it.status()?;
+        it.status().map_err(meta_err)?;
         Ok(HeadPage {
             bytes: Bytes::from(bytes),
             spans,
@@ -876,14 +809,15 @@ impl MetaStore {
         let mut k = ns_key(ns, &entry.key);
         k.extend_from_slice(entry.upload_id.as_bytes());
         self.db
-            .put_cf_opt(self.cf(CF_UPLOADS), &k, &entry.body, &sync_writes())?;
+            .put_cf_opt(self.cf(CF_UPLOADS), &k, &entry.body, &sync_writes())
+            .map_err(meta_err)?;
         Ok(())
     }
 
     pub fn get_upload(&self, ns: &[u8], key: &[u8], upload_id: Uuid) -> Result<Bytes, DiskError> {
         let mut k = ns_key(ns, key);
         k.extend_from_slice(upload_id.as_bytes());
-        match self.db.get_cf(self.cf(CF_UPLOADS), &k)? {
+        match self.db.get_cf(self.cf(CF_UPLOADS), &k).map_err(meta_err)? {
             Some(v) => Ok(Bytes::from(v)),
             None => Err(DiskError::NotFound),
         }
@@ -902,7 +836,7 @@ impl MetaStore {
         let parts = self
             .drop_upload_into(&mut batch, ns, key, upload_id)?
             .ok_or(DiskError::NotFound)?;
-        self.db.write_opt(batch, &sync_writes())?;
+        self.db.write_opt(batch, &sync_writes()).map_err(meta_err)?;
         Ok(parts)
     }
 
@@ -957,7 +891,7 @@ impl MetaStore {
             });
             it.next();
         }
-        it.status()?;
+        it.status().map_err(meta_err)?;
         Ok((out, false))
     }
 
@@ -975,20 +909,29 @@ impl MetaStore {
         let _g = self.lock_for(upload_id.as_bytes());
         let mut uk = ns_key(ns, key);
         uk.extend_from_slice(upload_id.as_bytes());
-        if self.db.get_cf(self.cf(CF_UPLOADS), &uk)?.is_none() {
+        if self
+            .db
+            .get_cf(self.cf(CF_UPLOADS), &uk)
+            .map_err(meta_err)?
+            .is_none()
+        {
             return Err(DiskError::NotFound);
         }
         let pk = part_key(upload_id, part.number);
-        let previous = self.db.get_cf(self.cf(CF_PARTS), &pk)?.map(|v| PartEntry {
-            number: part.number,
-            body: Bytes::from(v),
-        });
+        let previous = self
+            .db
+            .get_cf(self.cf(CF_PARTS), &pk)
+            .map_err(meta_err)?
+            .map(|v| PartEntry {
+                number: part.number,
+                body: Bytes::from(v),
+            });
         let mut batch = WriteBatch::default();
         batch.put_cf(self.cf(CF_PARTS), &pk, &part.body);
         for id in unstage {
             batch.delete_cf(self.cf(CF_STAGED), id.as_bytes());
         }
-        self.db.write_opt(batch, &sync_writes())?;
+        self.db.write_opt(batch, &sync_writes()).map_err(meta_err)?;
         Ok(previous)
     }
 
@@ -1008,7 +951,7 @@ impl MetaStore {
             self.cf(CF_PARTS),
             IteratorMode::From(&start, Direction::Forward),
         ) {
-            let (k, v) = item?;
+            let (k, v) = item.map_err(meta_err)?;
             if k.len() != 20 || k[..16] != upload_id.as_bytes()[..] || k[..] > end[..] {
                 break;
             }
@@ -1034,7 +977,7 @@ impl MetaStore {
             Err(e) if e.kind() == rocksdb::ErrorKind::Corruption || missing_file(&e) => {
                 Err(DiskError::corrupt("piece", e.into_string()))
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(meta_err(e)),
         }
     }
 
@@ -1042,7 +985,7 @@ impl MetaStore {
     pub fn put_piece(&self, piece: &Piece) -> Result<(), DiskError> {
         let mut batch = WriteBatch::default();
         self.put_piece_into(&mut batch, piece);
-        self.db.write_opt(batch, &sync_writes())?;
+        self.db.write_opt(batch, &sync_writes()).map_err(meta_err)?;
         Ok(())
     }
 
@@ -1080,7 +1023,8 @@ impl MetaStore {
     pub fn collect_pieces(&self) -> Result<(), DiskError> {
         let cf = self.cf(CF_PIECES);
         self.db
-            .set_options_cf(cf, &[("blob_garbage_collection_age_cutoff", "1.0")])?;
+            .set_options_cf(cf, &[("blob_garbage_collection_age_cutoff", "1.0")])
+            .map_err(meta_err)?;
         let flushed = self.db.flush_cf(cf);
         crate::failpoint::hit_blocking("pack_gc.flushed", "");
         if flushed.is_ok() {
@@ -1091,11 +1035,13 @@ impl MetaStore {
             crate::failpoint::hit_blocking("pack_gc.compacted", "");
         }
         // Back to the normal cutoff even when the flush failed.
-        self.db.set_options_cf(
-            cf,
-            &[("blob_garbage_collection_age_cutoff", BLOB_GC_AGE_CUTOFF)],
-        )?;
-        Ok(flushed?)
+        self.db
+            .set_options_cf(
+                cf,
+                &[("blob_garbage_collection_age_cutoff", BLOB_GC_AGE_CUTOFF)],
+            )
+            .map_err(meta_err)?;
+        flushed.map_err(meta_err)
     }
 
     /// Flushes memtables so a restart replays little WAL.
@@ -1109,7 +1055,7 @@ impl MetaStore {
             CF_STAGED,
             CF_PIECE_IDS,
         ] {
-            self.db.flush_cf(self.cf(cf))?;
+            self.db.flush_cf(self.cf(cf)).map_err(meta_err)?;
         }
         Ok(())
     }
@@ -1338,7 +1284,7 @@ mod tests {
             r.listing = Bytes::new();
             let mut v = encode_record(&r);
             v.drain(43..45);
-            v[2] = RECORD_V1;
+            v[2] = disk_format::envelope::RECORD_V1;
             let n = v.len();
             let crc = crc_fast::crc32_iscsi(&v[..n - 4]);
             v[n - 4..].copy_from_slice(&crc.to_le_bytes());

@@ -4,11 +4,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::disk::{
-    Disk, DiskHealth, HeadPage, Inventory, PutRecordOutcome, RecordListOptions, RecordPage,
-    RecordPut, ShardOptions, ShardWriter, UploadListStart,
-};
+use crate::disk::{Disk, Inventory, ShardWriter};
 use crate::error::DiskError;
+use crate::messages::{
+    DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, RecordPut, ShardOptions,
+    UploadListStart,
+};
 use crate::types::{
     PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId, Stamp,
     UploadEntry, VersionId,

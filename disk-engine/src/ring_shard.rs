@@ -14,10 +14,11 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::disk::{ShardSummary, ShardWriter};
+use crate::disk::ShardWriter;
 use crate::error::DiskError;
 use crate::io::buf::{AlignedBuf, IO_ALIGN};
 use crate::io::ring::{IoBuf, Pending, Ring};
+use crate::messages::ShardSummary;
 use crate::shard_file::{block_checksum, encode_tail, Header, ShardFileReader, HEADER_LEN};
 use crate::staging::Staging;
 use crate::types::ShardId;

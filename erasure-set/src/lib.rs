@@ -26,19 +26,15 @@ mod codec;
 mod commit;
 mod current;
 mod decision;
-mod error;
 mod heads;
-mod layout;
 mod list_ahead;
 mod listing;
 mod local_set;
 mod locks;
 mod merge;
 mod packed;
-mod projection;
 mod quorum;
 mod read;
-pub mod record;
 mod repair;
 mod repair_queue;
 mod repair_worker;
@@ -46,6 +42,12 @@ mod set;
 mod set_format;
 mod uploads;
 mod write;
+
+// The records' bytes and the set's error type live in record-format (pure,
+// so their decoders are fuzzed without building RocksDB); their paths stay
+// `crate::record`, `crate::layout`, ... inside the set engine.
+pub use record_format::record;
+use record_format::{error, layout, projection};
 
 pub use at_risk::AtRisk;
 pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
@@ -56,12 +58,10 @@ pub use error::{BodyError, SetError};
 pub use heads::{heads_readers, CurrentPage};
 pub use layout::{ErasureLayout, PartGeometry};
 pub use listing::ResolvedPage;
-pub use local_set::{
-    default_parity, default_parity_in, open_local_set, LocalSet, LocalSetConfig,
-    DEFAULT_COLD_PARITY, MAX_SET_DISKS,
-};
+pub use local_set::{open_local_set, LocalSet, LocalSetConfig};
 pub use locks::{ask, release, take, writer_lease_name, KeyGuard, KeyLocks, LEASE_RENEWAL};
 pub use packed::{Pieces, DEFAULT_PACK_THRESHOLD};
+pub use pool_layout::{default_parity, default_parity_in, DEFAULT_COLD_PARITY, MAX_SET_DISKS};
 pub use projection::{encode as encode_projection, listing_of_body, Etag, SummaryView};
 pub use quorum::{Quorum, Tally};
 pub use read::{ObjectStream, READ_BATCH_BYTES};

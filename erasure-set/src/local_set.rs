@@ -13,13 +13,7 @@ use uuid::Uuid;
 use crate::error::SetError;
 pub use crate::set_format::LocalSet;
 use crate::set_format::{open_set, OpenedSlot, SetWant, Slots};
-
-/// Parity of a new cold pool unless `--cold-parity` says otherwise (or
-/// the pool has too few directories for it).
-pub const DEFAULT_COLD_PARITY: usize = 2;
-
-/// Most directories one erasure set takes.
-pub const MAX_SET_DISKS: usize = 16;
+use pool_layout::{default_parity_in, MAX_SET_DISKS};
 
 /// What `granary server` was asked for.
 #[derive(Clone, Debug)]
@@ -45,30 +39,6 @@ pub struct LocalSetConfig {
     pub deployment: Option<Uuid>,
     /// Disk options (durability).
     pub disk: LocalDiskOptions,
-}
-
-/// The parity of a set of `width` disks in a pool of `tier` unless
-/// pinned: by width as [`default_parity`] says, and at most
-/// [`DEFAULT_COLD_PARITY`] in a cold pool (cold pools trade fault
-/// tolerance for space: wider, cheaper stripes than the hot pool's on as
-/// many disks).
-pub fn default_parity_in(tier: Tier, width: usize) -> usize {
-    match tier {
-        Tier::Hot => default_parity(width),
-        Tier::Cold => default_parity(width).min(DEFAULT_COLD_PARITY),
-    }
-}
-
-/// Default parity for `n` directories: none for one, mirroring for two or
-/// three, then 2 for 4–5, 3 for 6–7 and 4 for 8 or more.
-pub fn default_parity(n: usize) -> usize {
-    match n {
-        0 | 1 => 0,
-        2 | 3 => n - 1,
-        4 | 5 => 2,
-        6 | 7 => 3,
-        _ => 4,
-    }
 }
 
 fn setup(msg: String) -> SetError {
@@ -190,14 +160,6 @@ mod tests {
             deployment: None,
             disk: LocalDiskOptions::default(),
         }
-    }
-
-    #[test]
-    fn defaults_follow_the_directory_count() {
-        assert_eq!(
-            (1..=16).map(default_parity).collect::<Vec<_>>(),
-            vec![0, 1, 2, 2, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4]
-        );
     }
 
     #[test]

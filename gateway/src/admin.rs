@@ -30,12 +30,12 @@ use http::{Method, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::credentials::Credentials;
-use crate::auth::{authenticate, requested_key, AuthContext};
 use crate::body::read_small;
-use crate::error::S3Error;
 use crate::iam::IamError;
 use crate::Gateway;
+use s3_wire::auth::credentials::Credentials;
+use s3_wire::auth::{authenticate, requested_key, AuthContext};
+use s3_wire::error::S3Error;
 
 /// Largest admin request body.
 const MAX_ADMIN_BODY: u64 = 64 << 10;
@@ -203,7 +203,7 @@ async fn status(store: &Arc<placement::Store>) -> Value {
 /// Stored policies holding condition keys Granary does not evaluate
 /// (their Deny statements match; their Allow statements never do).
 async fn policies_with_unknown_keys(gw: &Gateway) -> Vec<Value> {
-    use crate::iam::policy::Policy;
+    use s3_wire::iam_policy::Policy;
     let unknown = |doc: &str, bucket: Option<&str>| {
         Policy::load(doc, bucket)
             .map(|p| p.unknown_keys())

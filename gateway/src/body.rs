@@ -15,11 +15,11 @@ use parking_lot::Mutex;
 use placement::{BodyError, BodyStream};
 use sha2::{Digest as _, Sha256};
 
-use crate::auth::chunked::ChunkedDecoder;
-use crate::auth::Payload;
-use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
 use crate::progress::{Phase, Progress};
+use s3_wire::auth::chunked::ChunkedDecoder;
+use s3_wire::auth::Payload;
+use s3_wire::error::{S3Error, S3Result};
 
 /// Most bytes of an abandoned request body read and discarded so the
 /// client receives the error response instead of a reset connection.

@@ -8,6 +8,8 @@ use crc_fast::CrcAlgorithm;
 use sha1::Sha1;
 use sha2::{Digest as _, Sha256};
 
+use s3_wire::xml::ChecksumFields;
+
 /// A checksum algorithm S3 supports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChecksumAlgorithm {
@@ -196,6 +198,26 @@ pub fn composite(alg: ChecksumAlgorithm, parts: &[Vec<u8>]) -> String {
 /// Base64 of a raw digest.
 pub fn encode(raw: &[u8]) -> String {
     B64.encode(raw)
+}
+
+/// The XML fields (`ChecksumCRC32`, ...) of a stored checksum (with its
+/// type when `with_type`).
+pub fn checksum_fields(c: Option<&placement::ChecksumValue>, with_type: bool) -> ChecksumFields {
+    let mut f = ChecksumFields::default();
+    let Some(c) = c else { return f };
+    let slot = match c.algorithm.as_str() {
+        "CRC32" => &mut f.crc32,
+        "CRC32C" => &mut f.crc32c,
+        "CRC64NVME" => &mut f.crc64nvme,
+        "SHA1" => &mut f.sha1,
+        "SHA256" => &mut f.sha256,
+        _ => return f,
+    };
+    *slot = Some(c.value.clone());
+    if with_type {
+        f.kind = Some(c.kind.clone());
+    }
+    f
 }
 
 #[cfg(test)]

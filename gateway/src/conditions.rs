@@ -1,151 +1,32 @@
-//! Conditional requests: If-Match, If-None-Match, If-Modified-Since and
-//! If-Unmodified-Since on GET/HEAD, and their `x-amz-copy-source-if-*`
-//! twins on copies, evaluated in RFC 9110's order as S3 documents.
-//! (<https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html>)
+//! Write and delete preconditions as the store takes them: s3-wire's
+//! `conditions` parses the headers and DeleteObjects entries; this turns
+//! what they name into placement's conditions.
 
 use http::HeaderMap;
 use placement::{DeleteCondition, WriteCondition};
+use s3_wire::conditions::{
+    delete_precondition, entry_precondition, write_precondition, DeletePrecondition,
+    WritePrecondition,
+};
 
-use crate::error::{S3Error, S3Result};
+use s3_wire::error::S3Result;
 
-fn etag_matches(list: &str, etag: &str) -> bool {
-    list.split(',')
-        .map(str::trim)
-        .any(|t| t == "*" || t.trim_start_matches("W/").trim_matches('"') == etag)
-}
-
-fn date(h: &HeaderMap, name: &str) -> Option<u64> {
-    let v = h.get(name)?.to_str().ok()?;
-    let t = httpdate::parse_http_date(v).ok()?;
-    t.duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_secs())
-}
-
-fn text<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    h.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// Evaluates GET/HEAD conditions against an object's ETag (unquoted) and
-/// last-modified time (seconds). Err is 412 PreconditionFailed or 304.
-pub fn check_read(h: &HeaderMap, etag: &str, modified_secs: u64) -> S3Result<()> {
-    match text(h, "if-match") {
-        Some(m) => {
-            if !etag_matches(m, etag) {
-                return Err(S3Error::PreconditionFailed("If-Match"));
-            }
-        }
-        None => {
-            if date(h, "if-unmodified-since").is_some_and(|d| modified_secs > d) {
-                return Err(S3Error::PreconditionFailed("If-Unmodified-Since"));
-            }
-        }
-    }
-    match text(h, "if-none-match") {
-        Some(m) => {
-            if etag_matches(m, etag) {
-                return Err(S3Error::NotModified);
-            }
-        }
-        None => {
-            if date(h, "if-modified-since").is_some_and(|d| modified_secs <= d) {
-                return Err(S3Error::NotModified);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Evaluates `x-amz-copy-source-if-*` against the source object; any
-/// failure is 412 PreconditionFailed.
-pub fn check_copy_source(h: &HeaderMap, etag: &str, modified_secs: u64) -> S3Result<()> {
-    let if_match = text(h, "x-amz-copy-source-if-match");
-    if let Some(m) = if_match {
-        if !etag_matches(m, etag) {
-            return Err(S3Error::PreconditionFailed("x-amz-copy-source-If-Match"));
-        }
-    } else if date(h, "x-amz-copy-source-if-unmodified-since").is_some_and(|d| modified_secs > d) {
-        return Err(S3Error::PreconditionFailed(
-            "x-amz-copy-source-If-Unmodified-Since",
-        ));
-    }
-    let none_match = text(h, "x-amz-copy-source-if-none-match");
-    if let Some(m) = none_match {
-        if etag_matches(m, etag) {
-            return Err(S3Error::PreconditionFailed(
-                "x-amz-copy-source-If-None-Match",
-            ));
-        }
-    } else if date(h, "x-amz-copy-source-if-modified-since").is_some_and(|d| modified_secs <= d) {
-        return Err(S3Error::PreconditionFailed(
-            "x-amz-copy-source-If-Modified-Since",
-        ));
-    }
-    Ok(())
-}
+pub use s3_wire::conditions::{check_copy_source, check_read};
 
 /// The precondition of a conditional write (`If-None-Match: *` or
 /// `If-Match: <etag>` on PutObject and CompleteMultipartUpload).
-/// (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html>)
 pub fn write_condition(h: &HeaderMap) -> S3Result<Option<WriteCondition>> {
-    match (text(h, "if-none-match"), text(h, "if-match")) {
-        (None, None) => Ok(None),
-        (Some(_), Some(_)) => Err(S3Error::NotImplemented(
-            "If-Match and If-None-Match together are not supported on writes".into(),
-        )),
-        (Some(v), None) if v.trim() == "*" => Ok(Some(WriteCondition::IfNoneMatch)),
-        // An ETag: 412 when the current version has it (AWS answers 501;
-        // Ceph RGW and HTTP give it this meaning).
-        (Some(v), None) => Ok(Some(WriteCondition::IfNoneMatchEtag(etag_of(v)))),
-        (None, Some(v)) => Ok(Some(WriteCondition::IfMatch(etag_of(v)))),
-    }
+    Ok(write_precondition(h)?.map(|p| match p {
+        WritePrecondition::IfNoneMatch => WriteCondition::IfNoneMatch,
+        WritePrecondition::IfMatch(e) => WriteCondition::IfMatch(e),
+        WritePrecondition::IfNoneMatchEtag(e) => WriteCondition::IfNoneMatchEtag(e),
+    }))
 }
 
-/// An entity tag as a condition names it: unquoted, without `W/`; `*`
-/// stays `*`.
-fn etag_of(v: &str) -> String {
-    v.trim()
-        .trim_start_matches("W/")
-        .trim_matches('"')
-        .to_string()
-}
-
-/// The preconditions of a DeleteObject: `If-Match` (an ETag or `*`),
-/// `x-amz-if-match-size` and `x-amz-if-match-last-modified-time` (S3 has
-/// the last two on directory buckets; Granary honours them on every
-/// bucket). `since_ns`: when the request began.
-/// (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-deletes.html>)
+/// The preconditions of a DeleteObject. `since_ns`: when the request
+/// began.
 pub fn delete_condition(h: &HeaderMap, since_ns: u64) -> S3Result<Option<DeleteCondition>> {
-    let size = text(h, "x-amz-if-match-size")
-        .map(|v| {
-            v.trim().parse::<u64>().map_err(|_| {
-                S3Error::InvalidArgument(
-                    "x-amz-if-match-size is not a size in bytes".into(),
-                    Some(("x-amz-if-match-size".into(), v.into())),
-                )
-            })
-        })
-        .transpose()?;
-    let last_modified_secs = text(h, "x-amz-if-match-last-modified-time")
-        .map(|v| {
-            httpdate::parse_http_date(v.trim())
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs())
-                .ok_or_else(|| {
-                    S3Error::InvalidArgument(
-                        "x-amz-if-match-last-modified-time is not an HTTP date".into(),
-                        Some(("x-amz-if-match-last-modified-time".into(), v.into())),
-                    )
-                })
-        })
-        .transpose()?;
-    Ok(condition_of(
-        text(h, "if-match").map(etag_of),
-        size,
-        last_modified_secs,
-        since_ns,
-    ))
+    Ok(delete_precondition(h)?.map(|p| with_start(p, since_ns)))
 }
 
 /// The condition of one DeleteObjects entry: its `ETag`, `Size` and
@@ -156,41 +37,16 @@ pub fn entry_condition(
     last_modified: Option<&str>,
     since_ns: u64,
 ) -> S3Result<Option<DeleteCondition>> {
-    let last_modified_secs = last_modified
-        .map(|v| {
-            time::OffsetDateTime::parse(v.trim(), &time::format_description::well_known::Rfc3339)
-                .ok()
-                .and_then(|t| u64::try_from(t.unix_timestamp()).ok())
-                .ok_or_else(|| {
-                    S3Error::InvalidArgument(
-                        "LastModifiedTime is not a timestamp".into(),
-                        Some(("LastModifiedTime".into(), v.into())),
-                    )
-                })
-        })
-        .transpose()?;
-    Ok(condition_of(
-        etag.map(etag_of),
-        size,
-        last_modified_secs,
-        since_ns,
-    ))
+    Ok(entry_precondition(etag, size, last_modified)?.map(|p| with_start(p, since_ns)))
 }
 
-fn condition_of(
-    if_match: Option<String>,
-    size: Option<u64>,
-    last_modified_secs: Option<u64>,
-    since_ns: u64,
-) -> Option<DeleteCondition> {
-    (if_match.is_some() || size.is_some() || last_modified_secs.is_some()).then_some(
-        DeleteCondition {
-            if_match,
-            size,
-            last_modified_secs,
-            since_ns,
-        },
-    )
+fn with_start(p: DeletePrecondition, since_ns: u64) -> DeleteCondition {
+    DeleteCondition {
+        if_match: p.if_match,
+        size: p.size,
+        last_modified_secs: p.last_modified_secs,
+        since_ns,
+    }
 }
 
 /// Whether a delete's condition compares an entity tag, which needs the
@@ -199,74 +55,4 @@ pub fn reads_etag(c: &Option<DeleteCondition>) -> bool {
     c.as_ref()
         .and_then(|c| c.if_match.as_deref())
         .is_some_and(|e| e != "*")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use http::HeaderValue;
-
-    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut m = HeaderMap::new();
-        for (k, v) in pairs {
-            m.insert(*k, HeaderValue::from_str(v).unwrap());
-        }
-        m
-    }
-
-    const T: u64 = 1_700_000_000;
-
-    fn at(secs: u64) -> String {
-        httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
-    }
-
-    #[test]
-    fn rfc_order() {
-        assert!(check_read(&h(&[("if-match", "\"abc\"")]), "abc", T).is_ok());
-        assert!(matches!(
-            check_read(&h(&[("if-match", "\"x\"")]), "abc", T),
-            Err(S3Error::PreconditionFailed(_))
-        ));
-        assert!(check_read(&h(&[("if-match", "*")]), "abc", T).is_ok());
-        assert!(matches!(
-            check_read(&h(&[("if-none-match", "\"abc\"")]), "abc", T),
-            Err(S3Error::NotModified)
-        ));
-        assert!(matches!(
-            check_read(&h(&[("if-modified-since", &at(T))]), "abc", T),
-            Err(S3Error::NotModified)
-        ));
-        assert!(check_read(&h(&[("if-modified-since", &at(T - 1))]), "abc", T).is_ok());
-        assert!(matches!(
-            check_read(&h(&[("if-unmodified-since", &at(T - 1))]), "abc", T),
-            Err(S3Error::PreconditionFailed(_))
-        ));
-        // If-Match true wins over a failing If-Unmodified-Since.
-        assert!(check_read(
-            &h(&[("if-match", "\"abc\""), ("if-unmodified-since", &at(T - 1))]),
-            "abc",
-            T
-        )
-        .is_ok());
-        // If-None-Match false (matches) with If-Modified-Since true: 304.
-        assert!(matches!(
-            check_read(
-                &h(&[
-                    ("if-none-match", "\"abc\""),
-                    ("if-modified-since", &at(T - 10))
-                ]),
-                "abc",
-                T
-            ),
-            Err(S3Error::NotModified)
-        ));
-        assert!(matches!(
-            check_copy_source(
-                &h(&[("x-amz-copy-source-if-none-match", "\"abc\"")]),
-                "abc",
-                T
-            ),
-            Err(S3Error::PreconditionFailed(_))
-        ));
-    }
 }

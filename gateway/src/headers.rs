@@ -5,7 +5,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use placement::{ObjectMeta, ObjectRecord, Tier};
 
 use crate::checksum::ChecksumAlgorithm;
-use crate::error::{S3Error, S3Result};
+use s3_wire::error::{S3Error, S3Result};
 
 /// Most bytes of user metadata (names + values) per object.
 pub const MAX_USER_METADATA_BYTES: usize = 2048;

@@ -1,8 +1,8 @@
 //! gateway: the front room of Granary's architecture — S3 over HTTP.
 //!
-//! It parses and answers S3: SigV4 (header, presigned, `aws-chunked` with
+//! It answers S3 (the parsing is s3-wire's): SigV4 (header, presigned, `aws-chunked` with
 //! signed chunks and trailers), XML documents, ETags and flexible checksums,
-//! S3 error codes (in `error.rs` and nowhere else), and who may do what:
+//! S3 error codes (in s3-wire's `error.rs` and nowhere else), and who may do what:
 //! users, bucket and user policies (`iam/`), CORS, POST forms, and the admin
 //! API. Bodies stream through to the placement layer; nothing buffers a
 //! whole object. It holds no state another gateway would need: every
@@ -10,39 +10,31 @@
 //! `placement::Store` (users' secrets sealed with the master key).
 
 mod admin;
-pub mod auth;
 mod body;
 pub mod checksum;
 mod conditions;
 mod conn_guard;
-mod cors;
-pub mod error;
+mod error_response;
 mod hashing;
 mod headers;
 pub mod iam;
 mod metrics;
-mod names;
 mod ops;
 pub mod progress;
-mod query;
-mod range;
 mod request;
 pub mod sealed;
 mod server;
 mod service;
-mod tags;
 pub mod tiers;
 mod versions;
-pub mod xml;
-mod xml_escape;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use auth::credentials::{AccessKey, Credentials};
 pub use body::BodyPace;
-pub use error::{S3Error, S3Result};
 pub use iam::secrets::MasterKey;
+pub use s3_wire::auth::credentials::{AccessKey, Credentials};
+pub use s3_wire::{S3Error, S3Result};
 pub use server::{load_tls, serve, ServeOptions};
 pub use service::{router, Connection};
 
@@ -100,7 +92,7 @@ pub struct Gateway {
     /// Parsed lifecycle configurations, for `x-amz-expiration`.
     pub(crate) lifecycle_configs: lifecycle::ConfigCache,
     /// Owner shown in listings.
-    pub owner: xml::Owner,
+    pub owner: s3_wire::xml::Owner,
     /// Requests whose client went away, by operation and phase.
     pub disconnects: Arc<progress::Disconnects>,
 }
@@ -116,7 +108,7 @@ impl Gateway {
         config: GatewayConfig,
     ) -> Gateway {
         use sha2::Digest as _;
-        let owner = xml::Owner {
+        let owner = s3_wire::xml::Owner {
             id: hex::encode(sha2::Sha256::digest(root.access_key_id.as_bytes())),
             display_name: "granary".into(),
         };

@@ -265,7 +265,7 @@ pub async fn scrape(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Respo
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let matches = given.is_some_and(|g| crate::auth::sigv4::signatures_equal(g, token));
+    let matches = given.is_some_and(|g| s3_wire::auth::sigv4::signatures_equal(g, token));
     if !matches {
         return text(StatusCode::UNAUTHORIZED, "bearer token required\n".into());
     }

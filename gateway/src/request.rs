@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 
 use http::request::Parts;
 
-use crate::auth::{Authenticated, Payload};
-use crate::error::{S3Error, S3Result};
 use crate::iam::Principal;
+use s3_wire::auth::{Authenticated, Payload};
+use s3_wire::error::{S3Error, S3Result};
 
 /// A parsed, authenticated S3 request (the body travels separately).
 pub struct S3Request {

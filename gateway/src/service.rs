@@ -13,19 +13,20 @@ use http::{HeaderValue, Response, StatusCode};
 use rand::Rng;
 use tracing::Instrument;
 
-use crate::auth::credentials::Credentials;
-use crate::auth::{anonymous, authenticate, requested_key, AuthContext};
 use crate::body::DrainOnDrop;
-use crate::cors;
-use crate::error::S3Error;
-use crate::error::S3Result;
+use crate::error_response::error_response;
 use crate::iam::Principal;
 use crate::ops;
 use crate::ops::dispatch;
 use crate::progress::{AbandonGuard, Phase, Progress};
-use crate::query::parse_query;
 use crate::request::{parse_target, virtual_host_bucket, S3Request};
 use crate::Gateway;
+use s3_wire::auth::credentials::Credentials;
+use s3_wire::auth::{anonymous, authenticate, requested_key, AuthContext};
+use s3_wire::cors;
+use s3_wire::error::S3Error;
+use s3_wire::error::S3Result;
+use s3_wire::query::parse_query;
 
 /// The gateway's router.
 pub fn router(gw: Arc<Gateway>) -> Router {
@@ -112,7 +113,7 @@ async fn s3(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
                 } else {
                     tracing::debug!(code = e.code(), message = %e.message(), "request refused");
                 }
-                e.into_response(&resource, &request_id, &host_id, head)
+                error_response(e, &resource, &request_id, &host_id, head)
             }
         };
         let h = resp.headers_mut();

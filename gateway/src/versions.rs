@@ -4,8 +4,8 @@
 use placement::{ObjectRecord, ObjectSummary, VersionRef};
 use uuid::Uuid;
 
-use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
+use s3_wire::error::{S3Error, S3Result};
 
 /// Parses a version id.
 pub fn parse(v: &str) -> S3Result<VersionRef> {

@@ -18,8 +18,10 @@
 
 mod checkpoint_pass;
 pub mod checkpoints;
-pub mod config;
 pub mod eval;
+
+/// The rule model (in lifecycle-rules, so its parser builds alone).
+pub use lifecycle_rules::config;
 mod scanner;
 
 pub use config::{parse, Classes, ConfigError, LifecycleConfig};

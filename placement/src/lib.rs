@@ -37,7 +37,6 @@ mod model;
 mod multipart;
 mod objects;
 mod pools;
-mod set_widths;
 mod start;
 mod store;
 mod stream;
@@ -65,7 +64,7 @@ mod read_tests;
 mod store_tests;
 
 pub use backend::TierBackend;
-pub use cluster::{expand, open_cluster_pool, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
+pub use cluster::open_cluster_pool;
 pub use collector::GcProgress;
 pub use disk_engine::failpoint;
 pub use disk_engine::rpc::accept;
@@ -90,7 +89,8 @@ pub use multipart::UploadInfo;
 pub use objects::{
     DeleteCondition, DeleteItem, DeleteOutcome, VersionRef, WriteCondition, WriteOptions,
 };
-pub use set_widths::{choose_layout, local_layout, PoolLayout};
+pub use pool_layout::{choose_layout, local_layout, PoolLayout};
+pub use pool_layout::{expand, ClusterMap, NodeDisk, PoolMap, DEFAULT_NODE_PORT};
 pub use store::{DiskStatus, PoolStatus, Store, StoreOptions};
 pub use stream::ObjectStream;
 pub use transition::{Destination, Transitioned};

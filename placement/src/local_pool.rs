@@ -1,6 +1,6 @@
 //! Opens a pool of `granary server`'s directories (its first pool, `DIR...`,
 //! and its cold pool, `--cold`): its directories divided into erasure sets
-//! (see `set_widths.rs`), each set opened (and formatted where needed) on
+//! (see `pool_layout::set_widths`), each set opened (and formatted where needed) on
 //! its own, so that a set that lost more disks than its parity is offline
 //! alone while the others serve.
 //!
@@ -15,7 +15,7 @@ use erasure_set::{open_local_set, LocalSet, LocalSetConfig};
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::set_widths::local_layout;
+use pool_layout::local_layout;
 
 /// What `granary server` was asked for one of its pools.
 #[derive(Clone, Debug)]

@@ -28,12 +28,13 @@ use uuid::Uuid;
 use super::auth::{self, ClusterSecret, Refusal};
 use super::server::{stream_digest, FormatCall, ARGS};
 use super::wire::{self, Frame, WireError};
-use crate::disk::{
-    Disk, DiskHealth, HeadPage, Inventory, PutRecordOutcome, RecordListOptions, RecordPage,
-    RecordPut, ShardOptions, ShardSummary, ShardWriter, UploadListStart,
-};
+use crate::disk::{Disk, Inventory, ShardWriter};
 use crate::error::DiskError;
 use crate::format::{DirState, FormatRecord};
+use crate::messages::{
+    DiskHealth, HeadPage, PutRecordOutcome, RecordListOptions, RecordPage, RecordPut, ShardOptions,
+    ShardSummary, UploadListStart,
+};
 use crate::types::{
     DiskId, PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId,
     Stamp, UploadEntry, VersionId,

@@ -3,17 +3,17 @@
 //! it reaches a local one.
 //!
 //! - [`auth`]: the cluster secret, request and answer signatures, replay
-//!   protection;
-//! - [`wire`]: call and answer encoding, errors, framing of shard streams;
+//!   protection, and [`wire`]: call and answer encoding, errors, framing
+//!   of shard streams (both in disk-format);
 //! - [`server`]: `granary node`'s side;
 //! - [`client`]: [`RemoteDisk`], the gateway's side;
 //! - [`tls`]: optional mutual TLS between them.
 
-pub mod auth;
 pub mod client;
 pub mod server;
 pub mod tls;
-pub mod wire;
+
+pub use disk_format::rpc::{auth, wire};
 
 pub use auth::ClusterSecret;
 pub use client::{NodeAccess, NodeClient, RemoteDisk};

@@ -21,10 +21,11 @@ use uuid::Uuid;
 
 use super::auth::{self, Call, CallGuard, ClusterSecret, Refusal};
 use super::wire::{self, Frame, FrameReader, WireError};
-use crate::disk::{Disk, Inventory, RecordListOptions, RecordPut, ShardOptions, UploadListStart};
+use crate::disk::{Disk, Inventory};
 use crate::error::DiskError;
 use crate::format::{probe_dir, DirState, FormatRecord};
 use crate::local::{LocalDisk, LocalDiskOptions};
+use crate::messages::{RecordListOptions, RecordPut, ShardOptions, UploadListStart};
 use crate::types::{PartEntry, ShardId, Stamp, UploadEntry, VersionId};
 
 /// Path of the unauthenticated liveness answer (it says nothing but "ok").

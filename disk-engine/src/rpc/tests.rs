@@ -7,10 +7,11 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use super::*;
-use crate::disk::{Disk, ListStart, PutRecordOutcome, RecordListOptions, RecordPut, ShardOptions};
+use crate::disk::Disk;
 use crate::error::DiskError;
 use crate::format::{DirState, FormatRecord, Tier};
 use crate::local::LocalDiskOptions;
+use crate::messages::{ListStart, PutRecordOutcome, RecordListOptions, RecordPut, ShardOptions};
 use crate::types::{Record, ShardId, Stamp, VersionId};
 
 const SECRET: &str = "rpc-test-cluster-secret";
@@ -104,7 +105,7 @@ async fn a_remote_disk_behaves_like_the_local_one() {
     }
     assert!(matches!(
         disk.health().await,
-        crate::disk::DiskHealth::Online { .. }
+        crate::messages::DiskHealth::Online { .. }
     ));
 
     // A shard streams over in blocks and reads back in any range.

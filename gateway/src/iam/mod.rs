@@ -4,7 +4,6 @@
 //! anonymous callers only what a bucket policy or their own policy allows,
 //! with an explicit Deny winning.
 
-pub mod policy;
 pub mod secrets;
 
 use std::collections::HashMap;
@@ -15,9 +14,9 @@ use parking_lot::Mutex;
 use placement::Store;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::credentials::AccessKey;
-use crate::error::{S3Error, S3Result};
-use policy::{Access, Decision, Policy, Who};
+use s3_wire::auth::credentials::AccessKey;
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::iam_policy::{self as policy, Access, Decision, Policy, Who};
 use secrets::MasterKey;
 
 /// How long a user lookup is trusted without reading the store again.

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use super::get::requested_object;
 use super::{empty, read_document, xml};
-use crate::error::{S3Error, S3Result};
 use crate::headers::reject_unsupported;
 use crate::request::S3Request;
-use crate::xml::{from_xml, to_xml, Owner, NS};
 use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::xml::{from_xml, to_xml, Owner, NS};
 
 /// Largest AccessControlPolicy document accepted.
 const MAX_ACL_BYTES: u64 = 64 << 10;

@@ -8,11 +8,12 @@ use serde::Serialize;
 
 use super::get::requested_object;
 use super::xml;
-use crate::error::{S3Error, S3Result};
+use crate::checksum::checksum_fields;
 use crate::headers::{http_date, STANDARD};
 use crate::request::S3Request;
-use crate::xml::{to_xml, ChecksumFields, NS};
 use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::xml::{to_xml, ChecksumFields, NS};
 
 const ATTRIBUTES: [&str; 5] = [
     "ETag",
@@ -121,7 +122,7 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
                 .map(|p| ObjectPart {
                     part_number: p.number,
                     size: p.size,
-                    checksum: ChecksumFields::of(p.checksum.as_ref(), false),
+                    checksum: checksum_fields(p.checksum.as_ref(), false),
                 })
                 .collect(),
         })
@@ -130,7 +131,7 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
         xmlns: NS,
         etag: has("ETag").then(|| obj.meta.etag.clone()),
         checksum: has("Checksum")
-            .then(|| ChecksumFields::of(obj.meta.checksum.as_ref(), true))
+            .then(|| checksum_fields(obj.meta.checksum.as_ref(), true))
             .filter(|c| c.given().is_some()),
         object_parts: object_parts.transpose()?,
         storage_class: has("StorageClass").then(|| {

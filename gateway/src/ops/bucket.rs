@@ -7,15 +7,15 @@ use base64::Engine as _;
 use http::{Response, StatusCode};
 
 use super::{empty, xml};
-use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, reject_unsupported};
-use crate::names::validate_bucket_name;
 use crate::request::S3Request;
-use crate::xml::{
+use crate::Gateway;
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::names::validate_bucket_name;
+use s3_wire::xml::{
     from_xml, to_xml, BucketEntry, Buckets, CreateBucketConfiguration, ListAllMyBucketsResult,
     LocationConstraint, NS,
 };
-use crate::Gateway;
 
 /// Largest CreateBucketConfiguration document accepted.
 const MAX_CONFIG_BYTES: u64 = 64 << 10;

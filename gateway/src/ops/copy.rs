@@ -16,16 +16,17 @@ use uuid::Uuid;
 
 use super::receive::{algorithm_named, MAX_PUT_BYTES};
 use super::write_error;
-use crate::checksum::{self, ChecksumAlgorithm};
+use crate::checksum::{self, checksum_fields, ChecksumAlgorithm};
 use crate::conditions::{check_copy_source, write_condition};
-use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
 use crate::headers::{iso8601, now_ns, object_meta, quoted, reject_unsupported, requested_class};
-use crate::names::validate_key;
 use crate::progress::Phase;
 use crate::request::S3Request;
-use crate::xml::{to_xml, ChecksumFields, CopyObjectResult};
-use crate::{tags, versions, Gateway};
+use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::names::validate_key;
+use s3_wire::tags;
+use s3_wire::xml::{to_xml, CopyObjectResult};
 
 /// A parsed `x-amz-copy-source`: bucket, key and optional version.
 #[derive(Debug, PartialEq, Eq)]
@@ -268,7 +269,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
     let doc = CopyObjectResult {
         etag: quoted(&stored.meta.etag),
         last_modified: iso8601(stored.mtime_ns),
-        checksum: ChecksumFields::of(stored.meta.checksum.as_ref(), true),
+        checksum: checksum_fields(stored.meta.checksum.as_ref(), true),
     };
     let mut resp = super::xml(StatusCode::OK, to_xml("CopyObjectResult", &doc));
     if let Some(v) = source_version {

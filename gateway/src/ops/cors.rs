@@ -4,10 +4,10 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 
 use super::{empty, read_document, set_bucket_document, xml};
-use crate::cors::{self, CorsConfiguration};
-use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
 use crate::Gateway;
+use s3_wire::cors::{self, CorsConfiguration};
+use s3_wire::error::{S3Error, S3Result};
 
 /// Largest CORSConfiguration document accepted.
 const MAX_CORS_BYTES: u64 = 64 << 10;

@@ -6,13 +6,13 @@ use placement::{DeleteItem, DeleteOutcome, VersionRef};
 
 use super::xml;
 use crate::conditions::{delete_condition, entry_condition, reads_etag};
-use crate::error::{S3Error, S3Result};
 use crate::headers::now_ns;
-use crate::names::validate_key;
 use crate::progress::Phase;
 use crate::request::S3Request;
-use crate::xml::{from_xml, to_xml, Delete, DeleteError, DeleteResult, DeletedEntry, NS};
 use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::names::validate_key;
+use s3_wire::xml::{from_xml, to_xml, Delete, DeleteError, DeleteResult, DeletedEntry, NS};
 
 /// Most keys one DeleteObjects request may name.
 const MAX_DELETE_KEYS: usize = 1000;

@@ -10,11 +10,11 @@ use http::{Response, StatusCode};
 use placement::{ObjectRecord, Versioning};
 
 use crate::conditions::check_read;
-use crate::error::{S3Error, S3Result};
 use crate::headers::{apply_overrides, http_date, object_headers};
-use crate::range;
 use crate::request::S3Request;
 use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::range;
 
 /// Highest part number S3 allows.
 pub const MAX_PART_NUMBER: u32 = 10_000;

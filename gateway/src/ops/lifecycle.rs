@@ -6,28 +6,18 @@ use std::sync::Arc;
 use axum::body::Body;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use lifecycle::eval::{expiration_header, Version};
-use lifecycle::{ConfigError, LifecycleConfig, CONFIG_KEY, MIN_SIZE_KEY};
+use lifecycle::{LifecycleConfig, CONFIG_KEY, MIN_SIZE_KEY};
 use placement::ObjectRecord;
 
 use super::{empty, read_document, xml};
-use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
 use crate::Gateway;
+use s3_wire::error::{S3Error, S3Result};
 
 /// Largest LifecycleConfiguration document accepted (1,000 rules).
 const MAX_LIFECYCLE_BYTES: u64 = 1 << 20;
 /// Header naming the minimum size of objects transitions move.
 const MIN_SIZE_HEADER: &str = "x-amz-transition-default-minimum-object-size";
-
-impl From<ConfigError> for S3Error {
-    fn from(e: ConfigError) -> S3Error {
-        match e {
-            ConfigError::MalformedXml(m) => S3Error::MalformedXml(m),
-            ConfigError::InvalidArgument(m) => S3Error::InvalidArgument(m, None),
-            ConfigError::InvalidRequest(m) => S3Error::InvalidRequest(m),
-        }
-    }
-}
 
 /// The bucket's lifecycle configuration, if any.
 pub async fn configuration(gw: &Gateway, bucket: &str) -> S3Result<Option<Arc<LifecycleConfig>>> {

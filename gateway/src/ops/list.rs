@@ -11,12 +11,12 @@ use placement::{ListStart, ObjectPage};
 
 use super::list_xml::{ContentsEntry, ListingXml};
 use super::xml;
-use crate::auth::sigv4::uri_encode;
-use crate::error::{S3Error, S3Result};
 use crate::headers::STANDARD;
 use crate::request::S3Request;
-use crate::xml::CommonPrefix;
 use crate::Gateway;
+use s3_wire::auth::sigv4::uri_encode;
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::xml::CommonPrefix;
 
 /// Most keys one listing page returns.
 pub const MAX_KEYS: usize = 1000;

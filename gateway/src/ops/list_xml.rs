@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use placement::Etag;
 
 use crate::headers::push_iso8601;
-use crate::xml::{Owner, NS};
-use crate::xml_escape::push_escaped;
+use s3_wire::xml::{Owner, NS};
+use s3_wire::xml_escape::push_escaped;
 
 /// One listed object as it appears in `<Contents>`.
 pub(crate) struct ContentsEntry<'a> {

@@ -16,7 +16,6 @@ mod multipart;
 mod multipart_checksum;
 mod policy;
 pub(crate) use policy::BUCKET_POLICY as BUCKET_POLICY_DOC;
-mod post_form;
 mod post_object;
 mod put;
 mod receive;
@@ -27,11 +26,11 @@ mod versioning;
 use axum::body::Body;
 use http::{Method, Response, StatusCode};
 
-use crate::error::{S3Error, S3Result};
-use crate::iam::policy::ConditionValues;
 use crate::iam::{self, Principal};
 use crate::request::S3Request;
 use crate::Gateway;
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::iam_policy::ConditionValues;
 
 /// Bucket subresources S3 defines that Granary does not serve yet.
 const UNSUPPORTED_BUCKET: &[&str] = &[
@@ -261,11 +260,11 @@ pub(crate) fn route(req: &S3Request) -> S3Result<Op> {
         }
         (true, true) => {
             if *method == Method::POST && req.has("restore") && !req.has("select") {
-                crate::names::validate_key(req.key())?;
+                s3_wire::names::validate_key(req.key())?;
                 return Ok(Op::RestoreObject);
             }
             unsupported(req, UNSUPPORTED_OBJECT)?;
-            crate::names::validate_key(req.key())?;
+            s3_wire::names::validate_key(req.key())?;
             let copy = req.parts.headers.contains_key("x-amz-copy-source");
             match *method {
                 Method::GET if req.has("uploadId") => Op::ListParts,
@@ -362,7 +361,7 @@ pub(crate) fn condition_values(req: &S3Request) -> ConditionValues {
         // A malformed header is refused by the operation itself.
         request_tags: req
             .header("x-amz-tagging")
-            .and_then(|t| crate::tags::parse_header(t).ok()),
+            .and_then(|t| s3_wire::tags::parse_header(t).ok()),
         version_id: req.q("versionId").map(str::to_string),
         copy_source: header("x-amz-copy-source"),
         metadata_directive: header("x-amz-metadata-directive"),

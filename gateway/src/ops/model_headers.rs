@@ -5,9 +5,9 @@
 //! namespaces, the checksum algorithms it does not compute yet) are
 //! refused.
 
-use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
 use crate::Gateway;
+use s3_wire::error::{S3Error, S3Result};
 
 /// Headers naming an option Granary does not have: refused with 501.
 const NOT_IMPLEMENTED: [(&str, &str); 6] = [

@@ -13,20 +13,21 @@ use super::copy::{copy_source_object, stream_copy, CopyTarget};
 use super::get::part_number;
 use super::receive::{receive, Target};
 use super::{empty, multipart_checksum, write_error, xml};
-use crate::auth::sigv4::uri_encode;
 use crate::body::read_small;
-use crate::checksum::ChecksumAlgorithm;
+use crate::checksum::{checksum_fields, ChecksumAlgorithm};
 use crate::conditions::write_condition;
-use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, object_meta, quoted, reject_unsupported, requested_class, STANDARD};
 use crate::progress::Phase;
 use crate::request::S3Request;
-use crate::xml::{
-    from_xml, to_xml, ChecksumFields, CommonPrefix, CompleteMultipartUpload,
-    CompleteMultipartUploadResult, CopyPartResult, InitiateMultipartUploadResult, Initiator,
-    ListMultipartUploadsResult, ListPartsResult, PartEntry, UploadEntry, NS,
+use crate::{versions, Gateway};
+use s3_wire::auth::sigv4::uri_encode;
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::tags;
+use s3_wire::xml::{
+    from_xml, to_xml, CommonPrefix, CompleteMultipartUpload, CompleteMultipartUploadResult,
+    CopyPartResult, InitiateMultipartUploadResult, Initiator, ListMultipartUploadsResult,
+    ListPartsResult, PartEntry, UploadEntry, NS,
 };
-use crate::{tags, versions, Gateway};
 
 /// Smallest part except the last: 5 MiB.
 pub const MIN_PART_BYTES: u64 = 5 << 20;
@@ -244,7 +245,7 @@ pub async fn upload_part_copy(gw: &Gateway, req: &S3Request) -> S3Result<Respons
     let doc = CopyPartResult {
         etag: quoted(&etag),
         last_modified: iso8601(part.mtime_ns),
-        checksum: ChecksumFields::of(copied.checksum.as_ref(), false),
+        checksum: checksum_fields(copied.checksum.as_ref(), false),
     };
     let mut resp = xml(StatusCode::OK, to_xml("CopyPartResult", &doc));
     if let Some(v) = source_version {
@@ -412,7 +413,7 @@ fn completion_answer(
         bucket: req.bucket().into(),
         key: req.key().into(),
         etag: quoted(&stored.meta.etag),
-        checksum: ChecksumFields::of(checksum, true),
+        checksum: checksum_fields(checksum, true),
     };
     let mut resp = xml(
         StatusCode::OK,
@@ -478,7 +479,7 @@ pub async fn list_parts(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body
                 last_modified: iso8601(p.mtime_ns),
                 etag: quoted(&p.part.etag),
                 size: p.part.size,
-                checksum: ChecksumFields::of(
+                checksum: checksum_fields(
                     p.part.checksum.as_ref().filter(|_| algorithm_set),
                     false,
                 ),

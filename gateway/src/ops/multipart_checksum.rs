@@ -8,9 +8,9 @@ use placement::{ChecksumValue, PartRecord, UploadRecord};
 
 use super::receive::{algorithm_named, checksum_mismatch, refuse_not_yet, type_mismatch};
 use crate::checksum::{self, ChecksumAlgorithm, COMPOSITE, FULL_OBJECT};
-use crate::error::{S3Error, S3Result};
 use crate::request::S3Request;
-use crate::xml::CompletedPart;
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::xml::CompletedPart;
 
 /// The (algorithm, type) a CreateMultipartUpload asks for, validated.
 pub fn requested(req: &S3Request) -> S3Result<Option<(ChecksumAlgorithm, &'static str)>> {

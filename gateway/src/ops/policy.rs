@@ -5,10 +5,10 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 
 use super::{empty, read_document, set_bucket_document};
-use crate::error::{S3Error, S3Result};
-use crate::iam::policy::Policy;
 use crate::request::S3Request;
 use crate::Gateway;
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::iam_policy::Policy;
 
 /// Largest bucket policy S3 accepts: 20 KB.
 const MAX_POLICY_BYTES: u64 = 20 * 1024;

@@ -8,11 +8,12 @@ use super::receive::{receive, Target};
 use super::write_error;
 use crate::checksum::ChecksumAlgorithm;
 use crate::conditions::write_condition;
-use crate::error::S3Result;
 use crate::headers::{now_ns, object_meta, quoted, reject_unsupported, requested_class};
 use crate::progress::Phase;
 use crate::request::S3Request;
-use crate::{tags, versions, Gateway};
+use crate::{versions, Gateway};
+use s3_wire::error::S3Result;
+use s3_wire::tags;
 
 /// PutObject: streams the body into shard files, verifies every digest the
 /// client sent, then commits the version (checking `If-None-Match` /

@@ -13,10 +13,10 @@ use uuid::Uuid;
 
 use crate::body::{request_body, BodyOptions};
 use crate::checksum::{self, ChecksumAlgorithm, ALL};
-use crate::error::{S3Error, S3Result};
 use crate::hashing::HashTap;
 use crate::request::S3Request;
 use crate::Gateway;
+use s3_wire::error::{S3Error, S3Result};
 
 /// Largest single PUT or part: 5 GiB.
 pub const MAX_PUT_BYTES: u64 = 5 << 30;

@@ -10,11 +10,11 @@ use http::{Response, StatusCode};
 use placement::VersionRef;
 
 use super::read_document;
-use crate::error::{S3Error, S3Result};
 use crate::headers::{is_archive_class, is_archived, now_ns, restore_expiry_ns};
 use crate::request::S3Request;
-use crate::xml::{from_xml, RestoreRequest};
 use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::xml::{from_xml, RestoreRequest};
 
 /// Largest RestoreRequest document accepted.
 const MAX_RESTORE_BYTES: u64 = 64 << 10;

@@ -5,11 +5,11 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 
 use super::{read_document, set_bucket_document, xml};
-use crate::error::{S3Error, S3Result};
 use crate::progress::Phase;
 use crate::request::S3Request;
-use crate::tags::{self, Tags, MAX_BUCKET_TAGS, MAX_OBJECT_TAGS};
 use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::tags::{self, Tags, MAX_BUCKET_TAGS, MAX_OBJECT_TAGS};
 
 /// Largest Tagging document accepted.
 const MAX_TAGGING_BYTES: u64 = 64 << 10;

@@ -7,14 +7,14 @@ use placement::{ListStart, ObjectSummary, Versioning};
 
 use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
 use super::{empty, read_document, xml};
-use crate::error::{S3Error, S3Result};
 use crate::headers::{iso8601, quoted, STANDARD};
 use crate::request::S3Request;
-use crate::xml::{
+use crate::{versions, Gateway};
+use s3_wire::error::{S3Error, S3Result};
+use s3_wire::xml::{
     from_xml, to_xml, DeleteMarkerEntry, ListVersionsResult, RestoreStatus, VersionEntry,
     VersionItem, VersioningStatus, NS,
 };
-use crate::{versions, Gateway};
 
 /// Largest VersioningConfiguration document accepted.
 const MAX_CONFIG_BYTES: u64 = 64 << 10;

@@ -82,25 +82,6 @@ pub struct ChecksumFields {
 }
 
 impl ChecksumFields {
-    /// The fields for a stored checksum (with its type when `with_type`).
-    pub fn of(c: Option<&placement::ChecksumValue>, with_type: bool) -> ChecksumFields {
-        let mut f = ChecksumFields::default();
-        let Some(c) = c else { return f };
-        let slot = match c.algorithm.as_str() {
-            "CRC32" => &mut f.crc32,
-            "CRC32C" => &mut f.crc32c,
-            "CRC64NVME" => &mut f.crc64nvme,
-            "SHA1" => &mut f.sha1,
-            "SHA256" => &mut f.sha256,
-            _ => return f,
-        };
-        *slot = Some(c.value.clone());
-        if with_type {
-            f.kind = Some(c.kind.clone());
-        }
-        f
-    }
-
     /// The one (algorithm name, value) given, if any.
     pub fn given(&self) -> Option<(&'static str, &str)> {
         [

@@ -7,8 +7,7 @@
 
 use std::fmt::Write as _;
 
-use axum::body::Body;
-use http::{HeaderValue, Response, StatusCode};
+use http::StatusCode;
 
 use crate::xml_escape::escape;
 
@@ -383,54 +382,12 @@ impl S3Error {
 
     /// Whether this answer ends its connection's reads: the client sends
     /// too slowly, or more than it may (whatever headers are added).
-    fn stops_reading(&self) -> bool {
+    pub fn stops_reading(&self) -> bool {
         match self {
             S3Error::RequestTimeout | S3Error::MaxPostPreDataLengthExceeded => true,
             S3Error::WithHeaders(inner, _) => inner.stops_reading(),
             _ => false,
         }
-    }
-
-    /// Builds the HTTP response; HEAD requests and 304s get no body.
-    pub fn into_response(
-        self,
-        resource: &str,
-        request_id: &str,
-        host_id: &str,
-        head: bool,
-    ) -> Response<Body> {
-        if let S3Error::Internal(cause) = &self {
-            tracing::error!(request_id, cause = %cause, "internal error");
-        }
-        let status = self.status();
-        let mut builder = Response::builder().status(status);
-        if let S3Error::WithHeaders(_, headers) = &self {
-            for (name, value) in headers {
-                builder = builder.header(*name, value);
-            }
-        }
-        if let S3Error::InvalidRange(size) = &self {
-            builder = builder.header(http::header::CONTENT_RANGE, format!("bytes */{size}"));
-        }
-        if self.stops_reading() {
-            // The rest of the body is not wanted: close instead of draining
-            // it at the sender's pace (HTTP/2 drops this header and resets
-            // the stream).
-            builder = builder
-                .header(http::header::CONNECTION, "close")
-                .extension(crate::conn_guard::StopReading);
-        }
-        if head || status == StatusCode::NOT_MODIFIED {
-            return builder.body(Body::empty()).expect("valid response");
-        }
-        let xml = self.to_xml(resource, request_id, host_id);
-        builder
-            .header(
-                http::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/xml"),
-            )
-            .body(Body::from(xml))
-            .expect("valid response")
     }
 }
 
@@ -442,6 +399,17 @@ impl std::fmt::Display for S3Error {
 
 impl std::error::Error for S3Error {}
 
+impl From<lifecycle_rules::ConfigError> for S3Error {
+    fn from(e: lifecycle_rules::ConfigError) -> S3Error {
+        match e {
+            lifecycle_rules::ConfigError::MalformedXml(m) => S3Error::MalformedXml(m),
+            lifecycle_rules::ConfigError::InvalidArgument(m) => S3Error::InvalidArgument(m, None),
+            lifecycle_rules::ConfigError::InvalidRequest(m) => S3Error::InvalidRequest(m),
+        }
+    }
+}
+
+#[cfg(feature = "placement")]
 impl From<placement::Error> for S3Error {
     fn from(e: placement::Error) -> Self {
         use placement::Error as P;

@@ -23,14 +23,14 @@ const TAG_VERSIONS: u8 = 0;
 const TAG_MANY: u8 = 1;
 /// Versions of one key the index keeps; a key with more is listed from its
 /// records (versioned keys with long histories).
-pub(crate) const MAX_HEAD_VERSIONS: usize = 8;
+pub const MAX_HEAD_VERSIONS: usize = 8;
 /// Longest listing projection kept; a longer one is left out (the key is
 /// then listed from its records).
 const MAX_LISTING_BYTES: usize = u16::MAX as usize;
 
 /// One key's head as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Head {
+pub enum Head {
     /// Every version, in version-id order.
     Versions(Vec<HeadEntry>),
     /// Only how many versions there are.
@@ -45,7 +45,7 @@ impl Default for Head {
 
 /// A listing projection as heads and record envelopes keep it: whole, or
 /// left out (empty) when longer than they can hold.
-pub(crate) fn storable_listing(listing: &[u8]) -> &[u8] {
+pub fn storable_listing(listing: &[u8]) -> &[u8] {
     match listing.len() <= MAX_LISTING_BYTES {
         true => listing,
         false => &[],
@@ -112,6 +112,7 @@ impl Head {
         Ok(())
     }
 
+    /// The head as stored (format byte, entries, CRC32C).
     pub fn encode(&self) -> Vec<u8> {
         let mut v = vec![HEAD_FORMAT];
         match self {
@@ -213,7 +214,7 @@ fn parse<'a>(head: &'a [u8], out: &mut Vec<HeadVersion<'a>>) -> Result<Option<u3
     }
 }
 
-/// The key of a heads listing entry (see [`crate::HeadPage`]), decoded;
+/// The key of a heads listing entry (see [`crate::messages::HeadPage`]), decoded;
 /// `None` if it is not a valid encoding.
 pub fn decode_listed_key(encoded: &[u8]) -> Option<Vec<u8>> {
     let mut key = Vec::with_capacity(encoded.len());

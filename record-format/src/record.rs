@@ -8,7 +8,7 @@
 //! explicit migration in [`decode`].
 
 use bytes::Bytes;
-use disk_engine::VersionId;
+use disk_format::types::VersionId;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -39,7 +39,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, SetError> {
 /// Where a version stands among its key's versions (the newest is the
 /// greatest): by creation time, not by the stamp, which a tag update
 /// renews; then by id.
-pub(crate) fn version_order(mtime_ns: u64, version: VersionId) -> (u64, VersionId) {
+pub fn version_order(mtime_ns: u64, version: VersionId) -> (u64, VersionId) {
     (mtime_ns, version)
 }
 

@@ -11,8 +11,9 @@
 //! format, and a pool already formatted keeps its width whatever this
 //! rule would say today.
 
-use disk_engine::Tier;
-use erasure_set::{default_parity_in, MAX_SET_DISKS};
+use disk_format::format::Tier;
+
+use crate::parity::{default_parity_in, MAX_SET_DISKS};
 
 /// The narrowest set the default divides a pool into.
 pub const MIN_DEFAULT_SET_WIDTH: usize = 4;
@@ -129,7 +130,7 @@ fn nearby_counts(n: usize) -> Vec<String> {
 
 /// [`choose_layout`] for `granary server`: every directory its own
 /// failure domain, parity by width as
-/// [`erasure_set::default_parity_in`] says.
+/// [`default_parity_in`] says.
 pub fn local_layout(
     n: usize,
     width: Option<usize>,
@@ -143,7 +144,7 @@ pub fn local_layout(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use erasure_set::{default_parity, DEFAULT_COLD_PARITY};
+    use crate::parity::{default_parity, DEFAULT_COLD_PARITY};
 
     fn width(n: usize) -> Result<(usize, usize, usize), String> {
         local_layout(n, None, None, Tier::Hot).map(|l| (l.width, l.sets, l.parity))

@@ -1,6 +1,6 @@
 //! Listing projections: what a listing shows of a version
 //! ([`ObjectSummary`]), stored beside its record and in the disks' heads
-//! index ([`disk_engine::Record::listing`]), so listing current objects
+//! index ([`disk_format::types::Record::listing`]), so listing current objects
 //! decodes a few dozen bytes per key instead of the record.
 //!
 //! Format 2 (written now) is a fixed binary layout, decoded without a

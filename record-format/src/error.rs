@@ -2,7 +2,7 @@
 //! storage terms. It names no bucket, key or S3 code; placement turns it
 //! into its own error, and the gateway alone maps that to S3.
 
-use disk_engine::DiskError;
+use disk_format::DiskError;
 
 /// Error from a request body stream, passed through untouched so the caller
 /// can recover its own error type.

@@ -47,17 +47,6 @@ impl From<io::Error> for DiskError {
     }
 }
 
-impl From<rocksdb::Error> for DiskError {
-    fn from(e: rocksdb::Error) -> Self {
-        let text = e.into_string();
-        if text.contains("No space left") || text.contains("NoSpace") {
-            DiskError::Full
-        } else {
-            DiskError::Meta(text)
-        }
-    }
-}
-
 impl DiskError {
     /// Builds a [`DiskError::Corrupt`].
     pub fn corrupt(what: &'static str, detail: impl Into<String>) -> Self {

@@ -10,7 +10,7 @@ const TERM: u8 = 0x01;
 
 /// Appends `part` escaped but without a terminator (a prefix of any
 /// component that starts with `part`).
-pub(crate) fn push_prefix(out: &mut Vec<u8>, part: &[u8]) {
+pub fn push_prefix(out: &mut Vec<u8>, part: &[u8]) {
     for &b in part {
         out.push(b);
         if b == ESC {
@@ -20,14 +20,14 @@ pub(crate) fn push_prefix(out: &mut Vec<u8>, part: &[u8]) {
 }
 
 /// Appends `part` escaped and terminated.
-pub(crate) fn push_component(out: &mut Vec<u8>, part: &[u8]) {
+pub fn push_component(out: &mut Vec<u8>, part: &[u8]) {
     push_prefix(out, part);
     out.push(ESC);
     out.push(TERM);
 }
 
 /// Encodes namespace and key as a terminated pair.
-pub(crate) fn ns_key(ns: &[u8], key: &[u8]) -> Vec<u8> {
+pub fn ns_key(ns: &[u8], key: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(ns.len() + key.len() + 8);
     push_component(&mut out, ns);
     push_component(&mut out, key);
@@ -36,7 +36,7 @@ pub(crate) fn ns_key(ns: &[u8], key: &[u8]) -> Vec<u8> {
 
 /// Decodes one terminated component from the start of `input`; returns it
 /// and the rest of the input.
-pub(crate) fn take_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+pub fn take_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
     let mut out = Vec::with_capacity(input.len());
     let rest = decode_component(input, &mut out)?;
     Some((out, rest))
@@ -44,7 +44,7 @@ pub(crate) fn take_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
 
 /// [`take_component`] appending the component to `out`; returns the rest
 /// of the input.
-pub(crate) fn decode_component<'a>(input: &'a [u8], out: &mut Vec<u8>) -> Option<&'a [u8]> {
+pub fn decode_component<'a>(input: &'a [u8], out: &mut Vec<u8>) -> Option<&'a [u8]> {
     let mut rest = input;
     loop {
         // Copy the run up to the next escape byte at once.
@@ -61,7 +61,7 @@ pub(crate) fn decode_component<'a>(input: &'a [u8], out: &mut Vec<u8>) -> Option
 
 /// The smallest encoded key that sorts after every key starting with
 /// `encoded_prefix`, or `None` if there is none.
-pub(crate) fn prefix_end(encoded_prefix: &[u8]) -> Option<Vec<u8>> {
+pub fn prefix_end(encoded_prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = encoded_prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xFF {

@@ -41,7 +41,7 @@ pub fn write_file_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<
 }
 
 /// Makes a directory's entries (creates, renames) durable.
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 

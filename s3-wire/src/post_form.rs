@@ -16,9 +16,14 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures::Stream;
-use placement::{BodyError, BodyStream};
 
 use crate::error::{S3Error, S3Result};
+
+/// An error of a request body stream (the same type as the store's).
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+/// A request body as the store consumes it (the same type as placement's
+/// `BodyStream`).
+pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
 
 /// Form bytes S3 reads before the file (fields with their boundaries).
 pub const MAX_PRE_DATA_BYTES: usize = 20 * 1024;

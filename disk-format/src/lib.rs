@@ -1,0 +1,26 @@
+//! disk-format: the bytes of the bottom room — what one disk stores and
+//! what a node and a gateway send each other about it, as pure encoders
+//! and decoders.
+//!
+//! It owns the version record and packed-piece envelopes, the heads index
+//! entries and listed keys, the key encoding of the metadata store, the
+//! disk's `format.json`, the node RPC's framing, signatures and messages,
+//! and the one disk error type. Every decoder checks lengths and checksums
+//! and answers `Corrupt` rather than panic.
+//!
+//! It must not know RocksDB, io_uring, files beyond the atomic write of a
+//! small document, HTTP, erasure coding or S3: disk-engine does the I/O
+//! with these formats, and the fuzz targets exercise them without building
+//! any of that.
+
+pub mod atomic;
+pub mod envelope;
+pub mod error;
+pub mod format;
+pub mod heads;
+pub mod keys;
+pub mod messages;
+pub mod rpc;
+pub mod types;
+
+pub use error::DiskError;
