@@ -23,15 +23,53 @@ pub fn to_xml<T: Serialize>(root: &str, value: &T) -> String {
     out
 }
 
-/// Parses a request document.
+fn malformed(why: impl std::fmt::Display) -> S3Error {
+    S3Error::MalformedXml(format!(
+        "The XML you provided was not well-formed or did not validate against our published schema ({why})"
+    ))
+}
+
+/// A request document's text, once it is one well-formed XML document:
+/// UTF-8, one root element with matching end tags, and nothing after it
+/// but whitespace, comments and processing instructions (S3 answers
+/// MalformedXML otherwise; the serde reader alone stops at the root's end
+/// and took any trailing bytes — found by the fuzz targets).
+pub fn check_document(bytes: &[u8]) -> S3Result<&str> {
+    use quick_xml::events::Event;
+    let text = std::str::from_utf8(bytes).map_err(|_| malformed("not UTF-8"))?;
+    let mut reader = quick_xml::Reader::from_str(text);
+    let (mut depth, mut roots) = (0usize, 0usize);
+    loop {
+        let event = reader.read_event().map_err(malformed)?;
+        let outside = depth == 0;
+        match event {
+            Event::Eof => break,
+            Event::Start(_) => {
+                roots += usize::from(outside);
+                depth += 1;
+            }
+            Event::Empty(_) => roots += usize::from(outside),
+            Event::End(_) => depth -= 1,
+            Event::Text(t) if outside && !t.iter().all(u8::is_ascii_whitespace) => {
+                return Err(malformed("text outside the root element"))
+            }
+            Event::CData(_) if outside => return Err(malformed("text outside the root element")),
+            _ => {}
+        }
+        if roots > 1 {
+            return Err(malformed("more than one root element"));
+        }
+    }
+    match (roots, depth) {
+        (1, 0) => Ok(text),
+        (0, _) => Err(malformed("no root element")),
+        _ => Err(malformed("an element is not closed")),
+    }
+}
+
+/// Parses a request document (see [`check_document`]).
 pub fn from_xml<T: DeserializeOwned>(bytes: &[u8]) -> S3Result<T> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| S3Error::MalformedXml("The XML you provided was not well-formed or did not validate against our published schema".into()))?;
-    quick_xml::de::from_str(text).map_err(|e| {
-        S3Error::MalformedXml(format!(
-            "The XML you provided was not well-formed or did not validate against our published schema ({e})"
-        ))
-    })
+    quick_xml::de::from_str(check_document(bytes)?).map_err(malformed)
 }
 
 /// Checksum elements of a response (at most one algorithm is set).
@@ -673,6 +711,36 @@ pub struct CreateBucketConfiguration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the xml_bodies, tagging and cors fuzz targets: the serde
+    /// reader stopped at the root's end, so bytes after it were accepted.
+    #[test]
+    fn a_document_is_one_root_element_and_nothing_after_it() {
+        let ok = "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+        for doc in [
+            ok.to_string(),
+            format!("<?xml version=\"1.0\"?>\n{ok}\n<!-- done -->\n"),
+        ] {
+            let v: VersioningStatus = from_xml(doc.as_bytes()).unwrap();
+            assert_eq!(v.status.as_deref(), Some("Enabled"));
+        }
+        for doc in [
+            format!("{ok}Status></VersioningConfiguration>"),
+            format!("{ok}<VersioningConfiguration/>"),
+            format!("{ok}junk"),
+            format!("{ok}<![CDATA[x]]>"),
+            "<VersioningConfiguration><Status>Enabled</Status>".to_string(),
+            "  ".to_string(),
+        ] {
+            assert!(
+                matches!(
+                    from_xml::<VersioningStatus>(doc.as_bytes()),
+                    Err(S3Error::MalformedXml(_))
+                ),
+                "{doc}"
+            );
+        }
+    }
 
     #[test]
     fn parses_requests_and_rejects_garbage() {

@@ -46,6 +46,7 @@ pub async fn get(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
 pub async fn put(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Response<Body>> {
     let doc = read_document(gw, req, body, MAX_LIFECYCLE_BYTES).await?;
     let remote = gw.store.remote_tiers();
+    s3_wire::xml::check_document(&doc)?;
     let cfg = lifecycle::parse(
         &doc,
         req.header(MIN_SIZE_HEADER),
