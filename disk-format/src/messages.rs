@@ -137,7 +137,11 @@ pub struct RecordPage {
 /// [`crate::heads::head_versions`]) in one buffer. A page costs one allocation,
 /// and disks that hold the same writes of a key hold the same head bytes,
 /// so a listing compares them without decoding.
+/// A page read off the wire is checked as it is decoded (its spans lie in
+/// its buffer, in order), so [`HeadPage::entry`] cannot fail on one a
+/// faulty or corrupt node sent; found by the rpc_messages fuzz target.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "HeadPageFields")]
 pub struct HeadPage {
     /// Every key and head of the page.
     pub bytes: Bytes,
@@ -146,6 +150,33 @@ pub struct HeadPage {
     pub spans: Vec<(u32, u32, u32)>,
     /// True when more keys follow the last one returned.
     pub truncated: bool,
+}
+
+/// A [`HeadPage`] as it arrives, before its spans are checked.
+#[derive(serde::Deserialize)]
+struct HeadPageFields {
+    bytes: Bytes,
+    spans: Vec<(u32, u32, u32)>,
+    truncated: bool,
+}
+
+impl TryFrom<HeadPageFields> for HeadPage {
+    type Error = String;
+
+    fn try_from(f: HeadPageFields) -> Result<HeadPage, String> {
+        let len = f.bytes.len() as u64;
+        let inside = |&(a, b, c): &(u32, u32, u32)| a <= b && b <= c && u64::from(c) <= len;
+        match f.spans.iter().find(|s| !inside(s)) {
+            Some(s) => Err(format!(
+                "a heads page's span {s:?} lies outside its {len} bytes"
+            )),
+            None => Ok(HeadPage {
+                bytes: f.bytes,
+                spans: f.spans,
+                truncated: f.truncated,
+            }),
+        }
+    }
 }
 
 impl HeadPage {
@@ -157,5 +188,37 @@ impl HeadPage {
             &self.bytes[a as usize..b as usize],
             &self.bytes[b as usize..c as usize],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpc::wire;
+
+    #[test]
+    fn a_heads_page_with_spans_outside_its_bytes_does_not_decode() {
+        let good = HeadPage {
+            bytes: Bytes::from_static(b"keyhead"),
+            spans: vec![(0, 3, 7)],
+            truncated: false,
+        };
+        let back: HeadPage = wire::decode(&wire::encode(&good)).unwrap();
+        assert_eq!(back.entry(0), (&b"key"[..], &b"head"[..]));
+        for spans in [
+            vec![(0, 3, 8)],
+            vec![(4, 3, 7)],
+            vec![(0, 5, 4)],
+            vec![(0, 3, 7), (9, 9, 9)],
+        ] {
+            let bad = HeadPage {
+                spans: spans.clone(),
+                ..good.clone()
+            };
+            assert!(
+                wire::decode::<HeadPage>(&wire::encode(&bad)).is_err(),
+                "{spans:?}"
+            );
+        }
     }
 }
