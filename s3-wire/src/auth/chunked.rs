@@ -153,6 +153,10 @@ impl ChunkedDecoder {
                     return Err(framing("data after the final chunk"));
                 }
                 _ => match input.iter().position(|&b| b == b'\n') {
+                    // A line's length is judged whole, however it arrived.
+                    Some(i) if self.line.len() + i > MAX_LINE => {
+                        return Err(framing("header line too long"));
+                    }
                     Some(i) => {
                         self.line.extend_from_slice(&input[..=i]);
                         input.advance(i + 1);
@@ -365,6 +369,25 @@ mod tests {
             decode(&mut d, &body(sigs, ""), 4096),
             Err(S3Error::SignatureDoesNotMatch { .. })
         ));
+    }
+
+    /// A line longer than MAX_LINE was refused when it arrived in pieces
+    /// and taken when it arrived whole (found by the aws_chunked fuzz
+    /// target's cut-anywhere check): it is refused both ways.
+    #[test]
+    fn an_overlong_line_is_refused_however_it_arrives() {
+        let long = format!(
+            "3\r\nabc\r\n0\r\nx-amz-checksum-crc32:{}\r\n\r\n",
+            "A".repeat(MAX_LINE)
+        );
+        for step in [1, 100, long.len()] {
+            let mut d = ChunkedDecoder::new(None);
+            let r = decode(&mut d, long.as_bytes(), step).and_then(|_| d.finish().map(drop));
+            assert!(
+                matches!(r, Err(S3Error::IncompleteBody(_))),
+                "step {step}: {r:?}"
+            );
+        }
     }
 
     #[test]
