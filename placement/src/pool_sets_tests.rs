@@ -11,7 +11,7 @@ use erasure_set::{ErasureSet, LocalSet};
 
 use crate::gc_tests::{holds, plant};
 use crate::local_pool::{open_local_pool, LocalPoolConfig};
-use crate::model::{COLD_TIER, TIER_NS};
+use crate::model::{PartRecord, UploadRecord, COLD_TIER, TIER_NS};
 use crate::store_tests::{body, commit, data, get, put, rig, set_versioning, wrap_faulty, Rig};
 use crate::{VersionRef, Versioning, WriteOptions};
 
@@ -52,6 +52,34 @@ async fn sets_holding(r: &Rig, key: &str) -> Vec<usize> {
         }
     }
     out
+}
+
+/// Part `n` of upload `id` of `key` in bucket "b", holding `part`.
+async fn upload_part(
+    r: &Rig,
+    key: &str,
+    id: uuid::Uuid,
+    up: &UploadRecord,
+    n: u32,
+    part: &[u8],
+) -> PartRecord {
+    let staged = r
+        .store
+        .write_part_data("b", key, id, up, body(part, 8192), None)
+        .await
+        .unwrap();
+    r.store
+        .commit_part("b", key, id, up, n, staged, format!("p{n}"), None)
+        .await
+        .unwrap()
+}
+
+/// The cold pool's sets, in order.
+fn cold_sets(r: &Rig) -> Vec<Arc<ErasureSet>> {
+    let sets = r.store.pools.tier_sets().into_iter();
+    sets.filter(|(name, _)| name == COLD_TIER)
+        .map(|(_, s)| s)
+        .collect()
 }
 
 /// The ids of the tier objects `set` holds.
@@ -126,16 +154,7 @@ async fn a_later_pool_of_two_sets_keeps_each_key_in_the_set_its_hash_names() {
     let up = r.store.get_upload("b", key, id).await.unwrap();
     assert_eq!(up.home.as_deref(), Some("pool-1"));
     let part = data(70_000, 7);
-    let staged = r
-        .store
-        .write_part_data("b", key, id, &up, body(&part, 8192), None)
-        .await
-        .unwrap();
-    let rec = r
-        .store
-        .commit_part("b", key, id, &up, 1, staged, "p1".into(), None)
-        .await
-        .unwrap();
+    let rec = upload_part(&r, key, id, &up, 1, &part).await;
     r.store
         .complete_upload(
             "b",
@@ -191,13 +210,7 @@ async fn a_cold_pool_of_two_sets_keeps_each_tier_object_in_the_set_its_id_names(
         assert!(tier_objects(&set).await.contains(&tier.id.to_string()));
         versions.push((key, bytes, v));
     }
-    let cold: Vec<Arc<ErasureSet>> = r
-        .store
-        .pools
-        .tier_sets()
-        .into_iter()
-        .map(|(_, s)| s)
-        .collect();
+    let cold = cold_sets(&r);
     assert_eq!(cold.len(), 2);
     for set in &cold {
         let n = tier_objects(set).await.len();
@@ -222,17 +235,7 @@ async fn a_cold_pool_of_two_sets_keeps_each_tier_object_in_the_set_its_id_names(
         for n in 1..=2u32 {
             let part = data(60_000, n as u8 + i);
             whole.extend_from_slice(&part);
-            let staged = r
-                .store
-                .write_part_data("b", &key, id, &up, body(&part, 8192), None)
-                .await
-                .unwrap();
-            let rec = r
-                .store
-                .commit_part("b", &key, id, &up, n, staged, format!("p{n}"), None)
-                .await
-                .unwrap();
-            parts.push(rec);
+            parts.push(upload_part(&r, &key, id, &up, n, &part).await);
         }
         let done = r
             .store
@@ -294,13 +297,7 @@ async fn with_faulty_cold_pool(
 async fn a_cold_set_that_cannot_be_listed_does_not_stop_the_sweep_of_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let (r, faulty, _) = with_faulty_cold_pool(dir.path()).await;
-    let cold: Vec<Arc<ErasureSet>> = r
-        .store
-        .pools
-        .tier_sets()
-        .into_iter()
-        .map(|(_, s)| s)
-        .collect();
+    let cold = cold_sets(&r);
     // Tier objects no version refers to (a PUT killed between its tier
     // object and its version leaves them), until one is in each set.
     let mut orphans = [None, None];
@@ -399,13 +396,7 @@ async fn a_cold_set_with_a_silent_disk_does_not_stop_collection_in_the_other_col
 async fn new_cold_data_goes_to_the_cold_sets_that_are_not_offline() {
     let dir = tempfile::tempdir().unwrap();
     let (r, _, _) = with_faulty_cold_pool(dir.path()).await;
-    let cold: Vec<Arc<ErasureSet>> = r
-        .store
-        .pools
-        .tier_sets()
-        .into_iter()
-        .map(|(_, s)| s)
-        .collect();
+    let cold = cold_sets(&r);
     // As a set that lost more disks than its parity before the start is.
     cold[0].mark_offline("erasure set 1 of pool 1 is offline (test)".into());
     for i in 0..16 {
@@ -434,16 +425,7 @@ async fn new_cold_data_goes_to_the_cold_sets_that_are_not_offline() {
             .await
             .unwrap();
         let up = r.store.get_upload("b", &key, id).await.unwrap();
-        let part = data(20_000, i);
-        let staged = r
-            .store
-            .write_part_data("b", &key, id, &up, body(&part, 8192), None)
-            .await
-            .unwrap();
-        r.store
-            .commit_part("b", &key, id, &up, 1, staged, "p1".into(), None)
-            .await
-            .unwrap();
+        upload_part(&r, &key, id, &up, 1, &data(20_000, i)).await;
         let set = r.store.pools.tier_set(COLD_TIER, id).unwrap();
         assert!(Arc::ptr_eq(&set, &cold[1]), "{key}");
     }
