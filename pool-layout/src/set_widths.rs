@@ -83,6 +83,13 @@ pub fn choose_layout(
         return Ok(layout(w));
     }
     if n < MIN_DEFAULT_SET_WIDTH || n <= MAX_SET_DISKS {
+        if parity_of(n) >= n {
+            return Err(format!(
+                "parity {} needs more than {} disks (got {n})",
+                parity_of(n),
+                parity_of(n)
+            ));
+        }
         if let Some(why) = breaks_domain_rule(domains, n, parity_of(n)) {
             return Err(why);
         }
@@ -179,6 +186,20 @@ mod tests {
         // A cold pool's sets keep the cold default parity.
         let l = local_layout(24, None, None, Tier::Cold).unwrap();
         assert_eq!((l.width, l.sets, l.parity), (12, 2, DEFAULT_COLD_PARITY));
+    }
+
+    /// Found by the cluster_file fuzz target: a pool too small for any
+    /// default width took a pinned parity as wide as itself, and formatting
+    /// it then subtracted past zero (`n - parity` data shards).
+    #[test]
+    fn a_pool_of_one_set_needs_more_disks_than_its_parity() {
+        for (n, parity) in [(2, 2), (2, 3), (3, 3), (1, 1), (16, 16)] {
+            let domains: Vec<usize> = (0..n).collect();
+            let err = choose_layout(&domains, None, Some(parity), default_parity).unwrap_err();
+            assert!(err.contains("parity"), "{n} disks, parity {parity}: {err}");
+        }
+        assert_eq!(width(1), Ok((1, 1, 0)));
+        assert!(local_layout(3, None, Some(2), Tier::Hot).is_ok());
     }
 
     #[test]
