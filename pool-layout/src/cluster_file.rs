@@ -24,7 +24,7 @@
 //! and every key's lock; hot pools added later take new keys by free
 //! space, see `pools.rs`), then at most one cold pool.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use disk_format::format::Tier;
 use serde::Deserialize;
@@ -59,7 +59,7 @@ pub struct PoolMap {
 }
 
 /// One disk of a node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NodeDisk {
     /// `host:port` of the node.
     pub node: String,
@@ -99,7 +99,21 @@ fn bad(msg: impl Into<String>) -> ClusterFileError {
     ClusterFileError(msg.into())
 }
 
-/// Expands every `{a...b}` range of `pattern`.
+/// Most disks one pool may list (1,024 nodes of 16 disks): bounds what a
+/// mistyped range costs to expand and check.
+pub const MAX_POOL_DISKS: usize = 16_384;
+
+/// Longest bound of a `{a...b}` range, padding included.
+const MAX_RANGE_DIGITS: usize = 8;
+
+fn too_many(what: &str) -> ClusterFileError {
+    bad(format!(
+        "{what}: a pool lists more than {MAX_POOL_DISKS} disks"
+    ))
+}
+
+/// Expands every `{a...b}` range of `pattern` (at most [`MAX_POOL_DISKS`]
+/// names).
 pub fn expand(pattern: &str) -> Result<Vec<String>, ClusterFileError> {
     let Some(open) = pattern.find('{') else {
         return Ok(vec![pattern.to_string()]);
@@ -120,7 +134,7 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, ClusterFileError> {
             )))
         }
     };
-    if hi - lo >= 4096 {
+    if hi - lo >= 4096 || a.len().max(b.len()) > MAX_RANGE_DIGITS {
         return Err(bad(format!("{pattern}: {{{inner}}} is too large a range")));
     }
     let width = if a.starts_with('0') && a.len() > 1 {
@@ -129,6 +143,9 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, ClusterFileError> {
         0
     };
     let rest = expand(&pattern[close + 1..])?;
+    if (hi - lo + 1) as usize * rest.len() > MAX_POOL_DISKS {
+        return Err(too_many(pattern));
+    }
     let mut out = Vec::new();
     for n in lo..=hi {
         let head = format!("{}{:0width$}", &pattern[..open], n);
@@ -196,28 +213,28 @@ impl ClusterMap {
                 ));
             }
             let mut disks = Vec::new();
+            let mut listed = HashSet::new();
             for pattern in &p.disks {
                 for spec in expand(pattern)? {
                     let d = parse_disk(&spec)?;
-                    if disks.contains(&d) {
+                    if !listed.insert(d.clone()) {
                         return Err(bad(format!("{d} is listed twice")));
+                    }
+                    if listed.len() > MAX_POOL_DISKS {
+                        return Err(too_many(&format!("pool {i}")));
                     }
                     disks.push(d);
                 }
             }
             let disks = interleave(disks);
-            let nodes: Vec<&str> = {
-                let mut seen: Vec<&str> = Vec::new();
-                for d in &disks {
-                    if !seen.contains(&d.node.as_str()) {
-                        seen.push(&d.node);
-                    }
-                }
-                seen
-            };
+            // Each node's failure domain: its place among the nodes.
+            let mut nodes: HashMap<&str, usize> = HashMap::new();
             let domains: Vec<usize> = disks
                 .iter()
-                .map(|d| nodes.iter().position(|n| *n == d.node).expect("listed"))
+                .map(|d| {
+                    let next = nodes.len();
+                    *nodes.entry(&d.node).or_insert(next)
+                })
                 .collect();
             let tier = p.tier;
             let layout = choose_layout(&domains, p.set_width, p.parity, |w| {
@@ -265,6 +282,31 @@ mod tests {
             k8s.pools[0].disks[1].node,
             "granary-node-1.granary-node.granary.svc.cluster.local:9100"
         );
+    }
+
+    /// Each range was capped but not their product: ten `{0...3}` made a
+    /// million disks, and the duplicate check was quadratic — a mistyped
+    /// file could exhaust a gateway's memory at start (found by the
+    /// cluster_file fuzz target).
+    #[test]
+    fn a_pool_lists_at_most_its_cap_of_disks() {
+        let many = format!("n{}:/d", "{0...3}".repeat(10));
+        let err = expand(&many).unwrap_err().to_string();
+        assert!(err.contains("more than"), "{err}");
+        let padded = format!("n{{{}1...2}}:/d", "0".repeat(200));
+        assert!(expand(&padded).is_err());
+        let file = |patterns: &str| {
+            format!("deployment = \"0b6f4c84-5c3e-4d43-9a43-4d1c1cbf4a8e\"\n[[pool]]\ntier = \"hot\"\ndisks = [{patterns}]")
+        };
+        let too_many = file(
+            r#""n{1...4096}:/a", "n{1...4096}:/b", "n{1...4096}:/c", "n{1...4096}:/d", "n{1...4096}:/e""#,
+        );
+        let err = ClusterMap::parse(&too_many).unwrap_err().to_string();
+        assert!(err.contains("more than"), "{err}");
+        // The cap itself is a pool one may write: 1,024 nodes of 16 disks.
+        let at_cap = file(r#""n{1...1024}:/d{1...16}""#);
+        let map = ClusterMap::parse(&at_cap).unwrap();
+        assert_eq!(map.pools[0].disks.len(), MAX_POOL_DISKS);
     }
 
     #[test]
