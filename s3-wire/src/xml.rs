@@ -49,11 +49,17 @@ pub fn check_document(bytes: &[u8]) -> S3Result<&str> {
                 depth += 1;
             }
             Event::Empty(_) => roots += usize::from(outside),
-            Event::End(_) => depth -= 1,
+            Event::End(_) => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| malformed("an end tag without its start"))?
+            }
             Event::Text(t) if outside && !t.iter().all(u8::is_ascii_whitespace) => {
                 return Err(malformed("text outside the root element"))
             }
-            Event::CData(_) if outside => return Err(malformed("text outside the root element")),
+            Event::CData(_) | Event::GeneralRef(_) if outside => {
+                return Err(malformed("text outside the root element"))
+            }
             _ => {}
         }
         if roots > 1 {
@@ -729,6 +735,8 @@ mod tests {
             format!("{ok}<VersioningConfiguration/>"),
             format!("{ok}junk"),
             format!("{ok}<![CDATA[x]]>"),
+            format!("{ok}&amp;"),
+            format!("&#60;{ok}"),
             "<VersioningConfiguration><Status>Enabled</Status>".to_string(),
             "  ".to_string(),
         ] {
