@@ -272,11 +272,14 @@ fn unsigned_headers(headers: &HeaderMap, signed: &[&str]) -> Vec<String> {
 }
 
 /// The access key a request claims (from the Authorization header or a
-/// presigned URL), or `None` for an unsigned (anonymous) request.
+/// presigned URL), or `None` for an unsigned (anonymous) request: the one
+/// [`authenticate`] then checks, read the same way (the last `Credential`
+/// of a header; a SigV2 URL's `AWSAccessKeyId` before a first
+/// `X-Amz-Credential`).
 pub fn requested_key(parts: &Parts) -> Option<String> {
     if let Some(auth) = header(&parts.headers, "authorization") {
         let key = if let Some(rest) = auth.strip_prefix(ALGORITHM) {
-            rest.split(',')
+            rest.rsplit(',')
                 .find_map(|f| f.trim().strip_prefix("Credential="))
                 .and_then(|c| c.split('/').next())
         } else {
@@ -284,13 +287,13 @@ pub fn requested_key(parts: &Parts) -> Option<String> {
         };
         return Some(key.unwrap_or("").to_string());
     }
-    query_params(parts.uri.query().unwrap_or(""))
-        .into_iter()
-        .find_map(|(k, v)| match k.as_str() {
-            "X-Amz-Credential" => Some(v.split('/').next().unwrap_or("").to_string()),
-            "AWSAccessKeyId" => Some(v),
-            _ => None,
-        })
+    let params = query_params(parts.uri.query().unwrap_or(""));
+    let first = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    match (first("AWSAccessKeyId"), first("X-Amz-Credential")) {
+        (Some(id), _) => Some(id.clone()),
+        (None, Some(c)) => Some(c.split('/').next().unwrap_or("").to_string()),
+        (None, None) => None,
+    }
 }
 
 /// How an unsigned request's body is read: plain, or `aws-chunked` with
@@ -584,6 +587,33 @@ mod tests {
     /// (a JavaScript `encodeURIComponent`, the AWS SDKs' signer given
     /// such a path) is signed as `%2F`; found by the sign_then_verify fuzz
     /// target.
+    /// The key the gateway loads is the one authentication checks, also
+    /// when a request names two (the auth_request fuzz target's check).
+    #[test]
+    fn the_requested_key_is_the_one_authentication_reads() {
+        let with_auth = |v: &str| {
+            let req = http::Request::builder()
+                .uri("http://h/b/k")
+                .header("authorization", v);
+            req.body(()).unwrap().into_parts().0
+        };
+        let two = with_auth("AWS4-HMAC-SHA256 Credential=A/20260101/us-east-1/s3/aws4_request, Credential=B/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00");
+        let parsed = parse_authorization("AWS4-HMAC-SHA256 Credential=A/20260101/us-east-1/s3/aws4_request, Credential=B/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00").unwrap();
+        assert_eq!(
+            requested_key(&two).as_deref(),
+            Some(parsed.access_key.as_str())
+        );
+        let url = |q: &str| {
+            let req = http::Request::builder().uri(format!("http://h/b/k?{q}"));
+            req.body(()).unwrap().into_parts().0
+        };
+        let both = url("X-Amz-Credential=X%2F20260101&AWSAccessKeyId=AKID&Expires=1&Signature=s");
+        assert_eq!(requested_key(&both).as_deref(), Some("AKID"));
+        let v4 = url("X-Amz-Credential=X%2F20260101&X-Amz-Credential=Y%2F20260101");
+        assert_eq!(requested_key(&v4).as_deref(), Some("X"));
+        assert_eq!(requested_key(&url("a=b")), None);
+    }
+
     #[test]
     fn a_path_is_verified_as_the_client_encoded_it_or_canonically() {
         for (wire, signed) in [
