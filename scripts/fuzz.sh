@@ -12,34 +12,37 @@
 # crashed — is appended to fuzz/runs.log. Runs at the lowest CPU priority,
 # so it can fill a machine's idle time. Installs cargo-fuzz when missing.
 #
-# Without sanitizers by default (the stable toolchain); FUZZ_ASAN=1 builds
-# with AddressSanitizer (through RUSTC_BOOTSTRAP=1). The build lives in
-# CARGO_TARGET_DIR (default /var/tmp/granary-fuzz-target), apart from the
-# main workspace's.
+# Optimised with debug assertions and overflow checks; without sanitizers
+# by default (the stable toolchain); FUZZ_ASAN=1 builds with
+# AddressSanitizer (through RUSTC_BOOTSTRAP=1). The build lives in
+# CARGO_TARGET_DIR (default /var/tmp/granary-fuzz-target, with `-asan`
+# for the sanitised build), apart from the main workspace's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 shift || true
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/granary-fuzz-target}"
+target_dir="${CARGO_TARGET_DIR:-/var/tmp/granary-fuzz-target}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-sanitizer=(--sanitizer none)
+sanitizer=(--sanitizer none -O -a)
 if [ "${FUZZ_ASAN:-0}" = 1 ]; then
     export RUSTC_BOOTSTRAP=1
-    sanitizer=(--sanitizer address)
+    sanitizer=(--sanitizer address -O -a)
+    target_dir="$target_dir-asan"
 fi
+export CARGO_TARGET_DIR="$target_dir"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo fuzz list)
 fi
-cargo fuzz build "${sanitizer[@]}" -O
+cargo fuzz build "${sanitizer[@]}"
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     log="$(mktemp)"
     status=ok
-    nice -n 19 cargo fuzz run "${sanitizer[@]}" -O "$t" "fuzz/corpus/$t" -- \
+    nice -n 19 cargo fuzz run "${sanitizer[@]}" "$t" "fuzz/corpus/$t" -- \
         -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 \
         -max_len=65536 -timeout=10 >"$log" 2>&1 || status=crashed
-    nice -n 19 cargo fuzz cmin "${sanitizer[@]}" -O "$t" "fuzz/corpus/$t" -- \
+    nice -n 19 cargo fuzz cmin "${sanitizer[@]}" "$t" "fuzz/corpus/$t" -- \
         -rss_limit_mb=2048 -timeout=10 >/dev/null 2>&1 || true
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo 0)
@@ -47,7 +50,7 @@ for t in "${targets[@]}"; do
     line="$(date -u +%FT%TZ) $t ${secs}s execs=$execs edges=$cov corpus=$corpus $status"
     echo "$line" | tee -a fuzz/runs.log
     if [ "$status" = crashed ]; then
-        grep -E 'panicked|SUMMARY|ERROR|Test unit written' "$log" | head -20
+        grep -iE 'panicked|SUMMARY|ERROR|Test unit written' "$log" | head -20 || true
     fi
     rm -f "$log"
 done

@@ -8,8 +8,9 @@
 //! and the one disk error type. Every decoder checks lengths and checksums
 //! and answers `Corrupt` rather than panic.
 //!
-//! It must not know RocksDB, io_uring, files beyond the atomic write of a
-//! small document, HTTP, erasure coding or S3: disk-engine does the I/O
+//! It must not know RocksDB, io_uring, shard files, HTTP, erasure coding or
+//! S3 (its only file work is `format.json`: probing a directory for it and
+//! writing it atomically): disk-engine does the I/O
 //! with these formats, and the fuzz targets exercise them without building
 //! any of that.
 

@@ -137,8 +137,8 @@ pub struct RecordPage {
 /// [`crate::heads::head_versions`]) in one buffer. A page costs one allocation,
 /// and disks that hold the same writes of a key hold the same head bytes,
 /// so a listing compares them without decoding.
-/// A page read off the wire is checked as it is decoded (its spans lie in
-/// its buffer, in order), so [`HeadPage::entry`] cannot fail on one a
+/// A page read off the wire is checked as it is decoded (each span lies
+/// in its buffer, its three offsets in order), so [`HeadPage::entry`] cannot fail on one a
 /// faulty or corrupt node sent; found by the rpc_messages fuzz target.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "HeadPageFields")]

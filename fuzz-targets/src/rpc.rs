@@ -54,8 +54,8 @@ struct Stream {
     finish: bool,
 }
 
-/// Shard-stream frames: any bytes give the same frames (and the same
-/// error) whole or cut anywhere; frames written under the stream's key
+/// Shard-stream frames: any bytes give the same frames and the same
+/// error whole or cut anywhere; frames written under the stream's key
 /// are read back exactly, cut anywhere.
 pub fn rpc_frames(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
@@ -66,7 +66,7 @@ pub fn rpc_frames(data: &[u8]) {
         let mut u = Unstructured::new(cuts);
         let (whole, cut) = (read_frames(&[body]), read_frames(&pieces(&mut u, body)));
         assert_eq!(whole.0, cut.0);
-        assert_eq!(whole.1.is_some(), cut.1.is_some());
+        assert_eq!(whole.1, cut.1);
         return;
     }
     let mut u = Unstructured::new(rest);
