@@ -42,6 +42,7 @@ mod staging;
 
 pub use atomic::write_file_atomic;
 pub use disk::{Disk, Inventory, ShardWriter};
+pub use disk_format::shard_layout::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use error::DiskError;
 pub use faulty::{Fault, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
@@ -54,7 +55,6 @@ pub use messages::{
 };
 pub use meta::ListingFn;
 pub use offline::OfflineDisk;
-pub use shard_file::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use types::{
     DiskId, HeadEntry, KeyRecords, PartEntry, Piece, Record, ScannedRecord, ScannedUpload,
     ShardFile, ShardId, StagedId, Stamp, UploadEntry, VersionId,

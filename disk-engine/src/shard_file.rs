@@ -1,12 +1,7 @@
-//! The on-disk layout of one shard file, and the blocking code that writes
-//! and reads it.
-//!
-//! ```text
-//! 0       4 KiB header: magic, format version, block size, shard id, index, CRC32C
-//! 4096    block 0, block 1, ... (each `block_size` bytes; only the last may be shorter)
-//! T       checksum table: one CRC64-NVME per block   (T = data end rounded up to 4 KiB)
-//! end-40  footer: table offset, block count, data length, magic, CRC32C of table+footer
-//! ```
+//! One shard file's blocking writer and reader. The bytes of its header,
+//! checksum table and footer are `disk_format::shard_layout`'s; this file
+//! puts them on disk, reads them back and verifies blocks as they are
+//! read.
 //!
 //! Header and blocks are 4 KiB-aligned and the block size is recorded in the
 //! header, so the same files can be read with O_DIRECT. The table goes last
@@ -20,99 +15,14 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use crc_fast::CrcAlgorithm;
 
 use crate::error::DiskError;
 use crate::io::buf::AlignedBuf;
 use crate::types::ShardId;
-
-/// Alignment of the header, of every block and of the table.
-pub const BLOCK_ALIGN: usize = 4096;
-/// Largest block size a shard file may declare.
-pub const MAX_BLOCK_SIZE: usize = 16 << 20;
-pub(crate) const HEADER_LEN: u64 = BLOCK_ALIGN as u64;
-const HEADER_MAGIC: &[u8; 8] = b"GRNYSHRD";
-const FOOTER_MAGIC: &[u8; 8] = b"GRNYTAIL";
-const FORMAT_VERSION: u32 = 1;
-const CHECKSUM_CRC64NVME: u8 = 1;
-const FOOTER_LEN: usize = 40;
-
-/// Bitrot checksum of one block.
-pub(crate) fn block_checksum(data: &[u8]) -> u64 {
-    crc_fast::checksum(CrcAlgorithm::Crc64Nvme, data)
-}
-
-/// A block size this format can hold: non-zero, 4 KiB-aligned, bounded.
-fn valid_block_size(bs: u32) -> bool {
-    bs != 0 && (bs as usize).is_multiple_of(BLOCK_ALIGN) && bs as usize <= MAX_BLOCK_SIZE
-}
-
-fn align_up(n: u64) -> u64 {
-    n.div_ceil(BLOCK_ALIGN as u64) * BLOCK_ALIGN as u64
-}
-
-/// Parsed header of a shard file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Header {
-    pub block_size: u32,
-    pub shard_id: ShardId,
-    pub shard_index: u32,
-}
-
-impl Header {
-    /// Refuses a block size this format cannot hold.
-    pub fn check_block_size(&self) -> Result<(), DiskError> {
-        if valid_block_size(self.block_size) {
-            return Ok(());
-        }
-        Err(DiskError::InvalidArgument(format!(
-            "block size {} must be a non-zero multiple of {BLOCK_ALIGN} up to {MAX_BLOCK_SIZE}",
-            self.block_size
-        )))
-    }
-
-    pub fn encode(&self) -> Vec<u8> {
-        let mut h = vec![0u8; HEADER_LEN as usize];
-        h[0..8].copy_from_slice(HEADER_MAGIC);
-        h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        h[12..16].copy_from_slice(&self.block_size.to_le_bytes());
-        h[16..32].copy_from_slice(self.shard_id.0.as_bytes());
-        h[32..36].copy_from_slice(&self.shard_index.to_le_bytes());
-        h[36] = CHECKSUM_CRC64NVME;
-        let crc = crc_fast::crc32_iscsi(&h[0..60]);
-        h[60..64].copy_from_slice(&crc.to_le_bytes());
-        h
-    }
-
-    fn decode(h: &[u8]) -> Result<Header, DiskError> {
-        if h.len() < 64 {
-            return Err(DiskError::corrupt("shard header", "short header"));
-        }
-        if &h[0..8] != HEADER_MAGIC {
-            return Err(DiskError::corrupt("shard header", "wrong magic"));
-        }
-        let crc = u32::from_le_bytes(h[60..64].try_into().unwrap());
-        if crc != crc_fast::crc32_iscsi(&h[0..60]) {
-            return Err(DiskError::corrupt("shard header", "checksum mismatch"));
-        }
-        let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
-        if version != FORMAT_VERSION || h[36] != CHECKSUM_CRC64NVME {
-            return Err(DiskError::corrupt(
-                "shard header",
-                format!("unsupported version {version}"),
-            ));
-        }
-        let block_size = u32::from_le_bytes(h[12..16].try_into().unwrap());
-        if !valid_block_size(block_size) {
-            return Err(DiskError::corrupt("shard header", "bad block size"));
-        }
-        Ok(Header {
-            block_size,
-            shard_id: ShardId(uuid::Uuid::from_bytes(h[16..32].try_into().unwrap())),
-            shard_index: u32::from_le_bytes(h[32..36].try_into().unwrap()),
-        })
-    }
-}
+pub(crate) use disk_format::shard_layout::{
+    align_up, block_checksum, decode_table, encode_tail, Footer, Header, BLOCK_ALIGN, FOOTER_LEN,
+    HEADER_LEN, HEADER_USED,
+};
 
 /// Parsed trailer: where the data ends and each block's checksum.
 #[derive(Clone, Debug)]
@@ -183,24 +93,6 @@ impl ShardFileWriter {
     }
 }
 
-/// The checksum table and footer of a shard holding `data_len` bytes, and
-/// the file offset they go at (the end of the data, rounded up to 4 KiB).
-pub(crate) fn encode_tail(checksums: &[u64], data_len: u64) -> (u64, Vec<u8>) {
-    let table_offset = align_up(HEADER_LEN + data_len);
-    let mut tail = Vec::with_capacity(checksums.len() * 8 + FOOTER_LEN);
-    for c in checksums {
-        tail.extend_from_slice(&c.to_le_bytes());
-    }
-    tail.extend_from_slice(&table_offset.to_le_bytes());
-    tail.extend_from_slice(&(checksums.len() as u64).to_le_bytes());
-    tail.extend_from_slice(&data_len.to_le_bytes());
-    tail.extend_from_slice(FOOTER_MAGIC);
-    let crc = crc_fast::crc32_iscsi(&tail);
-    tail.extend_from_slice(&crc.to_le_bytes());
-    tail.extend_from_slice(&[0u8; 4]);
-    (table_offset, tail)
-}
-
 /// Reads `len` bytes at `offset` with an aligned read covering them, so the
 /// same call works on files opened with O_DIRECT. Blocking.
 fn read_exact_aligned(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, DiskError> {
@@ -260,39 +152,17 @@ impl ShardFileReader {
         if size < HEADER_LEN + FOOTER_LEN as u64 {
             return Err(DiskError::corrupt("shard file", "too short"));
         }
-        let head = read_exact_aligned(&file, 0, 64)?;
+        let head = read_exact_aligned(&file, 0, HEADER_USED)?;
         let header = Header::decode(&head)?;
         let footer = read_exact_aligned(&file, size - FOOTER_LEN as u64, FOOTER_LEN)?;
-        if &footer[24..32] != FOOTER_MAGIC {
-            return Err(DiskError::corrupt("shard trailer", "wrong magic"));
-        }
-        let table_offset = u64::from_le_bytes(footer[0..8].try_into().unwrap());
-        let blocks = u64::from_le_bytes(footer[8..16].try_into().unwrap());
-        let data_len = u64::from_le_bytes(footer[16..24].try_into().unwrap());
-        let table_len = blocks
-            .checked_mul(8)
-            .ok_or_else(|| DiskError::corrupt("shard trailer", "block count overflow"))?;
-        if table_offset != align_up(HEADER_LEN + data_len)
-            || table_offset + table_len + FOOTER_LEN as u64 != size
-            || blocks != data_len.div_ceil(header.block_size as u64)
-        {
-            return Err(DiskError::corrupt("shard trailer", "inconsistent lengths"));
-        }
-        let tail = read_exact_aligned(&file, table_offset, table_len as usize + FOOTER_LEN)?;
-        let crc_at = tail.len() - 8;
-        let crc = u32::from_le_bytes(tail[crc_at..crc_at + 4].try_into().unwrap());
-        if crc != crc_fast::crc32_iscsi(&tail[..crc_at]) {
-            return Err(DiskError::corrupt("shard trailer", "checksum mismatch"));
-        }
-        let checksums = tail[..table_len as usize]
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-            .collect();
+        let footer = Footer::decode(&footer, size, header.block_size)?;
+        let tail = read_exact_aligned(&file, footer.table_offset, footer.tail_len())?;
+        let checksums = decode_table(&tail, &footer)?;
         Ok(ShardFileReader {
             file: Arc::new(file),
             header,
             trailer: Trailer {
-                data_len,
+                data_len: footer.data_len,
                 checksums,
             },
         })
@@ -470,6 +340,26 @@ mod tests {
         let f = OpenOptions::new().write(true).open(&p).unwrap();
         f.set_len(len - 3).unwrap();
         assert!(ShardFileReader::open(File::open(&p).unwrap()).is_err());
+    }
+
+    /// A footer whose lengths are corrupt (here a data length near the
+    /// top of u64, so the table's offset would overflow) is refused as
+    /// corrupt before its checksum is looked at, never a panic.
+    #[test]
+    fn a_footer_with_overflowing_lengths_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s");
+        write(&p, 4096, &[1u8; 10000]);
+        let len = std::fs::metadata(&p).unwrap().len();
+        let f = OpenOptions::new().write(true).open(&p).unwrap();
+        for data_len in [u64::MAX, u64::MAX - 4095, u64::MAX - 4096 - 100] {
+            let at = len - FOOTER_LEN as u64 + 16;
+            f.write_all_at(&data_len.to_le_bytes(), at).unwrap();
+            assert!(matches!(
+                ShardFileReader::open(File::open(&p).unwrap()),
+                Err(DiskError::Corrupt { .. })
+            ));
+        }
     }
 
     #[test]

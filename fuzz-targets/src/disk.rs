@@ -1,5 +1,5 @@
-//! What a disk's metadata store holds: record and piece envelopes, the
-//! heads index and its listed keys, and `format.json`. Every stored
+//! What a disk stores: record and piece envelopes, the heads index and its
+//! listed keys, `format.json`, and a shard file's header and tail. Every stored
 //! structure that decodes encodes back to the same bytes, and every value
 //! encodes to bytes that decode back to it.
 
@@ -9,7 +9,10 @@ use disk_format::envelope::{decode_piece, decode_record, encode_piece, encode_re
 use disk_format::format::FormatRecord;
 use disk_format::heads::{decode_listed_key, head_versions, Head};
 use disk_format::keys::push_component;
-use disk_format::types::{Record, Stamp, VersionId};
+use disk_format::shard_layout::{
+    decode_table, encode_tail, Footer, Header, BLOCK_ALIGN, FOOTER_LEN, HEADER_LEN, HEADER_USED,
+};
+use disk_format::types::{Record, ShardId, Stamp, VersionId};
 use uuid::Uuid;
 
 /// A record drawn from the fuzzer's bytes.
@@ -94,4 +97,107 @@ pub fn format_record(data: &[u8]) {
     if let Ok(f) = FormatRecord::decode(data) {
         assert_eq!(FormatRecord::decode(&f.encode()).expect("round trip"), f);
     }
+}
+
+/// A shard file's header and tail. A header that decodes is what encoding
+/// it writes; a footer that decodes has lengths that fit its file and
+/// block size; a tail that decodes is what encoding its checksums writes
+/// (but the four bytes after its CRC, which nothing reads). A drawn shard's
+/// header and tail decode to what was encoded, and with one byte changed
+/// are refused — or, the byte being one nothing reads, decode the same.
+pub fn shard_file(data: &[u8]) {
+    if let Ok(h) = Header::decode(data) {
+        assert_eq!(&h.encode()[..HEADER_USED], &data[..HEADER_USED]);
+    }
+    let mut u = Unstructured::new(data);
+    let _ = stored_tail(&mut u);
+    let mut u = Unstructured::new(data);
+    let _ = drawn_shard(&mut u);
+}
+
+/// A footer and tail taken as stored.
+fn stored_tail(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let block_size: u32 = u.arbitrary()?;
+    let file_size: u64 = u.arbitrary()?;
+    let footer: [u8; FOOTER_LEN] = u.arbitrary()?;
+    let Ok(f) = Footer::decode(&footer, file_size, block_size) else {
+        return Ok(());
+    };
+    assert_eq!(f.table_offset % BLOCK_ALIGN as u64, 0);
+    assert!(f.table_offset >= HEADER_LEN + f.data_len);
+    assert!(f.table_offset - (HEADER_LEN + f.data_len) < BLOCK_ALIGN as u64);
+    assert_eq!(f.table_offset + f.tail_len() as u64, file_size);
+    assert_eq!(f.blocks, f.data_len.div_ceil(block_size as u64));
+    let tail = u.bytes(u.len())?;
+    if let Ok(checksums) = decode_table(tail, &f) {
+        let (offset, again) = encode_tail(&checksums, f.data_len);
+        assert_eq!(offset, f.table_offset);
+        let read = tail.len() - 4;
+        assert_eq!(
+            &again[..read],
+            &tail[..read],
+            "decoded, then encoded otherwise"
+        );
+    }
+    Ok(())
+}
+
+/// A shard drawn from the input, encoded, changed in one byte, decoded.
+fn drawn_shard(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let block_size = BLOCK_ALIGN as u32 * u.int_in_range(1..=4)?;
+    let blocks: u64 = u.int_in_range(0..=64)?;
+    let data_len = match blocks {
+        0 => 0,
+        n => (n - 1) * block_size as u64 + u.int_in_range(1..=block_size as u64)?,
+    };
+    let checksums = (0..blocks)
+        .map(|_| u.arbitrary())
+        .collect::<arbitrary::Result<Vec<u64>>>()?;
+    let header = Header {
+        block_size,
+        shard_id: ShardId(Uuid::from_bytes(u.arbitrary()?)),
+        shard_index: u.arbitrary()?,
+    };
+    let (offset, tail) = encode_tail(&checksums, data_len);
+    let size = offset + tail.len() as u64;
+    let decode = |tail: &[u8]| {
+        let f = Footer::decode(&tail[tail.len() - FOOTER_LEN..], size, block_size)?;
+        assert_eq!(f.table_offset, offset);
+        decode_table(tail, &f)
+    };
+    assert_eq!(decode(&tail).expect("round trip"), checksums);
+    let encoded = header.encode();
+    assert_eq!(Header::decode(&encoded).expect("round trip"), header);
+
+    let mask: u8 = u.int_in_range(1..=255)?;
+    let mut changed = tail.clone();
+    let at = u.choose_index(changed.len())?;
+    changed[at] ^= mask;
+    match decode(&changed) {
+        Ok(c) => {
+            assert!(
+                at >= tail.len() - 4,
+                "a change at {at} of the tail went unseen"
+            );
+            assert_eq!(c, checksums);
+        }
+        Err(_) => assert!(
+            at < tail.len() - 4,
+            "a change where nothing reads was refused"
+        ),
+    }
+    let mut changed = encoded;
+    let at = u.choose_index(changed.len())?;
+    changed[at] ^= mask;
+    match Header::decode(&changed) {
+        Ok(h) => {
+            assert!(
+                at >= HEADER_USED,
+                "a change at {at} of the header went unseen"
+            );
+            assert_eq!(h, header);
+        }
+        Err(_) => assert!(at < HEADER_USED, "a change where nothing reads was refused"),
+    }
+    Ok(())
 }

@@ -45,6 +45,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("piece", disk::piece),
     ("heads", disk::heads),
     ("format_record", disk::format_record),
+    ("shard_file", disk::shard_file),
     ("object_record", records::object_record),
     ("projection", records::projection),
     ("rpc_frames", rpc::rpc_frames),

@@ -14,6 +14,7 @@ use disk_format::heads::Head;
 use disk_format::keys::push_component;
 use disk_format::messages::{HeadPage, ListStart, RecordListOptions, RecordPage, RecordPut};
 use disk_format::rpc::wire::{self, encode_frame, Frame};
+use disk_format::shard_layout::{block_checksum, encode_tail, Header, FOOTER_LEN, HEADER_USED};
 use disk_format::types::{KeyRecords, Record, ShardId, Stamp, VersionId};
 use record_format::layout::ErasureLayout;
 use record_format::projection;
@@ -93,6 +94,15 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         "format_record",
         include_bytes!("../../disk-format/src/testdata/format-one-set.json").to_vec(),
     );
+    for seed in shard_tails() {
+        add("shard_file", seed);
+    }
+    let header = Header {
+        block_size: 1 << 20,
+        shard_id: ShardId(Uuid::from_u128(0x5eed)),
+        shard_index: 5,
+    };
+    add("shard_file", header.encode()[..HEADER_USED].to_vec());
     for o in objects() {
         add("object_record", record::encode(&o).to_vec());
         add("projection", projection::encode(&o).to_vec());
@@ -359,4 +369,26 @@ fn messages(records: &[Record]) -> Vec<Vec<u8>> {
         [vec![15u8], wire::encode(&records_page).to_vec()].concat(),
         [vec![16u8], wire::encode(&page).to_vec()].concat(),
     ]
+}
+
+/// Shard tails as `shard_file` reads a stored one: the block size, the
+/// file's size, its footer, then the whole tail — for an empty shard, a
+/// short one and one of several 1 MiB blocks.
+fn shard_tails() -> Vec<Vec<u8>> {
+    [(4096u32, 0usize), (4096, 10_000), (1 << 20, (3 << 20) + 17)]
+        .into_iter()
+        .map(|(block_size, data_len)| {
+            let data: Vec<u8> = (0..data_len).map(|i| (i % 251) as u8).collect();
+            let checksums: Vec<u64> = data
+                .chunks(block_size as usize)
+                .map(block_checksum)
+                .collect();
+            let (offset, tail) = encode_tail(&checksums, data_len as u64);
+            let mut seed = block_size.to_le_bytes().to_vec();
+            seed.extend_from_slice(&(offset + tail.len() as u64).to_le_bytes());
+            seed.extend_from_slice(&tail[tail.len() - FOOTER_LEN..]);
+            seed.extend_from_slice(&tail);
+            seed
+        })
+        .collect()
 }
