@@ -13,6 +13,7 @@
 //! S3 parsers) and never RocksDB, the store, HTTP serving or the disks'
 //! I/O: an instrumented build of those would recompile RocksDB's C++.
 
+pub mod addressing;
 pub mod disk;
 pub mod documents;
 pub mod headers;
@@ -31,6 +32,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("auth_request", requests::auth_request),
     ("sign_then_verify", requests::sign_then_verify),
     ("aws_chunked", requests::aws_chunked),
+    ("request_target", addressing::request_target),
     ("xml_bodies", documents::xml_bodies),
     ("tagging", documents::tagging),
     ("cors", documents::cors),

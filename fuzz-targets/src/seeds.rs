@@ -29,7 +29,15 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
     let mut add = |name: &'static str, data: Vec<u8>| out.push((name, data));
     for d in requests() {
+        add("request_target", d.clone());
         add("auth_request", d);
+    }
+    for d in [
+        "GET /bkt/a%2Fb/c%20d?list-type=2&prefix=a%20b&delimiter=%2F\nhost: 127.0.0.1:9000\n",
+        "PUT /k/%E2%9C%93.bin?partNumber=2&uploadId=x\nhost: bkt.s3.fuzz.example:9000\n",
+        "GET /?versions&key-marker=\nhost: my.dotted.bucket.s3.fuzz.example\n",
+    ] {
+        add("request_target", d.as_bytes().to_vec());
     }
     for d in drawn() {
         add("sign_then_verify", d.clone());

@@ -19,7 +19,7 @@ use crate::iam::Principal;
 use crate::ops;
 use crate::ops::dispatch;
 use crate::progress::{AbandonGuard, Phase, Progress};
-use crate::request::{parse_target, virtual_host_bucket, S3Request};
+use crate::request::S3Request;
 use crate::Gateway;
 use s3_wire::auth::credentials::Credentials;
 use s3_wire::auth::{anonymous, authenticate, requested_key, AuthContext};
@@ -27,6 +27,7 @@ use s3_wire::cors;
 use s3_wire::error::S3Error;
 use s3_wire::error::S3Result;
 use s3_wire::query::parse_query;
+use s3_wire::target::{parse_target, virtual_host_bucket};
 
 /// The gateway's router.
 pub fn router(gw: Arc<Gateway>) -> Router {

@@ -5,8 +5,9 @@
 //! XML error body), authentication (SigV4 headers and presigned queries,
 //! SigV2 presigned URLs, the `aws-chunked` decoder with its signed chunks
 //! and trailers), the XML documents clients send and receive, Range and
-//! conditional headers, tags, CORS rules, bucket names, IAM policy
-//! documents, and POST forms with their policies.
+//! conditional headers, tags, CORS rules, bucket names, the bucket and key
+//! a request addresses, IAM policy documents, and POST forms with their
+//! policies.
 //!
 //! It must not know HTTP serving, storage, buckets' contents or any
 //! request's outcome: the gateway calls these parsers and answers. With
@@ -25,6 +26,7 @@ pub mod post_policy;
 pub mod query;
 pub mod range;
 pub mod tags;
+pub mod target;
 pub mod xml;
 pub mod xml_escape;
 

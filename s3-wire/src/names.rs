@@ -28,7 +28,7 @@ pub fn validate_bucket_name(name: &str) -> S3Result<()> {
     if name.contains("..") || name.contains(".-") || name.contains("-.") {
         return Err(bad());
     }
-    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+    if ip_shaped(name) {
         return Err(bad());
     }
     const PREFIXES: [&str; 3] = ["xn--", "sthree-", "amzn-s3-demo-"];
@@ -40,6 +40,17 @@ pub fn validate_bucket_name(name: &str) -> S3Result<()> {
         return Err(bad());
     }
     Ok(())
+}
+
+/// Whether `name` is "formatted as an IP address" as S3 reads it: four
+/// dot-separated runs of digits (`077.0.0.3` and `256.1.1.1` too, which an
+/// IPv4 parser refuses).
+fn ip_shaped(name: &str) -> bool {
+    let labels: Vec<&str> = name.split('.').collect();
+    labels.len() == 4
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Checks an object key: non-empty and at most 1,024 bytes.
@@ -81,6 +92,20 @@ mod tests {
             "ab c",
         ] {
             assert!(validate_bucket_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// S3 refuses a name "formatted as an IP address": four dot-separated
+    /// runs of digits, whether or not they make an address an IPv4 parser
+    /// takes (leading zeros, labels over 255) — the SDKs check the same
+    /// shape.
+    #[test]
+    fn names_shaped_like_an_ip_address_are_refused() {
+        for bad in ["077.0.0.3", "256.1.1.1", "999.999.999.999", "1.2.3.0004"] {
+            assert!(validate_bucket_name(bad).is_err(), "{bad}");
+        }
+        for ok in ["1.2.3", "1.2.3.4.5", "1.2.3.a"] {
+            assert!(validate_bucket_name(ok).is_ok(), "{ok}");
         }
     }
 
