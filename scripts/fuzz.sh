@@ -9,8 +9,10 @@
 # (`cargo fuzz cmin`: only inputs that add coverage stay); an input that
 # fails a target is kept in fuzz/artifacts/TARGET/. One line per run —
 # target, seconds, executions, edges covered, corpus size, and whether it
-# crashed — is appended to fuzz/runs.log. Runs at the lowest CPU priority,
-# so it can fill a machine's idle time. Installs cargo-fuzz when missing.
+# crashed — is appended to fuzz/runs.log. An input of at most 64 KiB that
+# makes one allocation over 256 MiB, or takes over 10 s, fails like a
+# panic (the bound on memory per input byte). Runs at the lowest CPU
+# priority, so it can fill a machine's idle time. Installs cargo-fuzz when missing.
 #
 # Optimised with debug assertions and overflow checks; without sanitizers
 # by default (the stable toolchain); FUZZ_ASAN=1 builds with
@@ -41,7 +43,7 @@ for t in "${targets[@]}"; do
     status=ok
     nice -n 19 cargo fuzz run "${sanitizer[@]}" "$t" "fuzz/corpus/$t" -- \
         -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 \
-        -max_len=65536 -timeout=10 >"$log" 2>&1 || status=crashed
+        -malloc_limit_mb=256 -max_len=65536 -timeout=10 >"$log" 2>&1 || status=crashed
     nice -n 19 cargo fuzz cmin "${sanitizer[@]}" "$t" "fuzz/corpus/$t" -- \
         -rss_limit_mb=2048 -timeout=10 >/dev/null 2>&1 || true
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
