@@ -622,6 +622,7 @@ mod tests {
             ("/b/x!y", "/b/x!y"),
             ("/b/x!y", "/b/x%21y"),
             ("/b/plain", "/b/plain"),
+            ("/ight%252Fws%2Fmodel-0/", "/ight%252Fws%2Fmodel-0/"),
         ] {
             let r = check(&signed_over(wire, signed));
             assert!(r.is_ok(), "{wire} signed as {signed}: {:?}", r.err());
