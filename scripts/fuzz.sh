@@ -10,8 +10,8 @@
 # fails a target is kept in fuzz/artifacts/TARGET/. One line per run —
 # target, seconds, executions, edges covered, corpus size, and whether it
 # crashed — is appended to fuzz/runs.log. An input of at most 64 KiB that
-# makes one allocation over 256 MiB, or takes over 10 s, fails like a
-# panic (the bound on memory per input byte). Runs at the lowest CPU
+# takes over 10 s, or (with FUZZ_ASAN=1, whose hooks libFuzzer needs to see
+# allocations) makes one allocation over 256 MiB, fails like a panic. Runs at the lowest CPU
 # priority, so it can fill a machine's idle time. Installs cargo-fuzz when missing.
 #
 # Optimised with debug assertions and overflow checks; without sanitizers

@@ -35,12 +35,13 @@ use crate::messages::{
 use crate::meta::{ListingFn, MetaStore, RecordWrite};
 use crate::presence::DirIdentity;
 use crate::ring_shard::{probe_direct, OpenShards, RingShardWriter};
-use crate::shard_file::{Header, ShardFileReader, ShardFileWriter};
+use crate::shard_file::{ShardFileReader, ShardFileWriter};
 use crate::staging::Staging;
 use crate::types::{
     PartEntry, Piece, Record, ScannedRecord, ScannedUpload, ShardFile, ShardId, StagedId, Stamp,
     UploadEntry, VersionId,
 };
+use disk_format::shard_layout::Header;
 
 /// How shard files are read and written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -19,9 +19,10 @@ use crate::error::DiskError;
 use crate::io::buf::{AlignedBuf, IO_ALIGN};
 use crate::io::ring::{IoBuf, Pending, Ring};
 use crate::messages::ShardSummary;
-use crate::shard_file::{block_checksum, encode_tail, Header, ShardFileReader, HEADER_LEN};
+use crate::shard_file::ShardFileReader;
 use crate::staging::Staging;
 use crate::types::ShardId;
+use disk_format::shard_layout::{block_checksum, encode_tail, Header, HEADER_LEN};
 
 /// Pool-buffer writes in flight per shard writer (× 256 KiB).
 const WRITES_IN_FLIGHT: usize = 8;

@@ -1,12 +1,7 @@
 //! One shard file's blocking writer and reader. The bytes of its header,
 //! checksum table and footer are `disk_format::shard_layout`'s; this file
 //! puts them on disk, reads them back and verifies blocks as they are
-//! read.
-//!
-//! Header and blocks are 4 KiB-aligned and the block size is recorded in the
-//! header, so the same files can be read with O_DIRECT. The table goes last
-//! because the shard's length is unknown until the stream ends; a file
-//! without a valid footer is incomplete and is never made visible.
+//! read (aligned, so the same files can be read with O_DIRECT).
 
 use std::fs::File;
 use std::io;
@@ -19,7 +14,7 @@ use bytes::Bytes;
 use crate::error::DiskError;
 use crate::io::buf::AlignedBuf;
 use crate::types::ShardId;
-pub(crate) use disk_format::shard_layout::{
+use disk_format::shard_layout::{
     align_up, block_checksum, decode_table, encode_tail, Footer, Header, BLOCK_ALIGN, FOOTER_LEN,
     HEADER_LEN, HEADER_USED,
 };
@@ -156,13 +151,13 @@ impl ShardFileReader {
         let header = Header::decode(&head)?;
         let footer = read_exact_aligned(&file, size - FOOTER_LEN as u64, FOOTER_LEN)?;
         let footer = Footer::decode(&footer, size, header.block_size)?;
-        let tail = read_exact_aligned(&file, footer.table_offset, footer.tail_len())?;
+        let tail = read_exact_aligned(&file, footer.table_offset(), footer.tail_len())?;
         let checksums = decode_table(&tail, &footer)?;
         Ok(ShardFileReader {
             file: Arc::new(file),
             header,
             trailer: Trailer {
-                data_len: footer.data_len,
+                data_len: footer.data_len(),
                 checksums,
             },
         })

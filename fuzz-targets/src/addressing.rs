@@ -63,7 +63,7 @@ pub fn request_target(data: &[u8]) {
 /// meet: 3 to 63 characters of lowercase letters, digits, dots and
 /// hyphens, beginning and ending with a letter or digit, no two adjacent
 /// dots, not four dot-separated runs of digits (the shape of an IPv4
-/// address, as the SDKs check it).
+/// address as the Rust SDK's endpoint rules and minio-go read it).
 fn meets_bucket_rules(name: &str) -> bool {
     let b = name.as_bytes();
     let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();

@@ -123,15 +123,15 @@ fn stored_tail(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
     let Ok(f) = Footer::decode(&footer, file_size, block_size) else {
         return Ok(());
     };
-    assert_eq!(f.table_offset % BLOCK_ALIGN as u64, 0);
-    assert!(f.table_offset >= HEADER_LEN + f.data_len);
-    assert!(f.table_offset - (HEADER_LEN + f.data_len) < BLOCK_ALIGN as u64);
-    assert_eq!(f.table_offset + f.tail_len() as u64, file_size);
-    assert_eq!(f.blocks, f.data_len.div_ceil(block_size as u64));
+    assert_eq!(f.table_offset() % BLOCK_ALIGN as u64, 0);
+    assert!(f.table_offset() >= HEADER_LEN + f.data_len());
+    assert!(f.table_offset() - (HEADER_LEN + f.data_len()) < BLOCK_ALIGN as u64);
+    assert_eq!(f.table_offset() + f.tail_len() as u64, file_size);
+    assert_eq!(f.blocks(), f.data_len().div_ceil(block_size as u64));
     let tail = u.bytes(u.len())?;
     if let Ok(checksums) = decode_table(tail, &f) {
-        let (offset, again) = encode_tail(&checksums, f.data_len);
-        assert_eq!(offset, f.table_offset);
+        let (offset, again) = encode_tail(&checksums, f.data_len());
+        assert_eq!(offset, f.table_offset());
         let read = tail.len() - 4;
         assert_eq!(
             &again[..read],
@@ -162,7 +162,7 @@ fn drawn_shard(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
     let size = offset + tail.len() as u64;
     let decode = |tail: &[u8]| {
         let f = Footer::decode(&tail[tail.len() - FOOTER_LEN..], size, block_size)?;
-        assert_eq!(f.table_offset, offset);
+        assert_eq!(f.table_offset(), offset);
         decode_table(tail, &f)
     };
     assert_eq!(decode(&tail).expect("round trip"), checksums);

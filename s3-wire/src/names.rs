@@ -32,7 +32,7 @@ pub fn validate_bucket_name(name: &str) -> S3Result<()> {
         return Err(bad());
     }
     const PREFIXES: [&str; 3] = ["xn--", "sthree-", "amzn-s3-demo-"];
-    const SUFFIXES: [&str; 4] = ["-s3alias", "--ol-s3", "--x-s3", "--table-s3"];
+    const SUFFIXES: [&str; 5] = ["-s3alias", "--ol-s3", "--x-s3", "--table-s3", ".mrap"];
     if PREFIXES.iter().any(|p| name.starts_with(p)) || SUFFIXES.iter().any(|s| name.ends_with(s)) {
         return Err(bad());
     }
@@ -42,9 +42,10 @@ pub fn validate_bucket_name(name: &str) -> S3Result<()> {
     Ok(())
 }
 
-/// Whether `name` is "formatted as an IP address" as S3 reads it: four
-/// dot-separated runs of digits (`077.0.0.3` and `256.1.1.1` too, which an
-/// IPv4 parser refuses).
+/// Whether `name` is "formatted as an IP address" (S3's rule, which gives
+/// only `192.168.5.4` as an example): four dot-separated runs of digits,
+/// as the Rust SDK's endpoint rules and minio-go read it — `077.0.0.3` and
+/// `256.1.1.1` too, which an IPv4 parser refuses.
 fn ip_shaped(name: &str) -> bool {
     let labels: Vec<&str> = name.split('.').collect();
     labels.len() == 4
@@ -95,13 +96,20 @@ mod tests {
         }
     }
 
-    /// S3 refuses a name "formatted as an IP address": four dot-separated
-    /// runs of digits, whether or not they make an address an IPv4 parser
-    /// takes (leading zeros, labels over 255) — the SDKs check the same
-    /// shape.
+    /// S3 refuses a name "formatted as an IP address", read as four
+    /// dot-separated runs of digits (the Rust SDK's and minio-go's shape),
+    /// whether or not an IPv4 parser takes them (leading zeros, labels
+    /// over 255); found by the request_target fuzz target. Names ending
+    /// in `.mrap` are reserved for Multi-Region Access Points.
     #[test]
     fn names_shaped_like_an_ip_address_are_refused() {
-        for bad in ["077.0.0.3", "256.1.1.1", "999.999.999.999", "1.2.3.0004"] {
+        for bad in [
+            "077.0.0.3",
+            "256.1.1.1",
+            "999.999.999.999",
+            "1.2.3.0004",
+            "data.mrap",
+        ] {
             assert!(validate_bucket_name(bad).is_err(), "{bad}");
         }
         for ok in ["1.2.3", "1.2.3.4.5", "1.2.3.a"] {
