@@ -8,8 +8,9 @@
 # growing its corpus in fuzz/corpus/TARGET/ and then minimising it
 # (`cargo fuzz cmin`: only inputs that add coverage stay); an input that
 # fails a target is kept in fuzz/artifacts/TARGET/. One line per run —
-# target, seconds, executions, edges covered, corpus size, and whether it
-# crashed — is appended to fuzz/runs.log. An input of at most 64 KiB that
+# target, seconds, CPU seconds it got, executions, edges covered, corpus
+# size, and whether it crashed — is appended to fuzz/runs.log
+# (scripts/fuzz-summary.sh totals it per target). An input of at most 64 KiB that
 # takes over 10 s, or (with FUZZ_ASAN=1, whose hooks libFuzzer needs to see
 # allocations) makes one allocation over 256 MiB, fails like a panic. Runs at the lowest CPU
 # priority, so it can fill a machine's idle time. Installs cargo-fuzz when missing.
@@ -40,19 +41,23 @@ cargo fuzz build "${sanitizer[@]}"
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     log="$(mktemp)"
+    cpu_log="$(mktemp)"
     status=ok
-    nice -n 19 cargo fuzz run "${sanitizer[@]}" "$t" "fuzz/corpus/$t" -- \
+    # `time` reports the CPU seconds the run got, which is less than its
+    # wall-clock SECONDS when builds or tests share the cores.
+    { TIMEFORMAT='%U'; time nice -n 19 cargo fuzz run "${sanitizer[@]}" "$t" "fuzz/corpus/$t" -- \
         -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 \
-        -malloc_limit_mb=256 -max_len=65536 -timeout=10 >"$log" 2>&1 || status=crashed
+        -malloc_limit_mb=256 -max_len=65536 -timeout=10 >"$log" 2>&1 || status=crashed; } 2>"$cpu_log"
+    cpu=$(printf '%.0f' "$(tail -1 "$cpu_log")")
     nice -n 19 cargo fuzz cmin "${sanitizer[@]}" "$t" "fuzz/corpus/$t" -- \
         -rss_limit_mb=2048 -timeout=10 >/dev/null 2>&1 || true
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo 0)
     corpus=$(find "fuzz/corpus/$t" -type f | wc -l)
-    line="$(date -u +%FT%TZ) $t ${secs}s execs=$execs edges=$cov corpus=$corpus $status"
+    line="$(date -u +%FT%TZ) $t ${secs}s cpu=${cpu}s execs=$execs edges=$cov corpus=$corpus $status"
     echo "$line" | tee -a fuzz/runs.log
     if [ "$status" = crashed ]; then
         grep -iE 'panicked|SUMMARY|ERROR|Test unit written' "$log" | head -20 || true
     fi
-    rm -f "$log"
+    rm -f "$log" "$cpu_log"
 done
