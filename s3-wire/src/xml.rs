@@ -75,7 +75,7 @@ pub fn check_document(bytes: &[u8]) -> S3Result<&str> {
                     .checked_sub(1)
                     .ok_or_else(|| malformed("an end tag without its start"))?
             }
-            Event::Text(t) if outside && !t.iter().all(u8::is_ascii_whitespace) => {
+            Event::Text(t) if outside && !t.bytes().all(|b| b.is_ascii_whitespace()) => {
                 return Err(malformed("text outside the root element"))
             }
             Event::CData(_) | Event::GeneralRef(_) if outside => {
@@ -110,7 +110,12 @@ fn is_xml_char(c: char) -> bool {
 fn check_tag(tag: &quick_xml::events::BytesStart<'_>) -> S3Result<()> {
     let name = tag.name();
     let starts_a_name = |b: &u8| b.is_ascii_alphabetic() || *b == b'_' || *b == b':' || *b >= 0x80;
-    if !name.as_ref().first().is_some_and(starts_a_name) {
+    if !name
+        .as_ref()
+        .bytes()
+        .next()
+        .is_some_and(|b| starts_a_name(&b))
+    {
         return Err(malformed("an element without a name"));
     }
     for attribute in tag.attributes() {
@@ -853,6 +858,26 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    /// Found by the xml_bodies fuzz target: quick-xml's serde reader (before
+    /// 0.40) read every document by XML 1.1's line-end rules, so a raw NEL
+    /// (U+0085) or LINE SEPARATOR (U+2028) in text became a line feed — a
+    /// DeleteObjects of a key holding one deleted another key. XML 1.0,
+    /// which S3 reads, turns only CR LF and CR into LF.
+    #[test]
+    fn text_is_read_by_xml_1_0_line_end_rules() {
+        let doc = "<Delete><Object><Key>a\u{2028}b\u{85}c\r\u{85}d\r\ne\rf</Key></Object></Delete>";
+        let d: Delete = from_xml(doc.as_bytes()).unwrap();
+        assert_eq!(d.objects[0].key, "a\u{2028}b\u{85}c\n\u{85}d\ne\nf");
+        let v = VersioningStatus {
+            xmlns: NS,
+            status: Some("\u{2028}\u{85}".into()),
+            mfa_delete: None,
+        };
+        let back: VersioningStatus =
+            from_xml(to_xml("VersioningConfiguration", &v).as_bytes()).unwrap();
+        assert_eq!(back.status, v.status);
     }
 
     #[test]
