@@ -179,6 +179,21 @@ def delete_objects_batch():
 
 
 @test
+def delete_objects_keys_with_line_separators():
+    # botocore writes U+2028 and U+0085 raw in the XML body. XML 1.0 keeps
+    # them (only CR LF and CR become LF); read by XML 1.1's rules they were
+    # line feeds, and the other key was deleted.
+    odd, plain = "sep/a\u2028b\u0085c", "sep/a\nb\nc"
+    for k in (odd, plain):
+        s3.put_object(Bucket=BUCKET, Key=k, Body=k.encode())
+    r = s3.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": odd}]})
+    assert [d["Key"] for d in r["Deleted"]] == [odd], r["Deleted"]
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="sep/").get("Contents", [])]
+    assert keys == [plain], keys
+    s3.delete_object(Bucket=BUCKET, Key=plain)
+
+
+@test
 def upload_part_copy_ranges():
     src = os.urandom(12 * 1024 * 1024)
     s3.put_object(Bucket=BUCKET, Key="upc/src", Body=src)
