@@ -880,6 +880,17 @@ mod tests {
         assert_eq!(back.status, v.status);
     }
 
+    /// quick-xml's serde reader trims text at an element's edges in
+    /// places; a key's own spaces are part of it and are kept.
+    #[test]
+    fn keys_keep_their_edge_spaces() {
+        let doc =
+            "<Delete><Object><Key> a b \t</Key></Object><Object><Key>  </Key></Object></Delete>";
+        let d: Delete = from_xml(doc.as_bytes()).unwrap();
+        assert_eq!(d.objects[0].key, " a b \t");
+        assert_eq!(d.objects[1].key, "  ");
+    }
+
     #[test]
     fn parses_requests_and_rejects_garbage() {
         let c: CompleteMultipartUpload = from_xml(
