@@ -937,6 +937,25 @@ mod tests {
         assert_eq!(again, cfg);
     }
 
+    /// From a review of the upgrade to quick-xml 0.42: a rule's text
+    /// holding a carriage return (sent as `&#13;`), NEL or LINE SEPARATOR
+    /// renders to a document that reads back to the same rule — before,
+    /// the rendering left CR raw and the reader turned CR, NEL and LINE
+    /// SEPARATOR into line feeds, so the stored rule the scanner read
+    /// matched another prefix than the one the client set.
+    #[test]
+    fn line_end_characters_in_a_rule_survive_its_rendering() {
+        let d = doc(
+            "<Rule><ID>a&#13;b</ID><Filter><Prefix>p&#x2028;q&#x85;r&#13;</Prefix></Filter>\
+             <Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>",
+        );
+        let cfg = parse(&d, None, Classes::Any).unwrap();
+        assert_eq!(cfg.rules[0].id, "a\rb");
+        assert_eq!(cfg.rules[0].filter.prefix, "p\u{2028}q\u{85}r\r");
+        let again = parse(cfg.to_xml().as_bytes(), None, Classes::Any).unwrap();
+        assert_eq!(again, cfg);
+    }
+
     #[test]
     fn s3s_rules_are_enforced_with_its_errors() {
         let t = |days: u32, class: &str| {

@@ -14,9 +14,9 @@ pub const NS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
 /// Serialises `value` as the document element `root`, with declaration.
 pub fn to_xml<T: Serialize>(root: &str, value: &T) -> String {
     let body = quick_xml::se::to_string_with_root(root, value).expect("XML serialises");
-    // quick-xml escapes the five markup characters; what it leaves raw of
-    // the control characters (there is no other whitespace in its output)
-    // becomes references here.
+    // quick-xml escapes `&`, `<`, `>` and carriage return in text; what it
+    // leaves raw of the control characters (there is no other whitespace
+    // in its output) becomes references here.
     let mut out = String::with_capacity(body.len() + 40);
     out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     push_controls(&mut out, &body);
@@ -31,7 +31,10 @@ fn malformed(why: impl std::fmt::Display) -> S3Error {
 
 /// A request document's text, once it is one well-formed XML document:
 /// UTF-8 of XML 1.0's characters (no control characters but tab, line feed
-/// and carriage return), one root element with matching end tags, element names and
+/// and carriage return), an XML declaration only at its start and only of
+/// version 1.0 (the serde reader reads a 1.1 document's text by 1.1's
+/// line-end rules, and a declaration anywhere switched them), one root
+/// element with matching end tags, element names and
 /// attributes that are XML, at most one document type declaration and only
 /// before the root, and nothing after the root but whitespace, comments
 /// and processing instructions (S3 answers MalformedXML otherwise). The
@@ -40,6 +43,7 @@ fn malformed(why: impl std::fmt::Display) -> S3Error {
 /// the fuzz targets.
 pub fn check_document(bytes: &[u8]) -> S3Result<&str> {
     use quick_xml::events::Event;
+    use quick_xml::XmlVersion;
     let text = std::str::from_utf8(bytes).map_err(|_| malformed("not UTF-8"))?;
     if let Some(c) = text.chars().find(|&c| !is_xml_char(c)) {
         return Err(malformed(format!(
@@ -49,6 +53,7 @@ pub fn check_document(bytes: &[u8]) -> S3Result<&str> {
     }
     let mut reader = quick_xml::Reader::from_str(text);
     let (mut depth, mut roots, mut doctypes) = (0usize, 0usize, 0usize);
+    let mut first = true;
     loop {
         let event = reader.read_event().map_err(malformed)?;
         let outside = depth == 0;
@@ -57,6 +62,16 @@ pub fn check_document(bytes: &[u8]) -> S3Result<&str> {
         }
         match event {
             Event::Eof => break,
+            Event::Decl(d) => {
+                if !first {
+                    return Err(malformed(
+                        "an XML declaration is allowed only at the document's start",
+                    ));
+                }
+                if !matches!(d.xml_version(), Ok(XmlVersion::Explicit1_0)) {
+                    return Err(malformed("only XML 1.0 is read"));
+                }
+            }
             Event::Start(_) => {
                 roots += usize::from(outside);
                 depth += 1;
@@ -89,6 +104,7 @@ pub fn check_document(bytes: &[u8]) -> S3Result<&str> {
             }
             _ => {}
         }
+        first = false;
         if roots > 1 {
             return Err(malformed("more than one root element"));
         }
@@ -878,6 +894,39 @@ mod tests {
         let back: VersioningStatus =
             from_xml(to_xml("VersioningConfiguration", &v).as_bytes()).unwrap();
         assert_eq!(back.status, v.status);
+    }
+
+    /// From a review of the upgrade to quick-xml 0.42: its serde reader
+    /// takes the line-end rules from an XML declaration wherever it stands,
+    /// so `version="1.1"` (or a declaration inside the root) brought XML
+    /// 1.1's back. A declaration is XML 1.0's and at the start only.
+    #[test]
+    fn a_declaration_is_of_xml_1_0_and_only_at_the_start() {
+        let body = "<Delete><Object><Key>a\u{2028}b</Key></Object></Delete>";
+        for ok in [
+            format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>{body}"),
+            format!("\u{FEFF}<?xml version=\"1.0\"?>\n{body}"),
+        ] {
+            let d: Delete = from_xml(ok.as_bytes()).unwrap();
+            assert_eq!(d.objects[0].key, "a\u{2028}b");
+        }
+        for bad in [
+            format!("<?xml version=\"1.1\"?>{body}"),
+            format!("<?xml version=\"2.0\"?>{body}"),
+            format!("<?xml encoding=\"UTF-8\"?>{body}"),
+            format!(" <?xml version=\"1.0\"?>{body}"),
+            format!("<?xml version=\"1.0\"?><?xml version=\"1.0\"?>{body}"),
+            body.replace("b</Key>", "b<?xml version=\"1.1\"?></Key>"),
+            format!("{body}<?xml version=\"1.0\"?>"),
+        ] {
+            assert!(
+                matches!(
+                    from_xml::<Delete>(bad.as_bytes()),
+                    Err(S3Error::MalformedXml(_))
+                ),
+                "{bad}"
+            );
+        }
     }
 
     /// quick-xml's serde reader trims text at an element's edges in
