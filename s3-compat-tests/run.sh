@@ -44,6 +44,9 @@ export GRANARY_BIN="$bin" PATH="$venv/bin:$PATH"
 start_server() {
     local dir="$1"; shift
     mkdir -p "$dir"
+    # The background server opens its output only when the shell has
+    # forked it; the file exists before the first read of it.
+    : >"$dir/server.out"
     "$bin" server "$dir"/disk{1,2,3,4} --cold "$dir"/cold{1,2,3,4} --lifecycle-day-secs 2 --body-timeout 3 \
         --address 127.0.0.1:0 "$@" >"$dir/server.out" 2>"$dir/server.log" &
     server_pid=$!
