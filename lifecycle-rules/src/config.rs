@@ -268,16 +268,26 @@ fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, ConfigError
 }
 
 /// Parses an ISO 8601 date that must be midnight UTC.
+///
+/// Both forms take RFC 3339's four-digit year, 0000 to 9999, so every
+/// accepted date renders back (`render_when`) to text this reads again:
+/// `[year]` alone would also take a signed year, and a stored "-2492-…"
+/// would no longer parse, losing the bucket's whole configuration.
 fn midnight(text: &str) -> Result<i64, ConfigError> {
     let t = text.trim();
     let parsed = OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-        .or_else(|_| {
+        .ok()
+        .or_else(|| {
             // A bare date ("2026-01-01") is midnight UTC.
+            if !t.starts_with(|c: char| c.is_ascii_digit()) {
+                return None;
+            }
             let date =
-                time::Date::parse(t, time::macros::format_description!("[year]-[month]-[day]"))?;
-            Ok::<_, time::error::Parse>(date.midnight().assume_utc())
+                time::Date::parse(t, time::macros::format_description!("[year]-[month]-[day]"))
+                    .ok()?;
+            Some(date.midnight().assume_utc())
         })
-        .map_err(|_| malformed(&format!("Date is not an ISO 8601 date: {t:?}")))?;
+        .ok_or_else(|| malformed(&format!("Date is not an ISO 8601 date: {t:?}")))?;
     let secs = parsed.unix_timestamp();
     if parsed.nanosecond() != 0 || secs.rem_euclid(86_400) != 0 {
         return Err(argument("'Date' must be at midnight GMT"));
@@ -1006,6 +1016,40 @@ mod tests {
             parse(&doc(&t(1, "COLD")), Some("tiny"), Classes::Any).unwrap_err(),
             ConfigError::InvalidArgument(_)
         ));
+    }
+
+    #[test]
+    fn dates_take_a_four_digit_year_and_render_back() {
+        let rule = |date: &str| {
+            format!("<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Date>{date}</Date></Expiration></Rule>")
+        };
+        // A signed year is not RFC 3339's; "-2492-02-01" was accepted and
+        // rendered to text that no longer parsed.
+        for bad in [
+            "-2492-02-01",
+            "+2030-01-01",
+            "-2492-02-01T00:00:00Z",
+            "999-01-01",
+        ] {
+            assert!(
+                matches!(err(&rule(bad)), ConfigError::MalformedXml(m) if m.contains("ISO 8601")),
+                "{bad}"
+            );
+        }
+        for (good, secs) in [
+            ("2030-01-01", 1_893_456_000),
+            ("0000-01-01", -62_167_219_200),
+            ("9999-12-31T00:00:00.000Z", 253_402_214_400),
+        ] {
+            let cfg = parse(&doc(&rule(good)), None, Classes::Remote(&[])).unwrap();
+            let when = cfg.rules[0]
+                .expiration
+                .as_ref()
+                .and_then(|e| e.when.clone());
+            assert_eq!(when, Some(When::Date(secs)), "{good}");
+            let again = parse(cfg.to_xml().as_bytes(), None, Classes::Remote(&[])).unwrap();
+            assert_eq!(again, cfg, "{good}");
+        }
     }
 
     #[test]

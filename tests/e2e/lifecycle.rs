@@ -15,8 +15,8 @@ use aws_sdk_s3::types::{
 use aws_sdk_s3::Client;
 
 use crate::harness::{
-    admin, all_in_class, class_of, code, enable_versioning, get_bytes, scrape_metrics,
-    set_lifecycle, start_tiered, until, Pattern,
+    admin, all_in_class, class_of, code, content_md5, enable_versioning, get_bytes, scrape_metrics,
+    set_lifecycle, start_tiered, until, Pattern, Raw,
 };
 
 /// Seconds in a lifecycle day in these tests.
@@ -190,6 +190,21 @@ async fn configurations_round_trip_and_invalid_ones_get_s3_errors() {
             .await
             .unwrap_err();
         assert_eq!(code(&e), expected, "rule {id}");
+    }
+    // A date with a signed year, which no SDK sends: it was once accepted,
+    // stored as text that no longer parsed, and the bucket's rules were
+    // gone.
+    for date in ["-2492-02-01", "+2030-01-01"] {
+        let doc = format!(
+            "<LifecycleConfiguration><Rule><ID>signed</ID><Filter/><Status>Enabled</Status>\
+             <Expiration><Date>{date}</Date></Expiration></Rule></LifecycleConfiguration>"
+        );
+        let r = Raw::new("PUT", format!("{}/rules?lifecycle", s.endpoint))
+            .header("content-md5", content_md5(doc.as_bytes()))
+            .body(doc)
+            .send()
+            .await;
+        assert_eq!((r.status, r.code()), (400, "MalformedXML".into()), "{date}");
     }
     let duplicate = vec![rules[0].clone(), rules[0].clone()];
     let e = c
