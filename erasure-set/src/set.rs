@@ -433,9 +433,12 @@ impl ErasureSet {
     }
 
     /// Reads every version of `key` from all disks and resolves which are
-    /// visible: a write is visible when at least R disks hold it; a version
-    /// is ambiguous (an error) when no write of it reaches R but one might
-    /// have been acknowledged on disks that did not answer.
+    /// visible: a write is visible when at least R disks hold it (the
+    /// newest such write of a version wins); a version none of whose writes
+    /// reaches R is visible as its newest write when R disks hold one of
+    /// its writes (a rewrite a crash cut short); a version is ambiguous (an
+    /// error) when no write of it reaches R but one might have been
+    /// acknowledged on disks that did not answer.
     pub async fn resolve_key(&self, ns: &str, key: &str) -> Result<KeyState, SetError> {
         self.resolve_records(self.read_records(ns, key).await)
     }
@@ -491,8 +494,15 @@ impl ErasureSet {
         for (_, writes) in groups {
             let mut best: Option<(Record, Vec<bool>)> = None;
             let mut maybe_acked = false;
+            // Disks holding some write of the version, and its newest write.
+            let mut holding = 0;
+            let mut newest: Option<(Record, Vec<bool>)> = None;
             for (stamp, (rec, holders)) in writes {
                 let count = holders.iter().filter(|h| **h).count();
+                holding += count;
+                if newest.as_ref().is_none_or(|(n, _)| n.stamp < stamp) {
+                    newest = Some((rec.clone(), holders.clone()));
+                }
                 if count >= self.quorum.read {
                     if best.as_ref().is_none_or(|(b, _)| b.stamp < stamp) {
                         best = Some((rec, holders));
@@ -500,6 +510,16 @@ impl ErasureSet {
                 } else if count + silent >= self.quorum.write {
                     maybe_acked = true;
                 }
+            }
+            // A rewrite of a version (a transition, new tags) that a crash
+            // cut short leaves its new write on some disks and the old one
+            // on the rest, each maybe below R. The version was committed
+            // before (only a visible version is rewritten), so it stays
+            // visible, as its newest write: garbage collection judges each
+            // disk by the records on it, so the disks holding that one may
+            // reclaim what only the old write referred to.
+            if best.is_none() && holding >= self.quorum.read {
+                best = newest;
             }
             match best {
                 Some((record, holders)) => {

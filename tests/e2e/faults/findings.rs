@@ -483,3 +483,59 @@ async fn garbage_collection_reclaims_what_crashes_leave_and_nothing_else() {
     }
     assert_linearizable(&h, "garbage collection after a crash");
 }
+
+/// Finding 8: a rewrite of a version (new tags, a lifecycle transition)
+/// that a crash cut short on a set of eight disks (parity 2, so R = 6)
+/// left the new write on three disks and the old one on five; neither
+/// reached R and the object answered NoSuchKey after the restart. (Found
+/// by `lifecycle::kill_9_during_transitions_loses_nothing` on a pool of
+/// 8-disk sets; this makes its timing certain.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_cut_short_by_a_crash_leaves_its_version_readable() {
+    let mut s = control::server_exactly(8, &["--set-width", "8", "--parity", "2"]);
+    let c = s.client();
+    c.create_bucket().bucket("rewrite").send().await.unwrap();
+    let body = body_of(7, 300_000);
+    c.put_object()
+        .bucket("rewrite")
+        .key("k")
+        .body(body.clone().into())
+        .send()
+        .await
+        .unwrap();
+    // Disks 4-8 commit record writes 5 s late; the third disk that stores
+    // the rewrite's record kills the server.
+    control::set(
+        &s,
+        "disk.commit.before",
+        "return(sleep:5000@disk4|disk5|disk6|disk7|disk8)",
+    )
+    .await;
+    control::set(&s, "set.record.stored", "2*off->return(crash)").await;
+    let tags = aws_sdk_s3::types::Tagging::builder()
+        .tag_set(
+            aws_sdk_s3::types::Tag::builder()
+                .key("t")
+                .value("1")
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let cut = c
+        .put_object_tagging()
+        .bucket("rewrite")
+        .key("k")
+        .tagging(tags)
+        .send()
+        .await;
+    assert!(cut.is_err(), "the server crashed during the rewrite");
+    assert!(s.reap(10), "the crash point was reached");
+    s.launch().unwrap();
+    let c = s.client();
+    let got = c.get_object().bucket("rewrite").key("k").send().await;
+    let got = got.expect("the object after a rewrite cut short by a crash");
+    assert_eq!(got.body.collect().await.unwrap().into_bytes(), body);
+    let listed = c.list_objects_v2().bucket("rewrite").send().await.unwrap();
+    assert_eq!(listed.contents().len(), 1);
+}
