@@ -18,7 +18,10 @@
 //! 4. **A write that missed its quorum is undone only where nobody can have
 //!    seen it**: on fewer than R disks it was never visible, and is rolled
 //!    back; on R or more it may have been read, so it stays (the client
-//!    was told 503: the outcome is unknown).
+//!    was told 503: the outcome is unknown). So does a rewrite of a version
+//!    (same version id, newer stamp) that left fewer than R disks with the
+//!    older write: a version none of whose writes reaches R is read as its
+//!    newest write when every disk answers (`ErasureSet::resolve_records`).
 //!
 //! Callers run commits in tasks no request owns (`Store::detached`), so
 //! a client going away never stops one half way; a crash can, and then
@@ -262,10 +265,23 @@ impl ErasureSet {
                 }
                 continue;
             }
-            // Rule 4: below R nobody can have read it. A completion is left
-            // as it is: its upload is gone from those disks, and a retry
-            // of it finds the record and finishes it.
-            if stored < self.quorum.read && carried.completes.is_none() {
+            // Rule 4: below R nobody can have read it, unless it replaced an
+            // older write of the version on so many disks that fewer than R
+            // keep that one (the newest write is then read). A completion is
+            // left as it is: its upload is gone from those disks, and a
+            // retry of it finds the record and finishes it.
+            let replaced_any = results.iter().any(|r| {
+                matches!(
+                    r,
+                    Some(Ok(PutRecordOutcome::Stored {
+                        replaced: Some(_),
+                        ..
+                    }))
+                )
+            });
+            let seen = stored >= self.quorum.read
+                || (replaced_any && self.width() - stored < self.quorum.read);
+            if !seen && carried.completes.is_none() {
                 self.roll_back(ns, key, &rec, &results).await;
             }
             return Err(refused);

@@ -84,6 +84,10 @@ pub struct Resolved<T = ObjectRecord> {
     pub object: T,
     /// Disk slots holding exactly this write.
     pub holders: Vec<bool>,
+    /// Disk slots holding some write of this version (this one, or an
+    /// older or newer one a cut-short rewrite left): where its data is, so
+    /// where a rewrite of it goes.
+    pub holding: Vec<bool>,
 }
 
 /// Outcome of resolving one key across the set.
@@ -474,6 +478,7 @@ impl ErasureSet {
                     record,
                     object,
                     holders: responded.clone(),
+                    holding: responded.clone(),
                 });
             }
             return Ok(KeyState::of(versions, responded, newest));
@@ -495,11 +500,14 @@ impl ErasureSet {
             let mut best: Option<(Record, Vec<bool>)> = None;
             let mut maybe_acked = false;
             // Disks holding some write of the version, and its newest write.
-            let mut holding = 0;
+            let rewritten = writes.len() > 1;
+            let mut holding = vec![false; n];
             let mut newest: Option<(Record, Vec<bool>)> = None;
             for (stamp, (rec, holders)) in writes {
                 let count = holders.iter().filter(|h| **h).count();
-                holding += count;
+                for (all, this) in holding.iter_mut().zip(&holders) {
+                    *all |= *this;
+                }
                 if newest.as_ref().is_none_or(|(n, _)| n.stamp < stamp) {
                     newest = Some((rec.clone(), holders.clone()));
                 }
@@ -511,14 +519,20 @@ impl ErasureSet {
                     maybe_acked = true;
                 }
             }
-            // A rewrite of a version (a transition, new tags) that a crash
-            // cut short leaves its new write on some disks and the old one
-            // on the rest, each maybe below R. The version was committed
-            // before (only a visible version is rewritten), so it stays
-            // visible, as its newest write: garbage collection judges each
-            // disk by the records on it, so the disks holding that one may
-            // reclaim what only the old write referred to.
-            if best.is_none() && holding >= self.quorum.read {
+            // A rewrite of a version (new tags, a transition, an overwrite
+            // of the null version) that a crash cut short leaves its new write on some disks and the old one
+            // on the rest, each maybe below R. With every disk answering and
+            // R of them holding the version, it is visible as its newest
+            // write: the one a reader may have seen, and the one that keeps
+            // what it refers to (a transition's tier object) from the
+            // sweep; heal then copies it to the other disks. With disks
+            // silent the answer could change when they return (a write
+            // below R now, at R then), so the version is ambiguous.
+            let held = holding.iter().filter(|h| **h).count();
+            if best.is_none() && rewritten && held + silent >= self.quorum.read {
+                if silent > 0 {
+                    return Err(self.read_quorum_lost(answered));
+                }
                 best = newest;
             }
             match best {
@@ -528,6 +542,7 @@ impl ErasureSet {
                         record,
                         object,
                         holders,
+                        holding,
                     });
                 }
                 None if maybe_acked => return Err(self.read_quorum_lost(answered)),

@@ -854,7 +854,7 @@ impl Store {
         let mut object = found.object.clone();
         change(&mut object);
         Ok(set
-            .rewrite_record(bucket, key, object, &found.holders, &state)
+            .rewrite_record(bucket, key, object, &found.holding, &state)
             .await?)
     }
 }

@@ -538,4 +538,31 @@ async fn a_rewrite_cut_short_by_a_crash_leaves_its_version_readable() {
     assert_eq!(got.body.collect().await.unwrap().into_bytes(), body);
     let listed = c.list_objects_v2().bucket("rewrite").send().await.unwrap();
     assert_eq!(listed.contents().len(), 1);
+    // A later rewrite goes to every disk holding the version, not only the
+    // three holding its newest write (below the write quorum).
+    let retagged = aws_sdk_s3::types::Tagging::builder()
+        .tag_set(
+            aws_sdk_s3::types::Tag::builder()
+                .key("t")
+                .value("2")
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    c.put_object_tagging()
+        .bucket("rewrite")
+        .key("k")
+        .tagging(retagged)
+        .send()
+        .await
+        .expect("tagging the object again");
+    let tags = c
+        .get_object_tagging()
+        .bucket("rewrite")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tags.tag_set()[0].value(), "2");
 }
