@@ -1,10 +1,11 @@
 //! One regression test per defect the fault harness found, each in the
 //! shape the harness found it: the fault, then recovery (a heal and a
 //! restart), then every acknowledged object read back and the recorded
-//! history judged by the checker. Each of these failed on the build
-//! before the fixes (65db7ba). Each aims its faults at particular disks of
-//! a four-directory server, so each starts exactly four, also when
-//! `GRANARY_E2E_POOL` widens the others.
+//! history judged by the checker. Findings 1-5 failed on the build
+//! before their fixes (65db7ba); finding 6 on bc5749a. Each aims its
+//! faults at particular disks of a four-directory server (finding 6: of
+//! one eight-disk set, where R is 6 of 8), so each starts exactly that
+//! many, also when `GRANARY_E2E_POOL` widens the others.
 
 use std::time::Duration;
 
@@ -484,7 +485,7 @@ async fn garbage_collection_reclaims_what_crashes_leave_and_nothing_else() {
     assert_linearizable(&h, "garbage collection after a crash");
 }
 
-/// Finding 8: a rewrite of a version (new tags, a lifecycle transition)
+/// Finding 6: a rewrite of a version (new tags, a lifecycle transition)
 /// that a crash cut short on a set of eight disks (parity 2, so R = 6)
 /// left the new write on three disks and the old one on five; neither
 /// reached R and the object answered NoSuchKey after the restart. (Found
