@@ -439,10 +439,11 @@ impl ErasureSet {
     /// Reads every version of `key` from all disks and resolves which are
     /// visible: a write is visible when at least R disks hold it (the
     /// newest such write of a version wins); a version none of whose writes
-    /// reaches R is visible as its newest write when R disks hold one of
-    /// its writes (a rewrite a crash cut short); a version is ambiguous (an
-    /// error) when no write of it reaches R but one might have been
-    /// acknowledged on disks that did not answer.
+    /// reaches R, but which has several, is visible as its newest write
+    /// when every disk answered and R of them hold one of its writes (a
+    /// rewrite a crash cut short); a version is ambiguous (an error) when
+    /// no write of it reaches R but one might have been acknowledged, or
+    /// might be read, once the disks that did not answer do.
     pub async fn resolve_key(&self, ns: &str, key: &str) -> Result<KeyState, SetError> {
         self.resolve_records(self.read_records(ns, key).await)
     }
@@ -499,17 +500,17 @@ impl ErasureSet {
         for (_, writes) in groups {
             let mut best: Option<(Record, Vec<bool>)> = None;
             let mut maybe_acked = false;
-            // Disks holding some write of the version, and its newest write.
+            // Disks holding some write of the version, and its latest write.
             let rewritten = writes.len() > 1;
             let mut holding = vec![false; n];
-            let mut newest: Option<(Record, Vec<bool>)> = None;
+            let mut latest: Option<(Record, Vec<bool>)> = None;
             for (stamp, (rec, holders)) in writes {
                 let count = holders.iter().filter(|h| **h).count();
                 for (all, this) in holding.iter_mut().zip(&holders) {
                     *all |= *this;
                 }
-                if newest.as_ref().is_none_or(|(n, _)| n.stamp < stamp) {
-                    newest = Some((rec.clone(), holders.clone()));
+                if latest.as_ref().is_none_or(|(l, _)| l.stamp < stamp) {
+                    latest = Some((rec.clone(), holders.clone()));
                 }
                 if count >= self.quorum.read {
                     if best.as_ref().is_none_or(|(b, _)| b.stamp < stamp) {
@@ -520,8 +521,9 @@ impl ErasureSet {
                 }
             }
             // A rewrite of a version (new tags, a transition, an overwrite
-            // of the null version) that a crash cut short leaves its new write on some disks and the old one
-            // on the rest, each maybe below R. With every disk answering and
+            // of the null version) that a crash cut short leaves its new
+            // write on some disks and the old one on the rest, each maybe
+            // below R. With every disk answering and
             // R of them holding the version, it is visible as its newest
             // write: the one a reader may have seen, and the one that keeps
             // what it refers to (a transition's tier object) from the
@@ -533,7 +535,7 @@ impl ErasureSet {
                 if silent > 0 {
                     return Err(self.read_quorum_lost(answered));
                 }
-                best = newest;
+                best = latest;
             }
             match best {
                 Some((record, holders)) => {

@@ -5,7 +5,8 @@ use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, Tag, Tagging, T
 
 use crate::harness::*;
 
-fn tagging(pairs: &[(&str, &str)]) -> Tagging {
+/// A tag set of `pairs` (key, value).
+pub(crate) fn tagging(pairs: &[(&str, &str)]) -> Tagging {
     Tagging::builder()
         .set_tag_set(Some(
             pairs

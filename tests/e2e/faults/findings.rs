@@ -15,6 +15,7 @@ use super::history::{body_of, History, Kind, Outcome, Seen};
 use super::recorder::Recorder;
 use super::{assert_linearizable, checker};
 use crate::harness::{admin, enable_versioning, Server};
+use crate::tagging::tagging;
 
 /// Creates `bucket`, versioned if asked.
 async fn bucket(r: &Recorder, versioned: bool) {
@@ -513,21 +514,11 @@ async fn a_rewrite_cut_short_by_a_crash_leaves_its_version_readable() {
     )
     .await;
     control::set(&s, "set.record.stored", "2*off->return(crash)").await;
-    let tags = aws_sdk_s3::types::Tagging::builder()
-        .tag_set(
-            aws_sdk_s3::types::Tag::builder()
-                .key("t")
-                .value("1")
-                .build()
-                .unwrap(),
-        )
-        .build()
-        .unwrap();
     let cut = c
         .put_object_tagging()
         .bucket("rewrite")
         .key("k")
-        .tagging(tags)
+        .tagging(tagging(&[("t", "1")]))
         .send()
         .await;
     assert!(cut.is_err(), "the server crashed during the rewrite");
@@ -541,20 +532,10 @@ async fn a_rewrite_cut_short_by_a_crash_leaves_its_version_readable() {
     assert_eq!(listed.contents().len(), 1);
     // A later rewrite goes to every disk holding the version, not only the
     // three holding its newest write (below the write quorum).
-    let retagged = aws_sdk_s3::types::Tagging::builder()
-        .tag_set(
-            aws_sdk_s3::types::Tag::builder()
-                .key("t")
-                .value("2")
-                .build()
-                .unwrap(),
-        )
-        .build()
-        .unwrap();
     c.put_object_tagging()
         .bucket("rewrite")
         .key("k")
-        .tagging(retagged)
+        .tagging(tagging(&[("t", "2")]))
         .send()
         .await
         .expect("tagging the object again");
