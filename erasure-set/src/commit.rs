@@ -22,6 +22,9 @@
 //!    (same version id, newer stamp) that left fewer than R disks with the
 //!    older write: a version none of whose writes reaches R is read as its
 //!    newest write when every disk answers (`ErasureSet::resolve_records`).
+//!    Which disks held the older write is not known from the write's own
+//!    results (a degraded write missed some), so the key is resolved again
+//!    to tell, as a reader would.
 //!
 //! Callers run commits in tasks no request owns (`Store::detached`), so
 //! a client going away never stops one half way; a crash can, and then
@@ -266,10 +269,9 @@ impl ErasureSet {
                 continue;
             }
             // Rule 4: below R nobody can have read it, unless it replaced an
-            // older write of the version on so many disks that fewer than R
-            // keep that one (the newest write is then read). A completion is
-            // left as it is: its upload is gone from those disks, and a
-            // retry of it finds the record and finishes it.
+            // older write of the version (see `shown_to_readers`). A
+            // completion is left as it is: its upload is gone from those
+            // disks, and a retry of it finds the record and finishes it.
             let replaced_any = results.iter().any(|r| {
                 matches!(
                     r,
@@ -280,7 +282,7 @@ impl ErasureSet {
                 )
             });
             let seen = stored >= self.quorum.read
-                || (replaced_any && self.width() - stored < self.quorum.read);
+                || (replaced_any && self.shown_to_readers(ns, key, &rec).await);
             if !seen && carried.completes.is_none() {
                 self.roll_back(ns, key, &rec, &results).await;
             }
@@ -347,6 +349,27 @@ impl ErasureSet {
         self.release_tiered(released);
         failpoint::hit("set.record.freed", "").await;
         Committed { object, completed }
+    }
+
+    /// Whether readers may have been shown `rec`, a write below R that
+    /// replaced an older write of its version on some disks: whether the
+    /// key, resolved now, shows it. While the write was in flight the
+    /// disks holding the older write only went down and those holding
+    /// some write of the version only went up, so a write readers were
+    /// shown at any moment is still shown now. The version left below R
+    /// on both sides is read as its newest write when every disk answers
+    /// (`ErasureSet::resolve_records`); whatever disk held the older write
+    /// before (a degraded write, a disk the rewrite did not reach) counts
+    /// as it does for a reader. If the key cannot be resolved now (disks
+    /// silent), a reader may have been shown it: it is kept.
+    async fn shown_to_readers(&self, ns: &str, key: &str, rec: &Record) -> bool {
+        match self.resolve_key(ns, key).await {
+            Ok(state) => state
+                .versions
+                .iter()
+                .any(|v| v.record.version == rec.version && v.record.stamp == rec.stamp),
+            Err(_) => true,
+        }
     }
 
     /// Undoes a write that reached fewer than R disks: removes it where it

@@ -61,6 +61,8 @@ mod pools_tests;
 #[cfg(test)]
 mod read_tests;
 #[cfg(test)]
+mod rewrite_tests;
+#[cfg(test)]
 mod store_tests;
 
 pub use backend::TierBackend;
