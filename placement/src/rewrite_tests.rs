@@ -31,10 +31,7 @@ async fn a_failed_rewrite_that_readers_were_shown_is_not_rolled_back() {
     put(&r, "k", &data(50_000, 3)).await.unwrap();
     let old = tags(&[("v", "old")]);
     let new = tags(&[("v", "new")]);
-    r.store
-        .set_tags("b", "k", None, old.clone())
-        .await
-        .unwrap();
+    r.store.set_tags("b", "k", None, old.clone()).await.unwrap();
     r.faulty[7].set_faults(vec![]);
     // Disks 2-6 answer late and refuse writes; 0 and 1 store the rewrite.
     let slow = Duration::from_millis(600);
