@@ -16,7 +16,12 @@ use crate::store_tests::{body, commit, data, get, put, rig, set_versioning, wrap
 use crate::{VersionRef, Versioning, WriteOptions};
 
 /// Pool `pool` of `tier`: `sets` sets of 4 fresh directories under `dir`.
-fn sets_of_four(dir: &std::path::Path, sets: usize, tier: Tier, pool: u32) -> Vec<LocalSet> {
+pub(crate) fn sets_of_four(
+    dir: &std::path::Path,
+    sets: usize,
+    tier: Tier,
+    pool: u32,
+) -> Vec<LocalSet> {
     let opened = open_local_pool(&LocalPoolConfig {
         tier,
         pool,
@@ -83,7 +88,7 @@ fn cold_sets(r: &Rig) -> Vec<Arc<ErasureSet>> {
 }
 
 /// The ids of the tier objects `set` holds.
-async fn tier_objects(set: &ErasureSet) -> Vec<String> {
+pub(crate) async fn tier_objects(set: &ErasureSet) -> Vec<String> {
     let page = set
         .list_resolved::<ObjectRecord>(TIER_NS, b"", ListStart::Beginning, 10_000)
         .await
@@ -349,7 +354,7 @@ async fn a_cold_set_that_cannot_be_listed_does_not_stop_the_sweep_of_the_others(
 
 /// Whether tier object `id` is gone from `set` within 5 s (releases run
 /// on the store's release queue).
-async fn released(set: &ErasureSet, id: &str) -> bool {
+pub(crate) async fn released(set: &ErasureSet, id: &str) -> bool {
     for _ in 0..100 {
         if !tier_objects(set).await.iter().any(|t| t == id) {
             return true;

@@ -4,10 +4,25 @@
 
 use std::time::Duration;
 
-use disk_engine::{Disk, Fault};
+use disk_engine::{Disk, Fault, Tier};
 use erasure_set::record::{self, ObjectRecord};
 
-use crate::store_tests::{data, put, rig};
+use crate::model::COLD_TIER;
+use crate::pool_sets_tests::{released, sets_of_four, tier_objects};
+use crate::store_tests::{data, get, put, rig};
+use crate::Destination;
+
+/// Whether disk `slot` holds a write of `bucket/key` that `which` picks.
+async fn holds(
+    r: &crate::store_tests::Rig,
+    slot: usize,
+    which: impl Fn(&ObjectRecord) -> bool,
+) -> bool {
+    let records = r.local[slot].get_records(b"b", b"k").await.unwrap();
+    records
+        .iter()
+        .any(|rec| which(&record::decode::<ObjectRecord>(&rec.body).unwrap()))
+}
 
 fn tags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -45,14 +60,7 @@ async fn a_failed_rewrite_that_readers_were_shown_is_not_rolled_back() {
     });
     // Once disk 0 holds the new write, read while the rewrite still waits
     // for the slow disks.
-    let on_disk_0 = || async {
-        let records = r.local[0].get_records(b"b", b"k").await.unwrap();
-        records
-            .iter()
-            .map(|rec| record::decode::<ObjectRecord>(&rec.body).unwrap().tags)
-            .any(|t| t == new)
-    };
-    while !on_disk_0().await {
+    while !holds(&r, 0, |o| o.tags == new).await {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let in_flight = r.store.get_version("b", "k", None).await.unwrap();
@@ -64,4 +72,81 @@ async fn a_failed_rewrite_that_readers_were_shown_is_not_rolled_back() {
     }
     let after = r.store.get_version("b", "k", None).await.unwrap();
     assert_eq!(after.tags, new, "a read after the rewrite failed");
+}
+
+/// A transition whose flip to the cold pool reached one disk of four and
+/// could not be rolled back there (the disk failed the roll-back) leaves
+/// the old write visible on three. The tier sweep must keep the tier
+/// object that write refers to: once two of the other disks are replaced,
+/// the flipped write is the version's newest write on R disks' worth of
+/// holders, and is what readers are shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tier_sweep_keeps_what_a_flip_left_below_r_refers_to() {
+    let r = rig(4, None);
+    let dir = tempfile::tempdir().unwrap();
+    r.store
+        .attach_cold_pool(sets_of_four(dir.path(), 1, Tier::Cold, 1))
+        .unwrap();
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let bytes = data(50_000, 9);
+    put(&r, "k", &bytes).await.unwrap();
+    // Disks 1-3 answer late and refuse writes; disk 0 stores the flip,
+    // then refuses the roll-back.
+    for f in &r.faulty[1..] {
+        f.set_faults(vec![
+            Fault::Delay(Duration::from_millis(300)),
+            Fault::FailWrites,
+        ]);
+    }
+    let store = r.store.clone();
+    let transition = tokio::spawn(async move {
+        store
+            .transition_version("b", "k", None, "GLACIER", Destination::Pool(Tier::Cold))
+            .await
+    });
+    while !holds(&r, 0, |o| o.tiered.is_some()).await {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    r.faulty[0].set_faults(vec![Fault::FailWrites]);
+    let failed = transition.await.unwrap();
+    assert!(failed.is_err(), "{failed:?}");
+    for f in &r.faulty {
+        f.set_faults(vec![]);
+    }
+    assert!(
+        holds(&r, 0, |o| o.tiered.is_some()).await,
+        "the flip stayed on disk 0"
+    );
+    // Read without a read's repair, which would copy the visible write
+    // over the flip.
+    let set = r.store.pools.set_of("b", "k").clone();
+    let shown = || async {
+        set.resolve_key("b", "k").await.unwrap().versions[0]
+            .object
+            .clone()
+    };
+    assert!(shown().await.tiered.is_none());
+    r.store.sweep_tier_objects(Duration::ZERO).await.unwrap();
+    let cold = r
+        .store
+        .pools
+        .tier_set(COLD_TIER, uuid::Uuid::nil())
+        .unwrap();
+    let kept = tier_objects(&cold).await;
+    assert_eq!(kept.len(), 1);
+    assert!(
+        !released(&cold, &kept[0]).await,
+        "the sweep kept the tier object"
+    );
+    // Disks 2 and 3 are replaced: the flip is now the version's newest
+    // write with every disk answering and two holding it.
+    let version = r.local[1].get_records(b"b", b"k").await.unwrap()[0].version;
+    for slot in [2, 3] {
+        r.local[slot]
+            .delete_record(b"b", b"k", version, None)
+            .await
+            .unwrap();
+    }
+    assert!(shown().await.tiered.is_some());
+    assert_eq!(get(&r, "k", 0..bytes.len() as u64).await.unwrap(), bytes);
 }

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use erasure_set::record::{ObjectRecord, PartRef, TierRef};
+use erasure_set::record::{self, ObjectRecord, PartRef, TierRef};
 use erasure_set::{version_key, BodyError, BodyStream, ErasureSet};
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -307,17 +307,26 @@ impl Store {
         }
     }
 
-    /// Whether a version of `bucket/key` refers to tier object `id` (true
-    /// when that cannot be told: disks missing). The caller holds the
-    /// key's lock.
+    /// Whether any write of `bucket/key` on any disk refers to tier object
+    /// `id` (true when that cannot be told: a disk silent, a record
+    /// undecodable). Every write, not only the visible versions: a flip cut
+    /// short below R (a crash, a failed roll-back) is not shown now, but is
+    /// once the disks holding the older write fall below R too (see
+    /// `ErasureSet::resolve_records`), as garbage collection also
+    /// judges data. The caller holds the key's lock.
     async fn refers_to(&self, bucket: &str, key: &str, id: uuid::Uuid) -> bool {
-        match self.resolve_home(bucket, key).await {
-            Ok((_, state)) => state
-                .versions
-                .iter()
-                .any(|v| v.object.tiered.as_ref().is_some_and(|t| t.id == id)),
+        let Ok(home) = self.home(bucket, key).await else {
+            return true;
+        };
+        let refers = |rec: &disk_engine::Record| match record::decode::<ObjectRecord>(&rec.body) {
+            Ok(o) => o.tiered.is_some_and(|t| t.id == id),
             Err(_) => true,
-        }
+        };
+        let found = home.every_disk().any(|disk| match disk {
+            Ok(records) => records.iter().any(refers),
+            Err(_) => true,
+        });
+        found
     }
 
     /// [`Self::sweep_tier_objects`] of one set of a pool of the deployment
