@@ -145,6 +145,11 @@ impl ErasureSet {
     /// modification time, e.g. new tags) under a fresh stamp, so it wins
     /// over the copy it replaces on every disk. The caller holds the key lock
     /// and resolved the key under it (`seen`).
+    ///
+    /// A target that did not hold the visible write (it holds an older or
+    /// newer write of the version: `Resolved::holding`) may lack the
+    /// version's data — an older write of the null version is other data —
+    /// so the key is left at risk, and a heal checks its shards there.
     pub async fn rewrite_record(
         &self,
         ns: &str,
@@ -153,20 +158,30 @@ impl ErasureSet {
         targets: &[bool],
         seen: &KeyState,
     ) -> Result<ObjectRecord, SetError> {
+        let version = version_key(object.version_id);
         let stamp = self.stamp_past(seen);
-        let keep = seen.data_ids(Some(version_key(object.version_id)));
-        self.write_record(
-            ns,
-            key,
-            object,
-            targets,
-            stamp,
-            Carried::default(),
-            false,
-            Some(keep),
-        )
-        .await
-        .map(|c| c.object)
+        let keep = seen.data_ids(Some(version));
+        let beyond_holders = seen
+            .versions
+            .iter()
+            .filter(|v| v.record.version == version)
+            .any(|v| targets.iter().zip(&v.holders).any(|(t, h)| *t && !*h));
+        let written = self
+            .write_record(
+                ns,
+                key,
+                object,
+                targets,
+                stamp,
+                Carried::default(),
+                false,
+                Some(keep),
+            )
+            .await?;
+        if beyond_holders {
+            self.at_risk.note(ns, key);
+        }
+        Ok(written.object)
     }
 
     /// Writes `record` exactly as it is (same version and stamp) to every

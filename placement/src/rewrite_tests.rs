@@ -2,6 +2,7 @@
 //! the same path) that fail part way: what readers saw while the rewrite
 //! was in flight is what they see after it failed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use disk_engine::{Disk, Fault, Tier};
@@ -9,7 +10,8 @@ use erasure_set::record::{self, ObjectRecord};
 
 use crate::model::COLD_TIER;
 use crate::pool_sets_tests::{released, sets_of_four, tier_objects};
-use crate::store_tests::{data, get, put, rig};
+use crate::store::{Store, StoreOptions};
+use crate::store_tests::{data, get, put, rig, BLOCK};
 use crate::Destination;
 
 /// Whether disk `slot` holds a write of `bucket/key` that `which` picks.
@@ -148,5 +150,49 @@ async fn the_tier_sweep_keeps_what_a_flip_left_below_r_refers_to() {
             .unwrap();
     }
     assert!(shown().await.tiered.is_some());
+    assert_eq!(get(&r, "k", 0..bytes.len() as u64).await.unwrap(), bytes);
+}
+
+/// A PUT of the null version while disk 3 was offline leaves disk 3 with
+/// the previous null write, whose data is other data. After a restart
+/// (nothing in memory says the key is at risk) a retagging reaches every
+/// disk holding some write of the version, disk 3 included: its record
+/// then agrees with the others, but it has none of the version's shards.
+/// The rewrite must leave the key at risk, so a heal rebuilds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_reaching_a_disk_without_the_data_leaves_the_key_at_risk() {
+    let mut r = rig(4, None);
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    put(&r, "k", &data(50_000, 1)).await.unwrap();
+    r.faulty[3].set_faults(vec![Fault::Offline]);
+    let bytes = data(50_000, 2);
+    put(&r, "k", &bytes).await.unwrap();
+    r.faulty[3].set_faults(vec![]);
+    r.store.shutdown().await;
+    let disks: Vec<Arc<dyn Disk>> = r
+        .faulty
+        .iter()
+        .map(|f| Arc::new(f.clone()) as Arc<dyn Disk>)
+        .collect();
+    let opts = StoreOptions {
+        block_size: BLOCK,
+        read_cache_bytes: 0,
+        pack_threshold: 0,
+    };
+    r.store = Store::new(disks, 2, opts).unwrap();
+    let set = r.store.pools.set_of("b", "k").clone();
+    assert_eq!(set.at_risk().count(), 0, "a fresh process");
+    r.store
+        .set_tags("b", "k", None, tags(&[("t", "1")]))
+        .await
+        .unwrap();
+    assert!(holds(&r, 3, |o| o.tags == tags(&[("t", "1")])).await);
+    assert_eq!(set.at_risk().count(), 1, "disk 3 lacks the shards");
+    r.store.heal_pass().await;
+    assert_eq!(set.at_risk().count(), 0);
+    // Disks 2 and 3 alone hold the data now.
+    for f in &r.faulty[..2] {
+        f.set_faults(vec![Fault::Offline]);
+    }
     assert_eq!(get(&r, "k", 0..bytes.len() as u64).await.unwrap(), bytes);
 }
