@@ -1,10 +1,11 @@
 //! Clients that go away: for PUT (new keys and overwrites), UploadPart,
-//! CompleteMultipartUpload, CopyObject and DeleteObjects, the connection
-//! is closed before the body, in the middle of it, right after it, and
-//! while the server writes the records; each window is hit (as the server
-//! counts it) in [`trials`] trials, in a versioned and an unversioned
-//! bucket. The client then does what an SDK does (retries, or reads), and
-//! after recovery every key is read and the history judged.
+//! CompleteMultipartUpload, CopyObject, DeleteObjects and PutObjectTagging,
+//! the connection is closed before the body, in the middle of it, right
+//! after it, and while the server writes the records; each window is hit
+//! (as the server counts it) in [`trials`] trials, in a versioned and an
+//! unversioned bucket. The client then does what an SDK does (retries, or
+//! reads), and after recovery every key is read and the history judged;
+//! a retagged key keeps its object and has its old tags or its new ones.
 
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ enum Cut {
     Complete,
     Copy,
     DeleteObjects,
+    Tagging,
 }
 
 impl Cut {
@@ -38,6 +40,7 @@ impl Cut {
             Cut::Complete => "CompleteMultipartUpload",
             Cut::Copy => "CopyObject",
             Cut::DeleteObjects => "DeleteObjects",
+            Cut::Tagging => "PutObjectTagging",
         }
     }
 
@@ -79,6 +82,8 @@ struct Run {
     h: History,
     w: Workload,
     keys: Vec<(Recorder, String)>,
+    /// Keys whose retagging was cut, with the tag value it sent.
+    tagged: Vec<(Recorder, String, String)>,
 }
 
 impl Run {
@@ -176,25 +181,24 @@ impl Run {
                     .map(|d| self.h.invoke(&r.name(d), Kind::Delete, note.clone()))
                     .collect();
                 let xml = delete_xml(&doomed);
-                let md5 = {
-                    use base64::Engine as _;
-                    use md5::Digest as _;
-                    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&xml))
-                };
                 let path = format!("/{}/?delete", r.bucket);
-                cut(
-                    &self.s,
-                    "POST",
-                    &path,
-                    &[("content-md5", md5)],
-                    &xml,
-                    window,
-                )
-                .await;
+                let md5 = [("content-md5", content_md5(&xml))];
+                cut(&self.s, "POST", &path, &md5, &xml, window).await;
                 for id in ids {
                     self.h
                         .complete(id, Outcome::Unknown("connection closed".into()), None, None);
                 }
+            }
+            Cut::Tagging => {
+                r.put(&key, v, len, "to be retagged").await;
+                let tag = format!("{}-{n}", window.phase());
+                let xml = format!(
+                    "<Tagging><TagSet><Tag><Key>cut</Key><Value>{tag}</Value></Tag></TagSet></Tagging>"
+                );
+                let path = format!("/{}/{key}?tagging", r.bucket);
+                let md5 = [("content-md5", content_md5(xml.as_bytes()))];
+                cut(&self.s, "PUT", &path, &md5, xml.as_bytes(), window).await;
+                self.tagged.push((r.clone(), key.clone(), tag));
             }
         }
         self.release(op, window).await;
@@ -212,6 +216,48 @@ impl Run {
             control::set(&self.s, point, "off").await;
         }
     }
+}
+
+/// The base64 MD5 of `body`, for requests S3 requires Content-MD5 of.
+fn content_md5(body: &[u8]) -> String {
+    use base64::Engine as _;
+    use md5::Digest as _;
+    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
+}
+
+/// Checks, after recovery, that each retagged key has no tags or exactly
+/// the one its cut request sent; returns what differs, and how many keys
+/// have the new tag.
+async fn check_tags(endpoint: &str, tagged: &[(Recorder, String, String)]) -> (Vec<String>, usize) {
+    let mut wrong = Vec::new();
+    let mut new = 0;
+    for (r, key, tag) in tagged {
+        let r = r.at(endpoint);
+        let got = match r
+            .c
+            .get_object_tagging()
+            .bucket(&r.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => out
+                .tag_set()
+                .iter()
+                .map(|t| (t.key().to_string(), t.value().to_string()))
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                wrong.push(format!("{}/{key}: {e:?}", r.bucket));
+                continue;
+            }
+        };
+        if got == [("cut".to_string(), tag.clone())] {
+            new += 1;
+        } else if !got.is_empty() {
+            wrong.push(format!("{}/{key}: tags {got:?}, sent cut={tag}", r.bucket));
+        }
+    }
+    (wrong, new)
 }
 
 fn complete_xml(parts: &[CompletedPart]) -> Vec<u8> {
@@ -250,6 +296,7 @@ async fn clients_that_go_away_lose_nothing_and_leave_nothing_half_visible() {
         h: h.clone(),
         w,
         keys: Vec::new(),
+        tagged: Vec::new(),
     };
     let want = trials() as u64;
     let started = std::time::Instant::now();
@@ -261,6 +308,7 @@ async fn clients_that_go_away_lose_nothing_and_leave_nothing_half_visible() {
         Cut::Complete,
         Cut::Copy,
         Cut::DeleteObjects,
+        Cut::Tagging,
     ] {
         for window in op.windows() {
             let base = control::counts(&run.s).await;
@@ -304,6 +352,12 @@ async fn clients_that_go_away_lose_nothing_and_leave_nothing_half_visible() {
     run.w.versioned.list("").await.unwrap();
     let checked = assert_linearizable(&h, "disconnects");
     assert!(lost.is_empty(), "{lost:?}");
+    let (wrong, new) = check_tags(&endpoint, &run.tagged).await;
+    assert!(wrong.is_empty(), "{wrong:?}");
+    eprintln!(
+        "disconnects: {new} of {} cut retaggings took effect",
+        run.tagged.len()
+    );
     eprintln!(
         "disconnects: {} keys and {} operations checked, 0 violations, {:?} in all",
         checked.keys,
