@@ -18,13 +18,15 @@
 //! 4. **A write that missed its quorum is undone only where nobody can have
 //!    seen it**: on fewer than R disks it was never visible, and is rolled
 //!    back; on R or more it may have been read, so it stays (the client
-//!    was told 503: the outcome is unknown). So does a rewrite of a version
-//!    (same version id, newer stamp) that left fewer than R disks with the
-//!    older write: a version none of whose writes reaches R is read as its
-//!    newest write when every disk answers (`ErasureSet::resolve_records`).
-//!    Which disks held the older write is not known from the write's own
-//!    results (a degraded write missed some), so the key is resolved again
-//!    to tell, as a reader would.
+//!    was told 503: the outcome is unknown). So does a write below R that
+//!    readers are shown: a version none of whose writes reaches R, with R
+//!    disks holding some write of it (a rewrite — same version id, newer
+//!    stamp — cut short), is read as its newest write when every disk
+//!    answers (`ErasureSet::resolve_records`). What the other disks hold is
+//!    not known from the write's own results (a degraded write missed
+//!    some), so the key is resolved again to tell, as a reader would; with
+//!    disks silent, a rewrite is kept when fewer than R disks did not
+//!    store it.
 //!
 //! Callers run commits in tasks no request owns (`Store::detached`), so
 //! a client going away never stops one half way; a crash can, and then
@@ -147,9 +149,11 @@ impl ErasureSet {
     /// and resolved the key under it (`seen`).
     ///
     /// A target that did not hold the visible write (it holds an older or
-    /// newer write of the version: `Resolved::holding`) may lack the
-    /// version's data — an older write of the null version is other data —
-    /// so the key is left at risk, and a heal checks its shards there.
+    /// newer write of the version, `Resolved::holding`, or none: a flip
+    /// goes to every disk) may lack the version's data — an older write of
+    /// the null version is other data — so the key is left at risk, and a
+    /// heal checks its shards there; also when the rewrite failed, as it
+    /// may have been kept (rule 4).
     pub async fn rewrite_record(
         &self,
         ns: &str,
@@ -177,11 +181,11 @@ impl ErasureSet {
                 false,
                 Some(keep),
             )
-            .await?;
+            .await;
         if beyond_holders {
             self.at_risk.note(ns, key);
         }
-        Ok(written.object)
+        Ok(written?.object)
     }
 
     /// Writes `record` exactly as it is (same version and stamp) to every
@@ -283,22 +287,15 @@ impl ErasureSet {
                 }
                 continue;
             }
-            // Rule 4: below R nobody can have read it, unless it replaced an
-            // older write of the version (see `shown_to_readers`). A
-            // completion is left as it is: its upload is gone from those
-            // disks, and a retry of it finds the record and finishes it.
-            let replaced_any = results.iter().any(|r| {
-                matches!(
-                    r,
-                    Some(Ok(PutRecordOutcome::Stored {
-                        replaced: Some(_),
-                        ..
-                    }))
-                )
-            });
-            let seen = stored >= self.quorum.read
-                || (replaced_any && self.shown_to_readers(ns, key, &rec).await);
-            if !seen && carried.completes.is_none() {
+            // Rule 4: below R nobody can have read it, unless it is the
+            // newest write of a version none of whose writes reaches R (see
+            // `shown_to_readers`). A completion is left as it is: its
+            // upload is gone from those disks, and a retry of it finds the
+            // record and finishes it.
+            let kept = carried.completes.is_some()
+                || stored >= self.quorum.read
+                || (stored > 0 && self.shown_to_readers(ns, key, &rec, &results).await);
+            if !kept {
                 self.roll_back(ns, key, &rec, &results).await;
             }
             return Err(refused);
@@ -366,24 +363,49 @@ impl ErasureSet {
         Committed { object, completed }
     }
 
-    /// Whether readers may have been shown `rec`, a write below R that
-    /// replaced an older write of its version on some disks: whether the
-    /// key, resolved now, shows it. While the write was in flight the
-    /// disks holding the older write only went down and those holding
-    /// some write of the version only went up, so a write readers were
-    /// shown at any moment is still shown now. The version left below R
-    /// on both sides is read as its newest write when every disk answers
-    /// (`ErasureSet::resolve_records`); whatever disk held the older write
-    /// before (a degraded write, a disk the rewrite did not reach) counts
-    /// as it does for a reader. If the key cannot be resolved now (disks
-    /// silent), a reader may have been shown it: it is kept.
-    async fn shown_to_readers(&self, ns: &str, key: &str, rec: &Record) -> bool {
+    /// Whether readers may have been shown `rec`, a write that reached
+    /// some disks but fewer than R: whether the key, resolved now, shows
+    /// it. A version none of whose writes reaches R, but which R disks
+    /// hold, is read as its newest write when every disk answers
+    /// (`ErasureSet::resolve_records`). While the write was in flight the
+    /// disks holding each older write of the version only went down and
+    /// those holding some write of it only went up, so a write readers
+    /// were shown at any moment is still shown now; and whatever the
+    /// other disks held before (a degraded write, a disk the write did
+    /// not reach) counts as it does for a reader.
+    ///
+    /// If the key cannot be resolved now (disks silent), no reader can be
+    /// shown the write either until they answer; it is then judged as if
+    /// every disk that did not store it still held the write it replaced
+    /// (`results`): kept if that leaves fewer than R of them.
+    async fn shown_to_readers(
+        &self,
+        ns: &str,
+        key: &str,
+        rec: &Record,
+        results: &[Option<Result<PutRecordOutcome, DiskError>>],
+    ) -> bool {
         match self.resolve_key(ns, key).await {
             Ok(state) => state
                 .versions
                 .iter()
                 .any(|v| v.record.version == rec.version && v.record.stamp == rec.stamp),
-            Err(_) => true,
+            Err(_) => {
+                let stored = results
+                    .iter()
+                    .filter(|r| matches!(r, Some(Ok(PutRecordOutcome::Stored { .. }))))
+                    .count();
+                let replaced_any = results.iter().any(|r| {
+                    matches!(
+                        r,
+                        Some(Ok(PutRecordOutcome::Stored {
+                            replaced: Some(_),
+                            ..
+                        }))
+                    )
+                });
+                replaced_any && self.width() - stored < self.quorum.read
+            }
         }
     }
 

@@ -180,7 +180,8 @@ impl Store {
             Some(tier.clone()),
         );
         // A write that fails leaves the tier object to the tier sweep,
-        // which judges it under the key's lock by what became visible; the
+        // which judges it under the key's lock by the writes readers are
+        // or may be shown; the
         // parts stay with the upload until a version took them over.
         let committed = self
             .commit_completion(home, (bucket, key), upload_id, record, versioning, &state)

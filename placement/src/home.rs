@@ -34,7 +34,7 @@
 
 use std::sync::Arc;
 
-use disk_engine::{DiskError, Record, UploadListStart};
+use disk_engine::{DiskError, UploadListStart};
 use erasure_set::{DiskRecords, ErasureSet, KeyState, StagedData};
 use futures::future::join_all;
 
@@ -51,10 +51,10 @@ pub(crate) struct Home {
 }
 
 impl Home {
-    /// Every answer of every disk of every set asked: its records of the
-    /// key (every write, visible or not), or why it did not answer.
-    pub(crate) fn every_disk(&self) -> impl Iterator<Item = &Result<Vec<Record>, DiskError>> {
-        self.sets.iter().flat_map(|(_, records)| records)
+    /// Every set asked, with its disks' records of the key (every write,
+    /// visible or not) or why a disk did not answer.
+    pub(crate) fn sets(&self) -> impl Iterator<Item = &(Arc<ErasureSet>, DiskRecords)> {
+        self.sets.iter()
     }
 
     /// The set holding the key, if one does.

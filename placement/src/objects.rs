@@ -311,8 +311,8 @@ impl Store {
     /// committed first, then the version referring to it, both under the
     /// key's lock (which the tier sweep takes before judging a tier object
     /// unreferenced). If the version is refused, the tier object is
-    /// released again; if its write fails, the sweep decides from what
-    /// became visible.
+    /// released again; if its write fails, the sweep decides from the
+    /// writes readers are or may be shown.
     async fn put_tiered_object(
         &self,
         bucket: &str,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use disk_engine::{Fault, ListStart, LocalDiskOptions, ShardIoMode, Tier};
+use disk_engine::{Disk, Fault, ListStart, LocalDiskOptions, ShardIoMode, Tier};
 use erasure_set::record::{ObjectMeta, ObjectRecord};
 use erasure_set::{ErasureSet, LocalSet};
 
@@ -350,6 +350,47 @@ async fn a_cold_set_that_cannot_be_listed_does_not_stop_the_sweep_of_the_others(
         .await
         .unwrap();
     assert!(released(&cold[0], &first).await);
+}
+
+/// A cold PUT killed while its record was being written leaves the
+/// record on fewer than R disks: a version never acknowledged and never
+/// shown, whose tier object the sweep deletes (a rewrite cut short keeps
+/// its tier object instead: `rewrite_tests`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tier_object_only_an_unshown_write_refers_to_is_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _, _) = with_faulty_cold_pool(dir.path()).await;
+    put(&r, "a", &data(5000, 1)).await.unwrap();
+    let staged = r
+        .store
+        .write_data_in(Tier::Cold, "b", "k", body(&data(5000, 2), 4096), None)
+        .await
+        .unwrap();
+    let tier = r
+        .store
+        .commit_tier_object(staged, "b", "k", &ObjectMeta::default())
+        .await
+        .unwrap();
+    // The cold PUT's record, on disk 0 only.
+    let mut object = r.store.head_object("b", "a").await.unwrap();
+    object.parts = crate::transition::tiered_parts(&object.parts);
+    object.tiered = Some(tier.clone());
+    let stray = disk_engine::Record {
+        version: disk_engine::VersionId::NULL,
+        stamp: r.store.pools.system().next_stamp(),
+        body: erasure_set::record::encode(&object),
+        listing: erasure_set::encode_projection(&object),
+    };
+    r.local[0]
+        .put_record(b"b", b"k", disk_engine::RecordPut::of(stray))
+        .await
+        .unwrap();
+    r.store
+        .sweep_tier_objects(std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    let set = r.store.pools.tier_set(COLD_TIER, tier.id).unwrap();
+    assert!(released(&set, &tier.id.to_string()).await);
 }
 
 /// Whether tier object `id` is gone from `set` within 5 s (releases run

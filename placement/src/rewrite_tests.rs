@@ -26,6 +26,15 @@ async fn holds(
         .any(|rec| which(&record::decode::<ObjectRecord>(&rec.body).unwrap()))
 }
 
+/// Waits until `done` answers true; fails the test after 5 s.
+async fn until<F: std::future::Future<Output = bool>>(done: impl Fn() -> F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 fn tags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()
@@ -60,11 +69,12 @@ async fn a_failed_rewrite_that_readers_were_shown_is_not_rolled_back() {
         let new = new.clone();
         async move { store.set_tags("b", "k", None, new).await }
     });
-    // Once disk 0 holds the new write, read while the rewrite still waits
-    // for the slow disks.
-    while !holds(&r, 0, |o| o.tags == new).await {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // Once disks 0 and 1 hold the new write, read while the rewrite still
+    // waits for the slow disks.
+    until(|| async {
+        holds(&r, 0, |o| o.tags == new).await && holds(&r, 1, |o| o.tags == new).await
+    })
+    .await;
     let in_flight = r.store.get_version("b", "k", None).await.unwrap();
     assert_eq!(in_flight.tags, new, "a read during the rewrite");
     let failed = rewrite.await.unwrap();
@@ -74,6 +84,38 @@ async fn a_failed_rewrite_that_readers_were_shown_is_not_rolled_back() {
     }
     let after = r.store.get_version("b", "k", None).await.unwrap();
     assert_eq!(after.tags, new, "a read after the rewrite failed");
+}
+
+/// With disks silent, a key whose rewrite failed cannot be resolved to
+/// tell whether readers were shown it; none can have been while they are
+/// silent. A set of 8, parity 2 (R = 6): disks 6 and 7 are offline, and
+/// a retagging stores on disks 0 and 1 and fails on 2-5. Six disks did
+/// not store it, so it is rolled back and the object stays readable with
+/// its old tags while 6 and 7 are away (kept, it would be ambiguous: a
+/// read quorum error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_rewrite_with_disks_silent_is_rolled_back_when_six_did_not_store_it() {
+    let r = rig(8, Some(2));
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    put(&r, "k", &data(50_000, 4)).await.unwrap();
+    let old = tags(&[("v", "old")]);
+    r.store.set_tags("b", "k", None, old.clone()).await.unwrap();
+    for f in &r.faulty[6..] {
+        f.set_faults(vec![Fault::Offline]);
+    }
+    for f in &r.faulty[2..6] {
+        f.set_faults(vec![Fault::FailWrites]);
+    }
+    let failed = r
+        .store
+        .set_tags("b", "k", None, tags(&[("v", "new")]))
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    for f in &r.faulty[2..6] {
+        f.set_faults(vec![]);
+    }
+    let got = r.store.get_version("b", "k", None).await.unwrap();
+    assert_eq!(got.tags, old);
 }
 
 /// A transition whose flip to the cold pool reached one disk of four and
@@ -106,9 +148,7 @@ async fn the_tier_sweep_keeps_what_a_flip_left_below_r_refers_to() {
             .transition_version("b", "k", None, "GLACIER", Destination::Pool(Tier::Cold))
             .await
     });
-    while !holds(&r, 0, |o| o.tiered.is_some()).await {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until(|| holds(&r, 0, |o| o.tiered.is_some())).await;
     r.faulty[0].set_faults(vec![Fault::FailWrites]);
     let failed = transition.await.unwrap();
     assert!(failed.is_err(), "{failed:?}");
@@ -168,6 +208,7 @@ async fn a_rewrite_reaching_a_disk_without_the_data_leaves_the_key_at_risk() {
     let bytes = data(50_000, 2);
     put(&r, "k", &bytes).await.unwrap();
     r.faulty[3].set_faults(vec![]);
+    let parity = r.store.pools.system().parity_shards();
     r.store.shutdown().await;
     let disks: Vec<Arc<dyn Disk>> = r
         .faulty
@@ -179,7 +220,7 @@ async fn a_rewrite_reaching_a_disk_without_the_data_leaves_the_key_at_risk() {
         read_cache_bytes: 0,
         pack_threshold: 0,
     };
-    r.store = Store::new(disks, 2, opts).unwrap();
+    r.store = Store::new(disks, parity, opts).unwrap();
     let set = r.store.pools.set_of("b", "k").clone();
     assert_eq!(set.at_risk().count(), 0, "a fresh process");
     r.store

@@ -15,11 +15,12 @@
 //! [`Store::sweep_tier_objects`] (the scanner runs it at start and every
 //! pass).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use erasure_set::record::{self, ObjectRecord, PartRef, TierRef};
-use erasure_set::{version_key, BodyError, BodyStream, ErasureSet};
+use erasure_set::{version_key, BodyError, BodyStream, DiskRecords, ErasureSet};
 use futures::StreamExt;
 use parking_lot::Mutex;
 
@@ -27,7 +28,7 @@ use crate::error::Error;
 use crate::model::{COLD_TIER, TIER_NS};
 use crate::objects::VersionRef;
 use crate::store::Store;
-use disk_engine::{ListStart, Tier};
+use disk_engine::{ListStart, Record, Stamp, Tier, VersionId};
 
 /// Marks a tier object as being written by a transition until dropped.
 struct InFlight<'a> {
@@ -211,7 +212,7 @@ impl Store {
                 Ok(Transitioned::Unchanged)
             }
             // The rewrite may have reached some disks: the sweep decides
-            // from what becomes visible.
+            // from the writes readers are or may be shown.
             Err(e) => Err(e),
         }
     }
@@ -307,25 +308,16 @@ impl Store {
         }
     }
 
-    /// Whether any write of `bucket/key` on any disk refers to tier object
-    /// `id` (true when that cannot be told: a disk silent, a record
-    /// undecodable). Every write, not only the visible versions: a flip cut
-    /// short below R (a crash, a failed roll-back) is not shown now, but is
-    /// once the disks holding the older write fall below R too (see
-    /// `ErasureSet::resolve_records`), as garbage collection also
-    /// judges data. The caller holds the key's lock.
+    /// Whether a write of `bucket/key` that readers are shown, or may be
+    /// shown later, refers to tier object `id` (true when that cannot be
+    /// told: see [`may_refer`]). The caller holds the key's lock.
     async fn refers_to(&self, bucket: &str, key: &str, id: uuid::Uuid) -> bool {
         let Ok(home) = self.home(bucket, key).await else {
             return true;
         };
-        let refers = |rec: &disk_engine::Record| match record::decode::<ObjectRecord>(&rec.body) {
-            Ok(o) => o.tiered.is_some_and(|t| t.id == id),
-            Err(_) => true,
-        };
-        let found = home.every_disk().any(|disk| match disk {
-            Ok(records) => records.iter().any(refers),
-            Err(_) => true,
-        });
+        let found = home
+            .sets()
+            .any(|(set, records)| may_refer(set, records, id));
         found
     }
 
@@ -392,4 +384,44 @@ impl Store {
             }
         }
     }
+}
+
+/// Whether, among one set's records of a key (`records`, each disk's),
+/// a write readers may be shown refers to tier object `id`: a write of a
+/// visible version, or of a version with more than one write on the disks
+/// (a rewrite cut short, such as a flip left below R by a crash or a
+/// failed roll-back, is shown once the older write falls below R too:
+/// `ErasureSet::resolve_records`). A version whose only write is below R
+/// (a write cut short and never acknowledged) is never shown, and does not
+/// keep its tier object. True when it cannot be told: a disk silent, the
+/// key ambiguous, a record undecodable.
+fn may_refer(set: &ErasureSet, records: &DiskRecords, id: uuid::Uuid) -> bool {
+    let Some(answers) = records
+        .iter()
+        .map(|disk| disk.as_ref().ok())
+        .collect::<Option<Vec<&Vec<Record>>>>()
+    else {
+        return true;
+    };
+    let every = answers.iter().map(|disk| Ok((*disk).clone())).collect();
+    let Ok(state) = set.resolve_records::<ObjectRecord>(every) else {
+        return true;
+    };
+    // version -> (its distinct writes, whether one refers to `id`)
+    let mut writes: HashMap<VersionId, (HashSet<Stamp>, bool)> = HashMap::new();
+    for disk in answers {
+        for rec in disk {
+            let refers = match record::decode::<ObjectRecord>(&rec.body) {
+                Ok(o) => o.tiered.is_some_and(|t| t.id == id),
+                Err(_) => true,
+            };
+            let entry = writes.entry(rec.version).or_default();
+            entry.0.insert(rec.stamp);
+            entry.1 |= refers;
+        }
+    }
+    let visible = |v: &VersionId| state.versions.iter().any(|s| s.record.version == *v);
+    writes
+        .iter()
+        .any(|(v, (stamps, refers))| *refers && (stamps.len() > 1 || visible(v)))
 }
