@@ -294,7 +294,7 @@ impl ErasureSet {
             // record and finishes it.
             let kept = carried.completes.is_some()
                 || stored >= self.quorum.read
-                || (stored > 0 && self.shown_to_readers(ns, key, &rec, &results).await);
+                || (stored > 0 && self.shown_to_readers(ns, key, &rec, stored, &results).await);
             if !kept {
                 self.roll_back(ns, key, &rec, &results).await;
             }
@@ -376,13 +376,15 @@ impl ErasureSet {
     ///
     /// If the key cannot be resolved now (disks silent), no reader can be
     /// shown the write either until they answer; it is then judged as if
-    /// every disk that did not store it still held the write it replaced
-    /// (`results`): kept if that leaves fewer than R of them.
+    /// every disk that did not store it (it reached `stored` disks, with
+    /// `results`) still held the write it replaced: kept if that leaves
+    /// fewer than R of them.
     async fn shown_to_readers(
         &self,
         ns: &str,
         key: &str,
         rec: &Record,
+        stored: usize,
         results: &[Option<Result<PutRecordOutcome, DiskError>>],
     ) -> bool {
         match self.resolve_key(ns, key).await {
@@ -391,10 +393,6 @@ impl ErasureSet {
                 .iter()
                 .any(|v| v.record.version == rec.version && v.record.stamp == rec.stamp),
             Err(_) => {
-                let stored = results
-                    .iter()
-                    .filter(|r| matches!(r, Some(Ok(PutRecordOutcome::Stored { .. }))))
-                    .count();
                 let replaced_any = results.iter().any(|r| {
                     matches!(
                         r,

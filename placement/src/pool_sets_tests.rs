@@ -5,14 +5,16 @@
 
 use std::sync::Arc;
 
-use disk_engine::{Disk, Fault, ListStart, LocalDiskOptions, ShardIoMode, Tier};
+use disk_engine::{Fault, ListStart, LocalDiskOptions, ShardIoMode, Tier};
 use erasure_set::record::{ObjectMeta, ObjectRecord};
 use erasure_set::{ErasureSet, LocalSet};
 
 use crate::gc_tests::{holds, plant};
 use crate::local_pool::{open_local_pool, LocalPoolConfig};
 use crate::model::{PartRecord, UploadRecord, COLD_TIER, TIER_NS};
-use crate::store_tests::{body, commit, data, get, put, rig, set_versioning, wrap_faulty, Rig};
+use crate::store_tests::{
+    body, commit, data, get, put, put_on_disk_0, rig, set_versioning, wrap_faulty, Rig,
+};
 use crate::{VersionRef, Versioning, WriteOptions};
 
 /// Pool `pool` of `tier`: `sets` sets of 4 fresh directories under `dir`.
@@ -375,16 +377,7 @@ async fn a_tier_object_only_an_unshown_write_refers_to_is_swept() {
     let mut object = r.store.head_object("b", "a").await.unwrap();
     object.parts = crate::transition::tiered_parts(&object.parts);
     object.tiered = Some(tier.clone());
-    let stray = disk_engine::Record {
-        version: disk_engine::VersionId::NULL,
-        stamp: r.store.pools.system().next_stamp(),
-        body: erasure_set::record::encode(&object),
-        listing: erasure_set::encode_projection(&object),
-    };
-    r.local[0]
-        .put_record(b"b", b"k", disk_engine::RecordPut::of(stray))
-        .await
-        .unwrap();
+    put_on_disk_0(&r, "k", &object).await;
     r.store
         .sweep_tier_objects(std::time::Duration::ZERO)
         .await

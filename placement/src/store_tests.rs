@@ -378,14 +378,20 @@ async fn overwrite_and_delete_free_the_old_shards() {
 /// only: a write cut short after its first disk.
 async fn put_ghost_on_disk_0(r: &Rig) {
     let object = r.store.head_object("b", "a").await.unwrap();
+    put_on_disk_0(r, "ghost", &object).await;
+}
+
+/// Stores `object` as the null version of `key` in bucket `b`, under a
+/// fresh stamp, on disk 0 only: a write cut short after its first disk.
+pub(crate) async fn put_on_disk_0(r: &Rig, key: &str, object: &ObjectRecord) {
     let stray = disk_engine::Record {
         version: disk_engine::VersionId::NULL,
         stamp: r.store.pools.system().next_stamp(),
-        body: erasure_set::record::encode(&object),
-        listing: erasure_set::encode_projection(&object),
+        body: erasure_set::record::encode(object),
+        listing: erasure_set::encode_projection(object),
     };
     r.local[0]
-        .put_record(b"b", b"ghost", disk_engine::RecordPut::of(stray))
+        .put_record(b"b", key.as_bytes(), disk_engine::RecordPut::of(stray))
         .await
         .unwrap();
 }

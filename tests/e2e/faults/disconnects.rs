@@ -17,7 +17,7 @@ use super::history::{body_of, History, Kind, Outcome};
 use super::recorder::Recorder;
 use super::workload::Workload;
 use super::{assert_linearizable, seed, trials};
-use crate::harness::Server;
+use crate::harness::{content_md5, Server};
 
 /// An operation whose client goes away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,13 +216,6 @@ impl Run {
             control::set(&self.s, point, "off").await;
         }
     }
-}
-
-/// The base64 MD5 of `body`, for requests S3 requires Content-MD5 of.
-fn content_md5(body: &[u8]) -> String {
-    use base64::Engine as _;
-    use md5::Digest as _;
-    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
 }
 
 /// Checks, after recovery, that each retagged key has no tags or exactly
