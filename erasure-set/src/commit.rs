@@ -26,7 +26,8 @@
 //!    not known from the write's own results (a degraded write missed
 //!    some), so the key is resolved again to tell, as a reader would; with
 //!    disks silent, a rewrite is kept when fewer than R disks did not
-//!    store it.
+//!    store it. A write kept is on fewer disks than W: the key is noted
+//!    at risk, as for a degraded write that succeeded.
 //!
 //! Callers run commits in tasks no request owns (`Store::detached`), so
 //! a client going away never stops one half way; a crash can, and then
@@ -295,8 +296,11 @@ impl ErasureSet {
             let kept = carried.completes.is_some()
                 || stored >= self.quorum.read
                 || (stored > 0 && self.shown_to_readers(ns, key, &rec, stored, &results).await);
-            if !kept {
-                self.roll_back(ns, key, &rec, &results).await;
+            // Kept, it is on fewer disks than a write quorum: at risk
+            // like a degraded write that succeeded.
+            match kept {
+                true => self.at_risk.note(ns, key),
+                false => self.roll_back(ns, key, &rec, &results).await,
             }
             return Err(refused);
         }

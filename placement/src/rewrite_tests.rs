@@ -237,3 +237,38 @@ async fn a_rewrite_reaching_a_disk_without_the_data_leaves_the_key_at_risk() {
     }
     assert_eq!(get(&r, "k", 0..bytes.len() as u64).await.unwrap(), bytes);
 }
+
+/// A failed write that stays (it reached R disks, so it may have been
+/// read) is on fewer disks than a write quorum: it must leave the key at
+/// risk like a degraded write that succeeded, so a heal writes it to the
+/// other disks before they are the only ones left. A set of 4, parity 2
+/// (R = 2, W = 3): a retagging stores on disks 0 and 1 and fails on 2
+/// and 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_kept_on_r_disks_leaves_the_key_at_risk() {
+    let r = rig(4, Some(2));
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    let bytes = data(50_000, 5);
+    put(&r, "k", &bytes).await.unwrap();
+    let set = r.store.pools.set_of("b", "k").clone();
+    assert_eq!(set.at_risk().count(), 0);
+    for f in &r.faulty[2..] {
+        f.set_faults(vec![Fault::FailWrites]);
+    }
+    let new = tags(&[("v", "new")]);
+    let failed = r.store.set_tags("b", "k", None, new.clone()).await;
+    assert!(failed.is_err(), "{failed:?}");
+    for f in &r.faulty[2..] {
+        f.set_faults(vec![]);
+    }
+    assert!(holds(&r, 0, |o| o.tags == new).await, "kept on R disks");
+    assert_eq!(set.at_risk().count(), 1, "on 2 disks of 4");
+    r.store.heal_pass().await;
+    assert_eq!(set.at_risk().count(), 0);
+    // Disks 2 and 3 alone now show what readers were shown.
+    for f in &r.faulty[..2] {
+        f.set_faults(vec![Fault::Offline]);
+    }
+    assert_eq!(r.store.get_version("b", "k", None).await.unwrap().tags, new);
+    assert_eq!(get(&r, "k", 0..bytes.len() as u64).await.unwrap(), bytes);
+}
