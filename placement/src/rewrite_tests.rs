@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use disk_engine::{Disk, Fault, Tier};
+use disk_engine::{Disk, Fault, RecordPut, Tier};
 use erasure_set::record::{self, ObjectRecord};
 
 use crate::model::COLD_TIER;
@@ -271,4 +271,60 @@ async fn a_failed_write_kept_on_r_disks_leaves_the_key_at_risk() {
     }
     assert_eq!(r.store.get_version("b", "k", None).await.unwrap().tags, new);
     assert_eq!(get(&r, "k", 0..bytes.len() as u64).await.unwrap(), bytes);
+}
+
+/// A flip goes to every disk, so it can store only where the version had
+/// no write and still be what readers are shown. A set of 4, parity 2
+/// (R = 2): the version's first write is left on disk 0, its retagging
+/// on disk 1, and disks 2 and 3 were replaced (nothing of the key), so
+/// readers are shown the retagging. A flip (the rewrite to every disk a
+/// transition commits, made here without the transition's read, whose
+/// repair would fill disks 2 and 3 first) stores on disk 2 only: three
+/// disks hold the version, none of its writes on R, and the flip is its
+/// newest write. It replaced nothing, and must still not be rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_flip_stored_only_where_the_version_had_no_write_is_kept_when_shown() {
+    let r = rig(4, Some(2));
+    r.store.create_bucket("b", "us-east-1").await.unwrap();
+    put(&r, "k", &data(50_000, 6)).await.unwrap();
+    let first = r.local[0].get_records(b"b", b"k").await.unwrap().remove(0);
+    let retagged = tags(&[("v", "new")]);
+    r.store
+        .set_tags("b", "k", None, retagged.clone())
+        .await
+        .unwrap();
+    let version = first.version;
+    r.local[0]
+        .delete_record(b"b", b"k", version, None)
+        .await
+        .unwrap();
+    r.local[0]
+        .put_record(b"b", b"k", RecordPut::of(first))
+        .await
+        .unwrap();
+    for slot in [2, 3] {
+        r.local[slot]
+            .delete_record(b"b", b"k", version, None)
+            .await
+            .unwrap();
+    }
+    let set = r.store.pools.set_of("b", "k").clone();
+    let seen = set.resolve_key("b", "k").await.unwrap();
+    assert_eq!(seen.versions[0].object.tags, retagged);
+    let mut flipped = seen.versions[0].object.clone();
+    flipped.tags = tags(&[("v", "flipped")]);
+    for slot in [0, 1, 3] {
+        r.faulty[slot].set_faults(vec![Fault::FailWrites]);
+    }
+    let failed = set
+        .rewrite_record("b", "k", flipped.clone(), &[true; 4], &seen)
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    for f in &r.faulty {
+        f.set_faults(vec![]);
+    }
+    let shown = set.resolve_key("b", "k").await.unwrap().versions[0]
+        .object
+        .clone();
+    assert_eq!(shown, flipped, "readers are still shown the flip");
 }
