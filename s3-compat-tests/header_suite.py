@@ -407,6 +407,8 @@ def sdk_checksum_algorithm(row):
         # The algorithm named must be the one of the checksum sent.
         other = "SHA1" if alg == "SHA256" else "CRC32"
         fails(row.op, args(), 400, "InvalidRequest", {**right, "x-amz-sdk-checksum-algorithm": other})
+        # And a checksum must be sent: the name alone is refused.
+        fails(row.op, args(), 400, "InvalidRequest", {**right, h: None})
 
 
 @check("checksum header")

@@ -281,16 +281,18 @@ pub fn object_headers(out: &mut HeaderMap, obj: &ObjectRecord, checksum_mode: bo
     }
 }
 
+/// The query parameters of a GET or HEAD that override a response header.
+pub const OVERRIDES: [(&str, &str); 6] = [
+    ("response-content-type", "content-type"),
+    ("response-content-language", "content-language"),
+    ("response-expires", "expires"),
+    ("response-cache-control", "cache-control"),
+    ("response-content-disposition", "content-disposition"),
+    ("response-content-encoding", "content-encoding"),
+];
+
 /// Response header overrides (`response-content-type=...`) of a GET.
 pub fn apply_overrides(out: &mut HeaderMap, query: &[(String, String)]) {
-    const OVERRIDES: [(&str, &str); 6] = [
-        ("response-content-type", "content-type"),
-        ("response-content-language", "content-language"),
-        ("response-expires", "expires"),
-        ("response-cache-control", "cache-control"),
-        ("response-content-disposition", "content-disposition"),
-        ("response-content-encoding", "content-encoding"),
-    ];
     for (param, header) in OVERRIDES {
         if let Some((_, v)) = query.iter().find(|(k, _)| k == param) {
             if let Ok(v) = HeaderValue::from_str(v) {

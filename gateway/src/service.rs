@@ -22,7 +22,7 @@ use crate::progress::{AbandonGuard, Phase, Progress};
 use crate::request::S3Request;
 use crate::Gateway;
 use s3_wire::auth::credentials::Credentials;
-use s3_wire::auth::{anonymous, authenticate, requested_key, AuthContext};
+use s3_wire::auth::{anonymous, authenticate, refuse_session_token, requested_key, AuthContext};
 use s3_wire::cors;
 use s3_wire::error::S3Error;
 use s3_wire::error::S3Result;
@@ -168,6 +168,7 @@ async fn handle(
     if parts.method == http::Method::OPTIONS {
         return preflight(gw, &parts, bucket.as_deref()).await;
     }
+    refuse_session_token(&parts)?;
     let (auth, principal) = match requested_key(&parts) {
         None => (anonymous(&parts), Principal::Anonymous),
         Some(access_key) => {

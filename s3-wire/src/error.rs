@@ -62,6 +62,8 @@ pub enum S3Error {
     InvalidRequest(String),
     /// 400 InvalidStorageClass.
     InvalidStorageClass,
+    /// 400 InvalidToken: a session token this server did not issue.
+    InvalidToken,
     /// 403 InvalidObjectState: the operation is not valid for the
     /// object's storage class.
     InvalidObjectState(String),
@@ -166,6 +168,7 @@ impl S3Error {
             InvalidRange(_) => "InvalidRange",
             InvalidRequest(_) => "InvalidRequest",
             InvalidStorageClass => "InvalidStorageClass",
+            InvalidToken => "InvalidToken",
             InvalidObjectState(_) => "InvalidObjectState",
             InvalidUri => "InvalidURI",
             KeyTooLong => "KeyTooLongError",
@@ -253,6 +256,7 @@ impl S3Error {
             | InvalidPartOrder
             | InvalidRequest(_)
             | InvalidStorageClass
+            | InvalidToken
             | InvalidUri
             | KeyTooLong
             | MalformedXml(_)
@@ -297,6 +301,7 @@ impl S3Error {
             InvalidPartNumber => "The requested partnumber is not satisfiable".into(),
             InvalidRange(_) => "The requested range is not satisfiable".into(),
             InvalidStorageClass => "The storage class you specified is not valid".into(),
+            InvalidToken => "The provided token is malformed or otherwise invalid.".into(),
             InvalidUri => "Couldn't parse the specified URI.".into(),
             KeyTooLong => "Your key is too long".into(),
             MaxMessageLengthExceeded => "Your request was too big.".into(),

@@ -32,6 +32,7 @@ mod multipart;
 mod objects;
 mod post_object;
 mod remote_tier;
+mod request_headers;
 mod server;
 mod sets;
 mod small_objects;

@@ -75,8 +75,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
     let has_digest = req.header("content-md5").is_some()
         || crate::checksum::ALL
             .iter()
-            .any(|a| req.header(a.header()).is_some())
-        || req.header("x-amz-sdk-checksum-algorithm").is_some();
+            .any(|a| req.header(a.header()).is_some());
     if !has_digest {
         return Err(S3Error::InvalidRequest(
             "Missing required header for this request: Content-MD5".into(),

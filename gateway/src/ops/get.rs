@@ -10,7 +10,8 @@ use http::{Response, StatusCode};
 use placement::{ObjectRecord, Versioning};
 
 use crate::conditions::check_read;
-use crate::headers::{apply_overrides, http_date, object_headers};
+use crate::headers::{apply_overrides, http_date, object_headers, OVERRIDES};
+use crate::iam::Principal;
 use crate::request::S3Request;
 use crate::{versions, Gateway};
 use s3_wire::error::{S3Error, S3Result};
@@ -110,6 +111,11 @@ fn part_range(obj: &ObjectRecord, n: u32) -> S3Result<Range<u64>> {
 /// GET (or HEAD when `head`) of an object.
 pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response<Body>> {
     let (bucket, key) = (req.bucket(), req.key());
+    if matches!(req.principal, Principal::Anonymous) && OVERRIDES.iter().any(|(q, _)| req.has(q)) {
+        return Err(S3Error::InvalidRequest(
+            "Request specific response headers cannot be used for anonymous GET requests.".into(),
+        ));
+    }
     let part = req.q("partNumber").map(part_number).transpose()?;
     let range_header = req.header("range");
     if part.is_some() && range_header.is_some() {

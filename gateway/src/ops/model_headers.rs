@@ -1,21 +1,18 @@
 //! Request headers of the S3 model that no single operation's handler
 //! reads, checked for every request so none is accepted and ignored: the
 //! expected bucket owners are honoured; options Granary does not have
-//! (SSE-C, MFA delete, Object Lock governance bypass, annotations, bucket
-//! namespaces, the checksum algorithms it does not compute yet) are
-//! refused.
+//! (SSE-C, MFA delete, annotations, bucket namespaces, the checksum
+//! algorithms it does not compute yet) are refused, and so is a governance
+//! bypass, as S3 refuses it on a bucket without Object Lock (no Granary
+//! bucket has Object Lock).
 
 use crate::request::S3Request;
 use crate::Gateway;
 use s3_wire::error::{S3Error, S3Result};
 
 /// Headers naming an option Granary does not have: refused with 501.
-const NOT_IMPLEMENTED: [(&str, &str); 6] = [
+const NOT_IMPLEMENTED: [(&str, &str); 5] = [
     ("x-amz-mfa", "MFA delete is not supported"),
-    (
-        "x-amz-bypass-governance-retention",
-        "Object Lock is not supported",
-    ),
     (
         "x-amz-object-annotation-directive",
         "Object annotations are not supported",
@@ -43,9 +40,16 @@ const SSE_C: [&str; 2] = [
 /// Checks the headers above on any request.
 pub(crate) fn check(gw: &Gateway, req: &S3Request) -> S3Result<()> {
     for (name, why) in NOT_IMPLEMENTED {
-        if req.header(name).is_some() {
+        if req.parts.headers.contains_key(name) {
             return Err(S3Error::NotImplemented(format!("{why} ({name})")));
         }
+    }
+    const BYPASS: &str = "x-amz-bypass-governance-retention";
+    if let Some(v) = req.parts.headers.get(BYPASS) {
+        return Err(S3Error::InvalidArgument(
+            format!("{BYPASS} is only applicable to Object Lock enabled buckets."),
+            Some((BYPASS.into(), String::from_utf8_lossy(v.as_bytes()).into())),
+        ));
     }
     for name in req.parts.headers.keys() {
         if SSE_C.iter().any(|p| name.as_str().starts_with(p)) {

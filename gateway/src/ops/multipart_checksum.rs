@@ -71,6 +71,21 @@ pub fn complete(
         ),
         _ => (ChecksumAlgorithm::Crc64Nvme, FULL_OBJECT),
     };
+    // The type the client sends is a check of the one chosen at creation.
+    if let Some(asked) = req.parts.headers.get("x-amz-checksum-type") {
+        let asked = String::from_utf8_lossy(asked.as_bytes());
+        let asked = [FULL_OBJECT, COMPOSITE]
+            .into_iter()
+            .find(|t| t.eq_ignore_ascii_case(asked.trim()))
+            .ok_or_else(|| {
+                S3Error::InvalidRequest(format!("Checksum type {asked} is not valid"))
+            })?;
+        if asked != kind {
+            return Err(S3Error::BadDigest(format!(
+                "The upload was created using the {kind} checksum mode. The complete request must use the same checksum mode."
+            )));
+        }
+    }
     // The client's checksum of the whole object: only in an algorithm
     // Granary computes, and only in the upload's (another cannot be
     // checked).
@@ -94,7 +109,18 @@ pub fn complete(
                     .ok_or_else(|| S3Error::Internal("stored part checksum is malformed".into()))?,
                 p.part.size,
             )),
-            None if upload.checksum_algorithm.is_none() => return Ok(None),
+            // No checksum of the object, so none the client sends for it
+            // can be checked: refused rather than taken on trust.
+            None if upload.checksum_algorithm.is_none() => {
+                return match req.header(alg.header()) {
+                    Some(_) => Err(S3Error::InvalidRequest(format!(
+                        "Part {} has no {name} checksum, so the object's {name} checksum cannot be checked.",
+                        p.part.number,
+                        name = alg.name()
+                    ))),
+                    None => Ok(None),
+                }
+            }
             None => {
                 return Err(S3Error::InvalidPart(format!(
                     "Part {} has no {} checksum.",

@@ -21,8 +21,8 @@ use crate::iam::Principal;
 use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::{versions, Gateway};
-use s3_wire::auth::sigv2;
 use s3_wire::auth::sigv4::{self, Scope};
+use s3_wire::auth::{self, sigv2};
 use s3_wire::error::{S3Error, S3Result};
 use s3_wire::post_form;
 use s3_wire::post_policy::PostPolicy;
@@ -51,6 +51,9 @@ async fn signer(
     policy_b64: &str,
 ) -> S3Result<Principal> {
     let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    if get(auth::SESSION_TOKEN).is_some() {
+        return Err(S3Error::InvalidToken);
+    }
     if let (Some(key), Some(signature)) = (get("awsaccesskeyid"), get("signature")) {
         let (secret, principal) = gw
             .identities

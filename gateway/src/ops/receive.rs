@@ -135,7 +135,11 @@ pub fn integrity_with(req: &S3Request, required: Option<ChecksumAlgorithm>) -> S
                 )))
             }
             Some(_) => {}
-            None => chosen = Some((alg, None, false)),
+            // It names the algorithm of a checksum sent with it; alone,
+            // S3 refuses the request rather than computing one.
+            None => return Err(S3Error::InvalidRequest(
+                "x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.".into(),
+            )),
         }
     }
     if let (Some(want), Some((got, _, _))) = (required, &chosen) {

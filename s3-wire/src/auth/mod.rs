@@ -310,6 +310,25 @@ pub fn anonymous(parts: &Parts) -> Authenticated {
     }
 }
 
+/// Name of the session token of temporary credentials, as a header, a
+/// query parameter (any case: `X-Amz-Security-Token` in SigV4 URLs) or a
+/// POST form field.
+pub const SESSION_TOKEN: &str = "x-amz-security-token";
+
+/// Refuses a request carrying a session token. Granary issues no
+/// temporary credentials, so every token is one it cannot check, and S3
+/// answers a token it does not know 400 InvalidToken whatever the
+/// signature; accepting the request would ignore the token.
+pub fn refuse_session_token(parts: &Parts) -> S3Result<()> {
+    let in_query = query_params(parts.uri.query().unwrap_or(""))
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case(SESSION_TOKEN));
+    match in_query || parts.headers.contains_key(SESSION_TOKEN) {
+        true => Err(S3Error::InvalidToken),
+        false => Ok(()),
+    }
+}
+
 /// Authenticates a request.
 pub fn authenticate(
     parts: &Parts,
