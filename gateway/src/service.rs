@@ -22,7 +22,9 @@ use crate::progress::{AbandonGuard, Phase, Progress};
 use crate::request::S3Request;
 use crate::Gateway;
 use s3_wire::auth::credentials::Credentials;
-use s3_wire::auth::{anonymous, authenticate, refuse_session_token, requested_key, AuthContext};
+use s3_wire::auth::{
+    anonymous, authenticate, query_headers, refuse_session_token, requested_key, AuthContext,
+};
 use s3_wire::cors;
 use s3_wire::error::S3Error;
 use s3_wire::error::S3Result;
@@ -192,6 +194,10 @@ async fn handle(
             (auth, principal)
         }
     };
+    let mut parts = parts;
+    for (name, value) in query_headers(&parts, auth.signing)? {
+        parts.headers.insert(name, value);
+    }
     let query = parse_query(parts.uri.query());
     let req = S3Request {
         parts,

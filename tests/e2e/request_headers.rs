@@ -320,3 +320,61 @@ async fn response_overrides_are_refused_on_anonymous_reads() {
         .unwrap();
     assert_eq!(got.content_type(), Some("text/html"));
 }
+
+/// SDKs presigning a request move its `x-amz-*` headers into the URL,
+/// where the signature covers them, and S3 takes them as those headers:
+/// honoured (metadata, tags, storage class) or refused exactly as the
+/// headers are, never dropped.
+#[tokio::test]
+async fn x_amz_query_parameters_of_a_presigned_url_act_as_their_headers() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let presigned = |query: &str, body: &[u8]| {
+        Raw::new("PUT", format!("{}/bkt/k?{query}", s.endpoint))
+            .body(body.to_vec())
+            .signed(USER, SECRET, "us-east-1", Some(Duration::from_secs(60)))
+    };
+    let r = send(presigned(
+        "x-amz-meta-origin=query&x-amz-tagging=team%3Dml&x-amz-storage-class=STANDARD",
+        b"first",
+    ))
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let head = c.head_object().bucket("bkt").key("k").send().await.unwrap();
+    assert_eq!(
+        head.metadata()
+            .and_then(|m| m.get("origin"))
+            .map(String::as_str),
+        Some("query")
+    );
+    let tags = c
+        .get_object_tagging()
+        .bucket("bkt")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        tags.tag_set()
+            .iter()
+            .map(|t| (t.key(), t.value()))
+            .collect::<Vec<_>>(),
+        [("team", "ml")]
+    );
+    // Refused as the header is, the object left as it was.
+    let r = send(presigned("x-amz-server-side-encryption=AES256", b"second")).await;
+    assert_eq!((r.status, r.code().as_str()), (501, "NotImplemented"));
+    let r = send(presigned("x-amz-checksum-crc32=AAAAAA%3D%3D", b"second")).await;
+    assert_eq!((r.status, r.code().as_str()), (400, "BadDigest"));
+    let twice = Raw::new(
+        "PUT",
+        format!("{}/bkt/k?x-amz-meta-origin=query", s.endpoint),
+    )
+    .header("x-amz-meta-origin", "header")
+    .body(b"second".to_vec())
+    .signed(USER, SECRET, "us-east-1", Some(Duration::from_secs(60)));
+    let r = send(twice).await;
+    assert_eq!((r.status, r.code().as_str()), (400, "InvalidRequest"));
+    assert_eq!(get_bytes(&c, "bkt", "k").await, b"first");
+}

@@ -5,10 +5,12 @@
 pub mod chunked;
 pub mod credentials;
 mod outcome;
+mod query_headers;
 pub mod sigv2;
 pub mod sigv4;
 
 pub use outcome::{Authenticated, Payload, Signing, MAX_CLOCK_SKEW, MAX_PRESIGN_EXPIRY_SECS};
+pub use query_headers::query_headers;
 
 use http::request::Parts;
 use http::HeaderMap;
