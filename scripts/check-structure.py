@@ -25,9 +25,9 @@ workspace.
   scripts/check-structure.py              # report; exit 1 on a broken rule
   scripts/check-structure.py --self-test  # also: the fixture's known cycle is found
 
-Cycles fail the check only for crates listed in ACYCLIC (the gateway's
-files still form a cycle; it joins the list once its split removes it).
-Other crates' cycles are reported.
+Cycles fail the check for the crates listed in ACYCLIC, which is every
+crate of the workspace; a crate left out of it would only have its cycles
+reported.
 """
 
 import pathlib
@@ -92,6 +92,7 @@ ACYCLIC = {
     "request-signer",
     "background-work",
     "placement",
+    "gateway",
 }
 
 

@@ -9,8 +9,9 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
+use super::document::read_document;
 use super::get::requested_object;
-use super::{empty, read_document, xml};
+use super::reply::{empty, xml};
 use crate::headers::reject_unsupported;
 use crate::request::S3Request;
 use crate::{versions, Gateway};

@@ -7,7 +7,7 @@ use http::{Response, StatusCode};
 use serde::Serialize;
 
 use super::get::requested_object;
-use super::xml;
+use super::reply::xml;
 use crate::checksum::checksum_fields;
 use crate::headers::{http_date, STANDARD};
 use crate::request::S3Request;

@@ -6,7 +6,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use http::{Response, StatusCode};
 
-use super::{empty, xml};
+use super::document::read_document;
+use super::reply::{empty, xml};
 use crate::headers::{iso8601, reject_unsupported};
 use crate::request::S3Request;
 use crate::Gateway;
@@ -102,7 +103,7 @@ pub async fn create(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respo
     }
     let len = req.payload_length()?;
     if len > 0 {
-        let doc = super::read_document(gw, req, body, MAX_CONFIG_BYTES).await?;
+        let doc = read_document(gw, req, body, MAX_CONFIG_BYTES).await?;
         let cfg: CreateBucketConfiguration = from_xml(&doc)?;
         if let Some(loc) = cfg.location_constraint.filter(|l| !l.is_empty()) {
             if loc != gw.config.region {

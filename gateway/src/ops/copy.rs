@@ -15,7 +15,7 @@ use placement::{
 use uuid::Uuid;
 
 use super::receive::{algorithm_named, MAX_PUT_BYTES};
-use super::write_error;
+use super::reply::{write_error, xml};
 use crate::checksum::{self, checksum_fields, ChecksumAlgorithm};
 use crate::conditions::{check_copy_source, write_condition};
 use crate::hashing::HashTap;
@@ -97,7 +97,7 @@ pub async fn copy_source_object(
     } else {
         "s3:GetObject"
     };
-    super::check(gw, req, action, &src.bucket, Some(&src.key)).await?;
+    super::authorize::check(gw, req, action, &src.bucket, Some(&src.key)).await?;
     let obj = gw
         .store
         .get_version(&src.bucket, &src.key, src.version)
@@ -271,7 +271,7 @@ pub async fn copy_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<Bod
         last_modified: iso8601(stored.mtime_ns),
         checksum: checksum_fields(stored.meta.checksum.as_ref(), true),
     };
-    let mut resp = super::xml(StatusCode::OK, to_xml("CopyObjectResult", &doc));
+    let mut resp = xml(StatusCode::OK, to_xml("CopyObjectResult", &doc));
     if let Some(v) = source_version {
         resp.headers_mut()
             .insert("x-amz-copy-source-version-id", v.parse().expect("ascii"));

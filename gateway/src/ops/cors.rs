@@ -3,7 +3,8 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{empty, read_document, set_bucket_document, xml};
+use super::document::{read_document, set_bucket_document};
+use super::reply::{empty, xml};
 use crate::request::S3Request;
 use crate::Gateway;
 use s3_wire::cors::{self, CorsConfiguration};

@@ -4,7 +4,8 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use placement::{DeleteItem, DeleteOutcome, VersionRef};
 
-use super::xml;
+use super::document::read_document;
+use super::reply::xml;
 use crate::conditions::{delete_condition, entry_condition, reads_etag};
 use crate::headers::now_ns;
 use crate::progress::Phase;
@@ -53,7 +54,7 @@ async fn read_right(gw: &Gateway, req: &S3Request, key: &str, version: bool) -> 
         true => "s3:GetObjectVersion",
         false => "s3:GetObject",
     };
-    super::check(gw, req, action, req.bucket(), Some(key)).await
+    super::authorize::check(gw, req, action, req.bucket(), Some(key)).await
 }
 
 fn deleted_entry(key: String, asked: Option<VersionRef>, out: DeleteOutcome) -> DeletedEntry {
@@ -81,7 +82,7 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
             "Missing required header for this request: Content-MD5".into(),
         ));
     }
-    let doc = super::read_document(gw, req, body, MAX_DELETE_BYTES).await?;
+    let doc = read_document(gw, req, body, MAX_DELETE_BYTES).await?;
     let parsed: Delete = from_xml(&doc)?;
     if parsed.objects.is_empty() || parsed.objects.len() > MAX_DELETE_KEYS {
         return Err(S3Error::MalformedXml(format!(
@@ -133,7 +134,9 @@ pub async fn delete_objects(gw: &Gateway, req: &S3Request, body: Body) -> S3Resu
         };
         let allowed = match validate_key(&item.key) {
             Err(e) => Err(e),
-            Ok(()) => match super::check(gw, req, action, req.bucket(), Some(&item.key)).await {
+            Ok(()) => match super::authorize::check(gw, req, action, req.bucket(), Some(&item.key))
+                .await
+            {
                 Ok(()) if etag => read_right(gw, req, &item.key, asked.is_some()).await,
                 other => other,
             },

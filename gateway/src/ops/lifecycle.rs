@@ -9,7 +9,8 @@ use lifecycle::eval::{expiration_header, Version};
 use lifecycle::{LifecycleConfig, CONFIG_KEY, MIN_SIZE_KEY};
 use placement::ObjectRecord;
 
-use super::{empty, read_document, xml};
+use super::document::read_document;
+use super::reply::{empty, xml};
 use crate::request::S3Request;
 use crate::Gateway;
 use s3_wire::error::{S3Error, S3Result};

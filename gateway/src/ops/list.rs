@@ -10,7 +10,7 @@ use http::{Response, StatusCode};
 use placement::{ListStart, ObjectPage};
 
 use super::list_xml::{ContentsEntry, ListingXml};
-use super::xml;
+use super::reply::xml;
 use crate::headers::STANDARD;
 use crate::request::S3Request;
 use crate::Gateway;

@@ -3,10 +3,12 @@
 
 mod acl;
 mod attributes;
+mod authorize;
 mod bucket;
 mod copy;
 pub(crate) mod cors;
 mod delete;
+mod document;
 mod get;
 pub(crate) mod lifecycle;
 mod list;
@@ -19,18 +21,19 @@ pub(crate) use policy::BUCKET_POLICY as BUCKET_POLICY_DOC;
 mod post_object;
 mod put;
 mod receive;
+mod reply;
 mod restore;
 mod tagging;
 mod versioning;
 
 use axum::body::Body;
-use http::{Method, Response, StatusCode};
+use http::{Method, Response};
 
 use crate::iam::{self, Principal};
 use crate::request::S3Request;
 use crate::Gateway;
+use authorize::{check, condition_values};
 use s3_wire::error::{S3Error, S3Result};
-use s3_wire::iam_policy::ConditionValues;
 
 /// Bucket subresources S3 defines that Granary does not serve yet.
 const UNSUPPORTED_BUCKET: &[&str] = &[
@@ -77,68 +80,6 @@ fn unsupported(req: &S3Request, list: &[&str]) -> S3Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Reads a small request document (a configuration, a tag set, an ACL) of
-/// at most `max` bytes, checked against the digests the client sent with
-/// it (Content-MD5, an `x-amz-checksum-*` header or trailer): a mismatch is
-/// BadDigest and nothing is applied.
-pub(crate) async fn read_document(
-    gw: &Gateway,
-    req: &S3Request,
-    body: Body,
-    max: u64,
-) -> S3Result<bytes::Bytes> {
-    let integrity = receive::integrity(req)?;
-    let len = req.payload_length()?;
-    let doc = crate::body::read_small(
-        body,
-        req.auth.payload.clone(),
-        len,
-        max,
-        gw.config.body_pace,
-    )
-    .await?;
-    integrity.verify_small(&doc)?;
-    Ok(doc)
-}
-
-/// Stores (`Some`) or removes (`None`) one of the request bucket's
-/// configuration documents.
-pub(crate) async fn set_bucket_document(
-    gw: &Gateway,
-    req: &S3Request,
-    name: &str,
-    doc: Option<String>,
-) -> S3Result<()> {
-    gw.store
-        .update_bucket(req.bucket(), |b| {
-            match doc {
-                Some(d) => b.config.insert(name.to_string(), d),
-                None => b.config.remove(name),
-            };
-            Ok(())
-        })
-        .await
-        .map(|_| ())
-        .map_err(S3Error::from)
-}
-
-/// An empty response with `status`.
-pub(crate) fn empty(status: StatusCode) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .body(Body::empty())
-        .expect("valid response")
-}
-
-/// An XML document response.
-pub(crate) fn xml(status: StatusCode, doc: String) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header(http::header::CONTENT_TYPE, "application/xml")
-        .body(Body::from(doc))
-        .expect("valid response")
 }
 
 fn not_allowed() -> S3Error {
@@ -341,105 +282,6 @@ impl Op {
     }
 }
 
-/// The policy context of a request (client address, TLS, list parameters).
-pub(crate) fn condition_values(req: &S3Request) -> ConditionValues {
-    let header = |n: &str| req.header(n).map(str::to_string);
-    ConditionValues {
-        source_ip: req.client.map(|a| a.ip()),
-        secure: req.secure,
-        prefix: req.q("prefix").map(str::to_string),
-        delimiter: req.q("delimiter").map(str::to_string),
-        max_keys: req.q("max-keys").map(str::to_string),
-        now: Some(time::OffsetDateTime::now_utc()),
-        referer: header("referer"),
-        user_agent: header("user-agent"),
-        tls_version: req.tls_version,
-        signature_version: req.auth.signing.version(),
-        auth_type: req.auth.signing.auth_type(),
-        content_sha256: header("x-amz-content-sha256"),
-        existing_tags: None,
-        // A malformed header is refused by the operation itself.
-        request_tags: req
-            .header("x-amz-tagging")
-            .and_then(|t| s3_wire::tags::parse_header(t).ok()),
-        version_id: req.q("versionId").map(str::to_string),
-        copy_source: header("x-amz-copy-source"),
-        metadata_directive: header("x-amz-metadata-directive"),
-        storage_class: header("x-amz-storage-class"),
-        if_match: header("if-match"),
-    }
-}
-
-/// Checks that the request's principal may perform `action` on `bucket`
-/// (and `key`), under the bucket's policy and the principal's own.
-pub(crate) async fn check(
-    gw: &Gateway,
-    req: &S3Request,
-    action: &str,
-    bucket: &str,
-    key: Option<&str>,
-) -> S3Result<()> {
-    check_as(
-        gw,
-        req,
-        &req.principal,
-        || condition_values(req),
-        action,
-        bucket,
-        key,
-    )
-    .await
-}
-
-/// [`check`] for an explicit principal (a POST policy's signer) and
-/// condition values, built only for a principal policies apply to.
-pub(crate) async fn check_as(
-    gw: &Gateway,
-    req: &S3Request,
-    principal: &Principal,
-    values: impl FnOnce() -> ConditionValues,
-    action: &str,
-    bucket: &str,
-    key: Option<&str>,
-) -> S3Result<()> {
-    if matches!(principal, Principal::Root) {
-        return Ok(());
-    }
-    let bucket_policy = match gw.store.bucket(bucket).await {
-        Ok(b) => b
-            .config
-            .get(self::policy::BUCKET_POLICY)
-            .map(|doc| gw.identities.bucket_policy(bucket, doc))
-            .transpose()?,
-        Err(placement::Error::NoSuchBucket { .. }) => None,
-        Err(e) => return Err(e.into()),
-    };
-    let resource = match key {
-        Some(k) => format!("arn:aws:s3:::{bucket}/{k}"),
-        None => format!("arn:aws:s3:::{bucket}"),
-    };
-    let user_policy = match principal {
-        Principal::User(u) => u.policy.as_ref(),
-        _ => None,
-    };
-    let wants_tags = [bucket_policy.as_deref(), user_policy]
-        .into_iter()
-        .flatten()
-        .any(|p| p.wants_existing_tags());
-    let mut values = values();
-    if let (true, Some(k)) = (wants_tags, key) {
-        // A missing object (or a delete marker) has no tags to match.
-        values.existing_tags = get::requested_object(gw, req, k).await.ok().map(|o| o.tags);
-    }
-    iam::authorize(
-        principal,
-        bucket_policy.as_deref(),
-        action,
-        &resource,
-        &values,
-    )
-}
-
 /// Routes, authorises and runs a request.
 pub(crate) async fn dispatch(gw: &Gateway, req: S3Request, body: Body) -> S3Result<Response<Body>> {
     let op = route(&req)?;
@@ -510,24 +352,5 @@ async fn execute(op: Op, gw: &Gateway, req: &S3Request, body: Body) -> S3Result<
         DeleteObjectTagging => tagging::delete_object(gw, req).await,
         AbortMultipartUpload => multipart::abort(gw, req).await,
         DeleteObject => delete::delete_object(gw, req).await,
-    }
-}
-
-/// Maps the error of a conditional write's commit: a failed precondition
-/// names the header that failed.
-pub(crate) fn write_error(
-    e: placement::Error,
-    cond: &Option<placement::WriteCondition>,
-) -> S3Error {
-    match (e, cond) {
-        (
-            placement::Error::PreconditionFailed,
-            Some(
-                placement::WriteCondition::IfNoneMatch
-                | placement::WriteCondition::IfNoneMatchEtag(_),
-            ),
-        ) => S3Error::PreconditionFailed("If-None-Match"),
-        (placement::Error::PreconditionFailed, _) => S3Error::PreconditionFailed("If-Match"),
-        (e, _) => e.into(),
     }
 }

@@ -11,8 +11,9 @@ use uuid::Uuid;
 
 use super::copy::{copy_source_object, stream_copy, CopyTarget};
 use super::get::part_number;
+use super::multipart_checksum;
 use super::receive::{receive, Target};
-use super::{empty, multipart_checksum, write_error, xml};
+use super::reply::{empty, write_error, xml};
 use crate::body::read_small;
 use crate::checksum::{checksum_fields, ChecksumAlgorithm};
 use crate::conditions::write_condition;

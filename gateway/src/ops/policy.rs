@@ -4,7 +4,8 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{empty, read_document, set_bucket_document};
+use super::document::{read_document, set_bucket_document};
+use super::reply::empty;
 use crate::request::S3Request;
 use crate::Gateway;
 use s3_wire::error::{S3Error, S3Result};

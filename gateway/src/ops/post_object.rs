@@ -12,7 +12,8 @@ use placement::{BodyError, BodyStream, ChecksumValue, WriteOptions};
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{check_as, condition_values};
+use super::authorize::{check_as, condition_values};
+use super::reply::{empty, xml};
 use crate::body::{request_body, BodyOptions};
 use crate::checksum::{self, ChecksumAlgorithm};
 use crate::hashing::HashTap;
@@ -290,7 +291,7 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
             .expect("valid response")
     } else {
         match get("success_action_status").as_deref() {
-            Some("200") => super::empty(StatusCode::OK),
+            Some("200") => empty(StatusCode::OK),
             Some("201") => {
                 let doc = PostResponse {
                     location: location.clone(),
@@ -298,9 +299,9 @@ pub async fn post(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<Respons
                     key: key.clone(),
                     etag: etag.clone(),
                 };
-                super::xml(StatusCode::CREATED, to_xml("PostResponse", &doc))
+                xml(StatusCode::CREATED, to_xml("PostResponse", &doc))
             }
-            _ => super::empty(StatusCode::NO_CONTENT),
+            _ => empty(StatusCode::NO_CONTENT),
         }
     };
     let h = resp.headers_mut();

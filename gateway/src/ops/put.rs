@@ -5,7 +5,7 @@ use http::{Response, StatusCode};
 use placement::WriteOptions;
 
 use super::receive::{receive, Target};
-use super::write_error;
+use super::reply::write_error;
 use crate::checksum::ChecksumAlgorithm;
 use crate::conditions::write_condition;
 use crate::headers::{now_ns, object_meta, quoted, reject_unsupported, requested_class};

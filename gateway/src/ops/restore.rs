@@ -9,7 +9,7 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use placement::VersionRef;
 
-use super::read_document;
+use super::document::read_document;
 use crate::headers::{is_archive_class, is_archived, now_ns, restore_expiry_ns};
 use crate::request::S3Request;
 use crate::{versions, Gateway};

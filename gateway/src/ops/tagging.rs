@@ -4,7 +4,8 @@
 use axum::body::Body;
 use http::{Response, StatusCode};
 
-use super::{read_document, set_bucket_document, xml};
+use super::document::{read_document, set_bucket_document};
+use super::reply::{empty, xml};
 use crate::progress::Phase;
 use crate::request::S3Request;
 use crate::{versions, Gateway};
@@ -46,7 +47,7 @@ pub async fn put_object(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
         .set_tags(req.bucket(), req.key(), version, new)
         .await?;
     let id = obj.version_id.is_some().then(|| versions::of(&obj));
-    Ok(with_version(super::empty(StatusCode::OK), id))
+    Ok(with_version(empty(StatusCode::OK), id))
 }
 
 /// DeleteObjectTagging.
@@ -58,7 +59,7 @@ pub async fn delete_object(gw: &Gateway, req: &S3Request) -> S3Result<Response<B
         .set_tags(req.bucket(), req.key(), version, Vec::new())
         .await?;
     let id = obj.version_id.is_some().then(|| versions::of(&obj));
-    Ok(with_version(super::empty(StatusCode::NO_CONTENT), id))
+    Ok(with_version(empty(StatusCode::NO_CONTENT), id))
 }
 
 /// GetBucketTagging (NoSuchTagSet when there are none).
@@ -75,11 +76,11 @@ pub async fn put_bucket(gw: &Gateway, req: &S3Request, body: Body) -> S3Result<R
     let new = read_tags(gw, req, body, MAX_BUCKET_TAGS).await?;
     let doc = serde_json::to_string(&new).expect("tags serialise");
     set_bucket_document(gw, req, BUCKET_TAGS, Some(doc)).await?;
-    Ok(super::empty(StatusCode::NO_CONTENT))
+    Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// DeleteBucketTagging.
 pub async fn delete_bucket(gw: &Gateway, req: &S3Request) -> S3Result<Response<Body>> {
     set_bucket_document(gw, req, BUCKET_TAGS, None).await?;
-    Ok(super::empty(StatusCode::NO_CONTENT))
+    Ok(empty(StatusCode::NO_CONTENT))
 }

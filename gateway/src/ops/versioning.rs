@@ -5,8 +5,9 @@ use axum::body::Body;
 use http::{Response, StatusCode};
 use placement::{ListStart, ObjectSummary, Versioning};
 
+use super::document::read_document;
 use super::list::{common_prefixes, enc, encoding_url, max_keys, successor};
-use super::{empty, read_document, xml};
+use super::reply::{empty, xml};
 use crate::headers::{iso8601, quoted, STANDARD};
 use crate::request::S3Request;
 use crate::{versions, Gateway};
