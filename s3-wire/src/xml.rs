@@ -188,8 +188,13 @@ pub struct ChecksumFields {
 }
 
 impl ChecksumFields {
-    /// The one (algorithm name, value) given, if any.
+    /// The first (algorithm name, value) given, if any.
     pub fn given(&self) -> Option<(&'static str, &str)> {
+        self.all_given().next()
+    }
+
+    /// Every (algorithm name, value) given.
+    pub fn all_given(&self) -> impl Iterator<Item = (&'static str, &str)> {
         [
             ("CRC32", &self.crc32),
             ("CRC32C", &self.crc32c),
@@ -198,7 +203,7 @@ impl ChecksumFields {
             ("SHA256", &self.sha256),
         ]
         .into_iter()
-        .find_map(|(n, v)| v.as_deref().map(|v| (n, v)))
+        .filter_map(|(n, v)| v.as_deref().map(|v| (n, v)))
     }
 }
 

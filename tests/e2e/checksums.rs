@@ -374,6 +374,58 @@ async fn bad_checksums_are_refused_and_change_nothing() {
     assert_eq!(get_bytes(&c, "bkt", "k").await, parts.concat());
 }
 
+/// A COMPOSITE upload's checksum is computed from the part checksums the
+/// Complete body names, so S3 requires each of them: one missing is 400
+/// InvalidRequest, and so is a part naming a checksum of another algorithm
+/// beside its own (the other one cannot be checked). Nothing completes.
+#[tokio::test]
+async fn a_composite_complete_must_name_every_parts_checksum() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    let alg = ChecksumAlgorithm::Sha256;
+    let parts = vec![Pattern::bytes(5, 5 << 20), Pattern::bytes(6, 10)];
+    let (id, etags) = upload_parts(&c, "k", &alg, &ChecksumType::Composite, &parts).await;
+    let complete = |second: CompletedPart| {
+        c.complete_multipart_upload()
+            .bucket("bkt")
+            .key("k")
+            .upload_id(&id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .parts(completed(1, &etags[0], &alg, Some(b64(&alg, &parts[0]))))
+                    .parts(second)
+                    .build(),
+            )
+            .send()
+    };
+    let e = complete(completed(2, &etags[1], &alg, None))
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidRequest"));
+    assert_eq!(
+        e.as_service_error().and_then(|e| e.meta().message()),
+        Some(
+            "The upload was created using a sha256 checksum. The complete request must include \
+             the checksum for each part. It was missing for part 2 in the request."
+        )
+    );
+    let both = CompletedPart::builder()
+        .part_number(2)
+        .e_tag(&etags[1])
+        .checksum_sha256(b64(&alg, &parts[1]))
+        .checksum_crc32("AAAAAA==")
+        .build();
+    let e = complete(both).await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidPart"));
+    let head = c.head_object().bucket("bkt").key("k").send().await;
+    assert!(head.is_err(), "nothing completed");
+    let done = complete(completed(2, &etags[1], &alg, Some(b64(&alg, &parts[1]))))
+        .await
+        .unwrap();
+    assert!(done.checksum_sha256().unwrap().ends_with("-2"));
+}
+
 #[tokio::test]
 async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
     let s = Server::start(4);
@@ -450,7 +502,10 @@ async fn a_copy_computes_stores_and_returns_the_checksum_it_is_asked_for() {
             etags
                 .iter()
                 .enumerate()
-                .map(|(i, e)| completed(i as i32 + 1, e, &ChecksumAlgorithm::Crc32, None))
+                .map(|(i, e)| {
+                    let value = b64(&ChecksumAlgorithm::Crc32, &parts[i]);
+                    completed(i as i32 + 1, e, &ChecksumAlgorithm::Crc32, Some(value))
+                })
                 .collect(),
         ))
         .build();

@@ -38,8 +38,9 @@ pub fn requested(req: &S3Request) -> S3Result<Option<(ChecksumAlgorithm, &'stati
     }
 }
 
-/// The completed object's checksum. Parts listed with a checksum must
-/// match the stored one. Without an algorithm chosen at creation the object
+/// The completed object's checksum. Every checksum a listed part names
+/// must be its stored one, and a COMPOSITE upload's parts must each name
+/// theirs. Without an algorithm chosen at creation the object
 /// gets a CRC64NVME FULL_OBJECT checksum (S3's default) when every part
 /// carries one.
 pub fn complete(
@@ -48,17 +49,6 @@ pub fn complete(
     wanted: &[CompletedPart],
     chosen: &[PartRecord],
 ) -> S3Result<Option<ChecksumValue>> {
-    for (w, p) in wanted.iter().zip(chosen) {
-        if let Some((alg, value)) = w.checksum().given() {
-            let stored = p.part.checksum.as_ref();
-            if stored.is_none_or(|c| c.algorithm != alg || c.value != value) {
-                return Err(S3Error::InvalidPart(format!(
-                    "The {alg} checksum of part {} does not match the part's checksum.",
-                    w.part_number
-                )));
-            }
-        }
-    }
     let (alg, kind) = match (&upload.checksum_algorithm, &upload.checksum_type) {
         (Some(a), Some(k)) => (
             ChecksumAlgorithm::from_name(a)
@@ -71,6 +61,31 @@ pub fn complete(
         ),
         _ => (ChecksumAlgorithm::Crc64Nvme, FULL_OBJECT),
     };
+    for (w, p) in wanted.iter().zip(chosen) {
+        let fields = w.checksum();
+        let mut given = fields.all_given().peekable();
+        // A COMPOSITE checksum is computed from the checksums the body
+        // names, so each must be there (S3's answer word for word).
+        if given.peek().is_none() && kind == COMPOSITE {
+            return Err(S3Error::InvalidRequest(format!(
+                "The upload was created using a {} checksum. The complete request must include \
+                 the checksum for each part. It was missing for part {} in the request.",
+                alg.name().to_lowercase(),
+                w.part_number
+            )));
+        }
+        // Every checksum named is checked: the part has one, so another
+        // algorithm's never matches.
+        for (name, value) in given {
+            let stored = p.part.checksum.as_ref();
+            if stored.is_none_or(|c| c.algorithm != name || c.value != value) {
+                return Err(S3Error::InvalidPart(format!(
+                    "The {name} checksum of part {} does not match the part's checksum.",
+                    w.part_number
+                )));
+            }
+        }
+    }
     // The type the client sends is a check of the one chosen at creation.
     if let Some(asked) = req.parts.headers.get("x-amz-checksum-type") {
         let asked = String::from_utf8_lossy(asked.as_bytes());
