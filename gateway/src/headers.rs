@@ -291,15 +291,30 @@ pub const OVERRIDES: [(&str, &str); 6] = [
     ("response-content-encoding", "content-encoding"),
 ];
 
-/// Response header overrides (`response-content-type=...`) of a GET.
-pub fn apply_overrides(out: &mut HeaderMap, query: &[(String, String)]) {
+/// The response headers a GET's or HEAD's `response-*` parameters set.
+/// A header carries ISO-8859-1, so a value is sent as those bytes; one
+/// with a character outside it is refused as S3 refuses it (400
+/// InvalidArgument, "Header value cannot be represented using
+/// ISO-8859-1."), and so is one with a control character, which no header
+/// may carry. Refused, never dropped: the client asked for that header.
+pub fn overrides(query: &[(String, String)]) -> S3Result<Vec<(&'static str, HeaderValue)>> {
+    let mut out = Vec::new();
     for (param, header) in OVERRIDES {
-        if let Some((_, v)) = query.iter().find(|(k, _)| k == param) {
-            if let Ok(v) = HeaderValue::from_str(v) {
-                out.insert(header, v);
-            }
-        }
+        let Some((_, v)) = query.iter().find(|(k, _)| k == param) else {
+            continue;
+        };
+        let refuse =
+            |why: &str| S3Error::InvalidArgument(why.into(), Some((param.into(), v.clone())));
+        let latin1: Vec<u8> = v
+            .chars()
+            .map(|c| u8::try_from(u32::from(c)))
+            .collect::<Result<_, _>>()
+            .map_err(|_| refuse("Header value cannot be represented using ISO-8859-1."))?;
+        let value = HeaderValue::from_bytes(&latin1)
+            .map_err(|_| refuse("Header value contains a character a header cannot carry."))?;
+        out.push((header, value));
     }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -320,6 +335,29 @@ mod tests {
             http_date(1_255_369_830_000_000_000),
             "Mon, 12 Oct 2009 17:50:30 GMT"
         );
+    }
+
+    #[test]
+    fn overrides_are_sent_as_latin1_or_refused() {
+        let q = |v: &str| vec![("response-content-disposition".to_string(), v.to_string())];
+        let got = overrides(&q("attachment; filename=\"na\u{ef}ve.txt\"")).unwrap();
+        assert_eq!(got[0].0, "content-disposition");
+        assert_eq!(
+            got[0].1.as_bytes(),
+            b"attachment; filename=\"na\xefve.txt\""
+        );
+        for bad in ["a \u{2013} dash", "line\nbreak", "nul\0"] {
+            match overrides(&q(bad)) {
+                Err(S3Error::InvalidArgument(_, Some((name, value)))) => {
+                    assert_eq!(
+                        (name.as_str(), value.as_str()),
+                        ("response-content-disposition", bad)
+                    )
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert!(overrides(&[]).unwrap().is_empty());
     }
 
     proptest::proptest! {

@@ -378,3 +378,47 @@ async fn x_amz_query_parameters_of_a_presigned_url_act_as_their_headers() {
     assert_eq!((r.status, r.code().as_str()), (400, "InvalidRequest"));
     assert_eq!(get_bytes(&c, "bkt", "k").await, b"first");
 }
+
+/// A `response-*` override is a header value, and headers carry
+/// ISO-8859-1: a character outside it is refused as S3 refuses it (400
+/// InvalidArgument naming the parameter), as is a control character;
+/// one inside it is sent as its byte. Never dropped silently.
+#[tokio::test]
+async fn response_overrides_a_header_cannot_carry_are_refused() {
+    let s = Server::start(1);
+    let c = s.client();
+    c.create_bucket().bucket("bkt").send().await.unwrap();
+    put_bytes(&c, "bkt", "k", b"data".to_vec()).await;
+    for bad in [
+        "attachment; filename=\"1976\u{2013}2016.md\"",
+        "inline\r\nx-evil: 1",
+    ] {
+        let e = c
+            .get_object()
+            .bucket("bkt")
+            .key("k")
+            .response_content_disposition(bad)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (status(&e), code(&e).as_str()),
+            (400, "InvalidArgument"),
+            "{bad:?}"
+        );
+    }
+    let r = Raw::new(
+        "GET",
+        format!(
+            "{}/bkt/k?response-content-disposition=attachment%3B%20filename%3D%22na%C3%AFve.txt%22",
+            s.endpoint
+        ),
+    )
+    .send()
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.headers["content-disposition"].as_bytes(),
+        b"attachment; filename=\"na\xefve.txt\""
+    );
+}

@@ -10,7 +10,7 @@ use http::{Response, StatusCode};
 use placement::{ObjectRecord, Versioning};
 
 use crate::conditions::check_read;
-use crate::headers::{apply_overrides, http_date, object_headers, OVERRIDES};
+use crate::headers::{http_date, object_headers, overrides, OVERRIDES};
 use crate::iam::Principal;
 use crate::request::S3Request;
 use crate::{versions, Gateway};
@@ -116,6 +116,7 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
             "Request specific response headers cannot be used for anonymous GET requests.".into(),
         ));
     }
+    let overrides = overrides(&req.query)?;
     let part = req.q("partNumber").map(part_number).transpose()?;
     let range_header = req.header("range");
     if part.is_some() && range_header.is_some() {
@@ -155,7 +156,9 @@ pub async fn get(gw: &Gateway, req: &S3Request, head: bool) -> S3Result<Response
     if let (true, Some(n), true) = (checksum_mode, part, obj.multipart) {
         part_checksum(headers, &obj, n);
     }
-    apply_overrides(headers, &req.query);
+    for (name, value) in overrides {
+        headers.insert(name, value);
+    }
     headers.insert(
         http::header::CONTENT_LENGTH,
         (range.end - range.start).into(),
