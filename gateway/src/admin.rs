@@ -34,7 +34,7 @@ use crate::body::read_small;
 use crate::iam::IamError;
 use crate::Gateway;
 use s3_wire::auth::credentials::Credentials;
-use s3_wire::auth::{authenticate, requested_key, AuthContext};
+use s3_wire::auth::{authenticate, refuse_session_token, requested_key, AuthContext};
 use s3_wire::error::S3Error;
 
 /// Largest admin request body.
@@ -278,6 +278,10 @@ fn set_clock(body: &[u8]) -> Response<Body> {
 /// Handles every admin request.
 pub async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response<Body> {
     let (parts, body) = req.into_parts();
+    // No temporary credentials exist, so no token can be checked (as on S3).
+    if let Err(e) = refuse_session_token(&parts) {
+        return s3_error(e);
+    }
     // Only the root key may use the admin API.
     let root = gw.identities.root_access_key().to_string();
     match requested_key(&parts) {

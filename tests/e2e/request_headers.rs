@@ -57,6 +57,22 @@ async fn a_session_token_is_refused_as_invalid() {
         .unwrap()
         .contains("<Code>InvalidToken</Code>"));
     assert_eq!(get_bytes(&c, "bkt", "k").await, b"kept");
+    // The admin API, signed the same way, refuses it too.
+    let admin = Raw::new("POST", format!("{}/granary/admin/v1/users", s.endpoint))
+        .header("x-amz-security-token", "FwoGZXIvYXdzEBc")
+        .body(br#"{"name":"mallory"}"#.to_vec())
+        .send()
+        .await;
+    // (Its errors are JSON.)
+    assert_eq!(admin.status, 400, "{}", admin.text());
+    assert!(
+        admin.text().contains(r#""code":"InvalidToken""#),
+        "{}",
+        admin.text()
+    );
+    assert!(!admin_at(&s.endpoint, &["user", "list"])
+        .unwrap()
+        .contains("mallory"));
 }
 
 /// `x-amz-sdk-checksum-algorithm` names the algorithm of a checksum sent
