@@ -310,8 +310,12 @@ pub fn overrides(query: &[(String, String)]) -> S3Result<Vec<(&'static str, Head
             .map(|c| u8::try_from(u32::from(c)))
             .collect::<Result<_, _>>()
             .map_err(|_| refuse("Header value cannot be represented using ISO-8859-1."))?;
-        let value = HeaderValue::from_bytes(&latin1)
-            .map_err(|_| refuse("Header value contains a character a header cannot carry."))?;
+        // C0 controls and DEL fail `from_bytes`; C1 controls (0x80-0x9F)
+        // are refused with them.
+        let value = Some(&latin1)
+            .filter(|b| !b.iter().any(|c| (0x80..0xa0).contains(c)))
+            .and_then(|b| HeaderValue::from_bytes(b).ok())
+            .ok_or_else(|| refuse("Header value contains a character a header cannot carry."))?;
         out.push((header, value));
     }
     Ok(out)
@@ -346,7 +350,13 @@ mod tests {
             got[0].1.as_bytes(),
             b"attachment; filename=\"na\xefve.txt\""
         );
-        for bad in ["a \u{2013} dash", "line\nbreak", "nul\0"] {
+        for bad in [
+            "a \u{2013} dash",
+            "line\nbreak",
+            "nul\0",
+            "del\u{7f}",
+            "c1\u{85}",
+        ] {
             match overrides(&q(bad)) {
                 Err(S3Error::InvalidArgument(_, Some((name, value)))) => {
                     assert_eq!(

@@ -375,15 +375,16 @@ async fn bad_checksums_are_refused_and_change_nothing() {
 }
 
 /// A COMPOSITE upload's checksum is computed from the part checksums the
-/// Complete body names, so S3 requires each of them: one missing is 400
-/// InvalidRequest, and so is a part naming a checksum of another algorithm
-/// beside its own (the other one cannot be checked). Nothing completes.
+/// Complete body names, so S3 requires each of them, in the upload's
+/// algorithm: one missing is 400 InvalidRequest. Every checksum a part
+/// names is checked, so one of another algorithm beside the part's own
+/// (which it cannot match) is 400 InvalidPart. Nothing completes.
 #[tokio::test]
 async fn a_composite_complete_must_name_every_parts_checksum() {
     let s = Server::start(1);
     let c = s.client();
     c.create_bucket().bucket("bkt").send().await.unwrap();
-    let alg = ChecksumAlgorithm::Sha256;
+    let alg = ChecksumAlgorithm::Crc32;
     let parts = vec![Pattern::bytes(5, 5 << 20), Pattern::bytes(6, 10)];
     let (id, etags) = upload_parts(&c, "k", &alg, &ChecksumType::Composite, &parts).await;
     let complete = |second: CompletedPart| {
@@ -399,22 +400,30 @@ async fn a_composite_complete_must_name_every_parts_checksum() {
             )
             .send()
     };
-    let e = complete(completed(2, &etags[1], &alg, None))
-        .await
-        .unwrap_err();
-    assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidRequest"));
-    assert_eq!(
-        e.as_service_error().and_then(|e| e.meta().message()),
-        Some(
-            "The upload was created using a sha256 checksum. The complete request must include \
-             the checksum for each part. It was missing for part 2 in the request."
-        )
-    );
+    let sha256 = ChecksumAlgorithm::Sha256;
+    let missing = [
+        completed(2, &etags[1], &alg, None),
+        // Only another algorithm's: the upload's is still missing.
+        completed(2, &etags[1], &sha256, Some(b64(&sha256, &parts[1]))),
+    ];
+    for part in missing {
+        let e = complete(part).await.unwrap_err();
+        assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidRequest"));
+        assert_eq!(
+            e.as_service_error().and_then(|e| e.meta().message()),
+            Some(
+                "The upload was created using a crc32 checksum. The complete request must include \
+                 the checksum for each part. It was missing for part 2 in the request."
+            )
+        );
+    }
+    // The right CRC32 and a wrong SHA256 (checked after it: the first
+    // named was all that was checked before).
     let both = CompletedPart::builder()
         .part_number(2)
         .e_tag(&etags[1])
-        .checksum_sha256(b64(&alg, &parts[1]))
-        .checksum_crc32("AAAAAA==")
+        .checksum_crc32(b64(&alg, &parts[1]))
+        .checksum_sha256(b64(&sha256, b"other"))
         .build();
     let e = complete(both).await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidPart"));
@@ -423,7 +432,7 @@ async fn a_composite_complete_must_name_every_parts_checksum() {
     let done = complete(completed(2, &etags[1], &alg, Some(b64(&alg, &parts[1]))))
         .await
         .unwrap();
-    assert!(done.checksum_sha256().unwrap().ends_with("-2"));
+    assert!(done.checksum_crc32().unwrap().ends_with("-2"));
 }
 
 #[tokio::test]

@@ -63,10 +63,10 @@ pub fn complete(
     };
     for (w, p) in wanted.iter().zip(chosen) {
         let fields = w.checksum();
-        let mut given = fields.all_given().peekable();
         // A COMPOSITE checksum is computed from the checksums the body
-        // names, so each must be there (S3's answer word for word).
-        if given.peek().is_none() && kind == COMPOSITE {
+        // names, so each part's, in the upload's algorithm, must be there
+        // (S3's answer word for word).
+        if kind == COMPOSITE && !fields.all_given().any(|(name, _)| name == alg.name()) {
             return Err(S3Error::InvalidRequest(format!(
                 "The upload was created using a {} checksum. The complete request must include \
                  the checksum for each part. It was missing for part {} in the request.",
@@ -76,7 +76,7 @@ pub fn complete(
         }
         // Every checksum named is checked: the part has one, so another
         // algorithm's never matches.
-        for (name, value) in given {
+        for (name, value) in fields.all_given() {
             let stored = p.part.checksum.as_ref();
             if stored.is_none_or(|c| c.algorithm != name || c.value != value) {
                 return Err(S3Error::InvalidPart(format!(

@@ -48,14 +48,20 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// A query's (name, value) pairs, percent-decoded to bytes.
+fn query_pairs(raw: &str) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
+    raw.split('&').filter(|p| !p.is_empty()).map(|p| {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        (sigv4::percent_decode(k), sigv4::percent_decode(v))
+    })
+}
+
 fn query_params(raw: &str) -> Vec<(String, String)> {
-    raw.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+    query_pairs(raw)
+        .map(|(k, v)| {
             (
-                String::from_utf8_lossy(&sigv4::percent_decode(k)).into_owned(),
-                String::from_utf8_lossy(&sigv4::percent_decode(v)).into_owned(),
+                String::from_utf8_lossy(&k).into_owned(),
+                String::from_utf8_lossy(&v).into_owned(),
             )
         })
         .collect()

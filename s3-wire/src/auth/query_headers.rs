@@ -5,7 +5,7 @@
 use http::request::Parts;
 use http::{HeaderName, HeaderValue};
 
-use super::{query_params, Signing, SESSION_TOKEN};
+use super::{query_pairs, Signing, SESSION_TOKEN};
 use crate::error::{S3Error, S3Result};
 
 /// `x-amz-*` query parameters that belong to authentication itself rather
@@ -25,24 +25,33 @@ const AUTH_PARAMS: [&str; 8] = [
 /// for. SDKs presigning a request move its `x-amz-*` headers into the URL
 /// (`x-amz-meta-*`, `x-amz-storage-class`, `x-amz-checksum-*`...), and S3
 /// takes them as those headers; so does Granary, so each is honoured or
-/// refused like the header. A SigV4 signature covers the query, but a
-/// SigV2 one does not: there they are refused as unsigned. A parameter
-/// given twice, or also as a header, with another value is refused.
+/// refused like the header. A SigV4 signature (presigned or in the
+/// Authorization header) covers the query, and an anonymous request could
+/// send the headers themselves; a SigV2 signature does not cover the
+/// query, so there they are refused as unsigned. A parameter given twice,
+/// or also as a header, with another value is refused, and so is a value
+/// no header can carry (not UTF-8, or a control character).
 pub fn query_headers(parts: &Parts, signing: Signing) -> S3Result<Vec<(HeaderName, HeaderValue)>> {
     let mut out: Vec<(HeaderName, HeaderValue)> = Vec::new();
-    for (k, v) in query_params(parts.uri.query().unwrap_or("")) {
-        let name = k.to_ascii_lowercase();
+    for (k, v) in query_pairs(parts.uri.query().unwrap_or("")) {
+        let name = String::from_utf8_lossy(&k).to_ascii_lowercase();
         if !name.starts_with("x-amz-") || AUTH_PARAMS.contains(&name.as_str()) {
             continue;
         }
         if signing == Signing::V2Query {
             return Err(S3Error::HeadersNotSigned(vec![name]));
         }
-        let bad = |why: &str| S3Error::InvalidArgument(why.into(), Some((name.clone(), v.clone())));
+        let shown = String::from_utf8_lossy(&v).into_owned();
+        let bad =
+            |why: &str| S3Error::InvalidArgument(why.into(), Some((name.clone(), shown.clone())));
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| bad("The query parameter is not a valid header name"))?;
-        let value = HeaderValue::from_str(&v)
-            .map_err(|_| bad("The query parameter's value is not a valid header value"))?;
+        // Taken as UTF-8, as a header's value is; bytes that are not
+        // UTF-8 are refused, not replaced.
+        let value = std::str::from_utf8(&v)
+            .ok()
+            .and_then(|v| HeaderValue::from_str(v).ok())
+            .ok_or_else(|| bad("The query parameter's value is not a valid header value"))?;
         let other = out
             .iter()
             .find(|(n, _)| *n == header)
@@ -127,8 +136,10 @@ mod tests {
 
     #[test]
     fn a_value_no_header_can_carry_is_an_invalid_argument() {
-        let p = parts("http://h/k?x-amz-meta-a=line%0Abreak", &[]);
-        let e = query_headers(&p, Signing::V4Query).unwrap_err();
-        assert!(matches!(e, S3Error::InvalidArgument(..)), "{e:?}");
+        for q in ["x-amz-meta-a=line%0Abreak", "x-amz-meta-a=caf%E9"] {
+            let p = parts(&format!("http://h/k?{q}"), &[]);
+            let e = query_headers(&p, Signing::V4Query).unwrap_err();
+            assert!(matches!(e, S3Error::InvalidArgument(..)), "{q}: {e:?}");
+        }
     }
 }
