@@ -13,7 +13,11 @@
 //! object; `--count` requests), `multipart` (uploads in `--part-size`
 //! parts), and `pull` (every object downloaded with parallel ranged GETs,
 //! the way model loaders fetch weights; `--pullers` independent clients do
-//! it at once). Objects the run reads are uploaded first unless already
+//! it at once), and `storm` (`--count` ranged GETs, `--concurrency` in
+//! flight, of lengths from `--range-min` to `--range-size` at random
+//! offsets of one object, aligned with nothing: many readers of one shard
+//! at once). `--key` names an existing object to read instead of the
+//! generated ones. Objects the run reads are uploaded first unless already
 //! there. Prints ops/s, MB/s, latency percentiles (and time to first byte
 //! for reads) and errors; the last line is the same as one JSON object.
 //! Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
@@ -42,6 +46,7 @@ enum Op {
     Delete,
     Multipart,
     Pull,
+    Storm,
 }
 
 /// Load generator for an S3 endpoint.
@@ -80,6 +85,13 @@ struct Args {
     /// Bytes per ranged GET of `pull`.
     #[arg(long, default_value_t = 16 << 20)]
     range_size: usize,
+    /// Shortest ranged GET of `storm`.
+    #[arg(long, default_value_t = 1 << 20)]
+    range_min: usize,
+    /// Read this existing object (its size from a HEAD) instead of the
+    /// generated keys: `pull` and `storm`.
+    #[arg(long)]
+    key: Option<String>,
     /// Independent clients pulling the same objects at once (`pull`).
     #[arg(long, default_value_t = 1)]
     pullers: usize,
@@ -276,6 +288,9 @@ impl RawClient {
 
 impl Ctx {
     fn key(&self, i: usize) -> String {
+        if let Some(k) = &self.args.key {
+            return k.clone();
+        }
         match self.args.fanout {
             0 => format!("{}-{}-{i:08}", self.args.prefix, self.args.size),
             f => format!(
@@ -312,6 +327,19 @@ impl Ctx {
             items: 1,
             ..Default::default()
         })
+    }
+
+    /// Size of the object reads go to (`--key`, or the first generated one).
+    async fn object_size(&self) -> u64 {
+        let h = self
+            .c
+            .head_object()
+            .bucket(&self.args.bucket)
+            .key(self.key(0))
+            .send()
+            .await
+            .expect("HEAD of the object to read");
+        h.content_length().unwrap_or(0) as u64
     }
 
     /// GET (of `range` if given), streaming the body to nowhere.
@@ -577,7 +605,7 @@ impl Ctx {
             Op::ListRaw => self.list_pages_raw().await,
             Op::Delete => self.delete_batch(i).await,
             Op::Multipart => self.multipart(&key).await,
-            Op::Pull => unreachable!("pull runs on its own"),
+            Op::Pull | Op::Storm => unreachable!("pull and storm run on their own"),
         }
     }
 }
@@ -623,14 +651,13 @@ async fn timed(ctx: Arc<Ctx>) -> (Tally, f64) {
 }
 
 /// Every puller downloads every object with parallel ranged GETs.
-async fn pull(ctx: Arc<Ctx>) -> (Tally, f64) {
+async fn pull(ctx: Arc<Ctx>, size: u64) -> (Tally, f64) {
     let started = Instant::now();
     let pullers: Vec<_> = (0..ctx.args.pullers.max(1))
         .map(|_| {
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 let t = Instant::now();
-                let size = ctx.args.size as u64;
                 let step = ctx.args.range_size.max(1) as u64;
                 let ranges: Vec<(usize, u64)> = (0..ctx.args.rounds)
                     .flat_map(|_| 0..ctx.args.objects)
@@ -668,6 +695,43 @@ async fn pull(ctx: Arc<Ctx>) -> (Tally, f64) {
     (all, started.elapsed().as_secs_f64())
 }
 
+/// `--count` ranged GETs of random lengths at random offsets of one
+/// object (`--key`, or the first generated key), `--concurrency` at once.
+/// The ranges come from a fixed seed, so runs against two servers read
+/// the same ranges.
+async fn storm(ctx: Arc<Ctx>, size: u64) -> (Tally, f64) {
+    let (lo, hi) = (ctx.args.range_min as u64, ctx.args.range_size as u64);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        // xorshift64*: enough for spreading ranges.
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        seed.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let ranges: Vec<(u64, u64)> = (0..ctx.args.count.unwrap_or(800))
+        .map(|_| {
+            let len = (lo + next() % (hi - lo + 1)).min(size);
+            let start = next() % (size - len + 1);
+            (start, start + len)
+        })
+        .collect();
+    let started = Instant::now();
+    let results: Vec<_> = stream::iter(ranges)
+        .map(|r| {
+            let ctx = ctx.clone();
+            async move { ctx.get(&ctx.key(0), Some(r)).await }
+        })
+        .buffer_unordered(ctx.args.concurrency.max(1))
+        .collect()
+        .await;
+    let mut tally = Tally::default();
+    for r in results {
+        tally.add(r);
+    }
+    (tally, started.elapsed().as_secs_f64())
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted
         .get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1)))
@@ -689,17 +753,27 @@ async fn main() {
         body_sha256,
     });
     if !ctx.args.no_prepare
+        && ctx.args.key.is_none()
         && matches!(
             ctx.args.op,
-            Op::Get | Op::GetRaw | Op::Mixed | Op::List | Op::ListRaw | Op::Pull
+            Op::Get | Op::GetRaw | Op::Mixed | Op::List | Op::ListRaw | Op::Pull | Op::Storm
         )
     {
         ctx.prepare().await;
     }
-    let (tally, secs) = if ctx.args.op == Op::Pull {
-        pull(ctx.clone()).await
-    } else {
-        timed(ctx.clone()).await
+    let (tally, secs) = match ctx.args.op {
+        Op::Pull | Op::Storm => {
+            let size = match ctx.args.key {
+                Some(_) => ctx.object_size().await,
+                None => ctx.args.size as u64,
+            };
+            if ctx.args.op == Op::Pull {
+                pull(ctx.clone(), size).await
+            } else {
+                storm(ctx.clone(), size).await
+            }
+        }
+        _ => timed(ctx.clone()).await,
     };
     let mut lat: Vec<Duration> = tally.samples.iter().map(|s| s.latency).collect();
     lat.sort();
