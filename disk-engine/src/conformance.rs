@@ -23,7 +23,7 @@ use crate::messages::{
     UploadListStart,
 };
 use crate::types::{PartEntry, Piece, Record, ShardId, Stamp, UploadEntry, VersionId};
-use crate::{FaultyDisk, OfflineDisk};
+use crate::{FaultyDisk, IoStats, MeteredDisk, OfflineDisk};
 
 /// Runs every contract on `disk`.
 pub(crate) async fn all(disk: &dyn Disk) {
@@ -593,6 +593,57 @@ async fn faulty_disk_without_faults_keeps_every_contract() {
     let dir = tempfile::tempdir().unwrap();
     let disk = FaultyDisk::new(Arc::new(formatted(dir.path(), ShardIoMode::Auto)));
     all(&disk).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metered_disk_keeps_every_contract_and_counts_what_reaches_the_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = MeteredDisk::metered(Arc::new(formatted(dir.path(), ShardIoMode::Auto)));
+    all(&disk).await;
+    let before = disk.layer().stats();
+    assert!(before.writes > 0 && before.reads > 0, "{before:?}");
+    // One shard of two blocks written, a range of it read twice, a piece
+    // stored and read, a read of a missing shard (not a disk failure).
+    let id = ShardId(Uuid::now_v7());
+    let mut w = disk.create_shard(id, opts(0)).await.unwrap();
+    w.append(Bytes::from(vec![1u8; BLOCK])).await.unwrap();
+    w.append(Bytes::from(vec![2u8; 100])).await.unwrap();
+    w.finish().await.unwrap();
+    disk.read_shard(id, 10, 1000).await.unwrap();
+    disk.read_shard(id, BLOCK as u64, 100).await.unwrap();
+    let piece = Piece {
+        id: Uuid::now_v7(),
+        data: Bytes::from(vec![3u8; 333]),
+    };
+    disk.put_piece(piece.clone()).await.unwrap();
+    disk.read_piece(piece.id).await.unwrap();
+    assert!(disk
+        .read_shard(ShardId(Uuid::now_v7()), 0, 1)
+        .await
+        .is_err());
+    let after = disk.layer().stats();
+    let delta = IoStats {
+        reads: after.reads - before.reads,
+        read_bytes: after.read_bytes - before.read_bytes,
+        writes: after.writes - before.writes,
+        written_bytes: after.written_bytes - before.written_bytes,
+        errors: after.errors - before.errors,
+    };
+    assert_eq!(
+        delta,
+        IoStats {
+            reads: 3,
+            read_bytes: 1000 + 100 + 333,
+            // Two appends, the finish, the piece.
+            writes: 4,
+            written_bytes: BLOCK as u64 + 100 + 333,
+            errors: 0,
+        }
+    );
+    // A disk that cannot be used counts its failures.
+    let gone = MeteredDisk::metered(Arc::new(OfflineDisk::new("slot 1", "unplugged")));
+    assert!(gone.read_piece(piece.id).await.is_err());
+    assert_eq!(gone.layer().stats().errors, 1);
 }
 
 #[tokio::test]

@@ -27,11 +27,13 @@ pub mod failpoint;
 mod faulty;
 mod inventory;
 mod io;
+mod layered;
 mod leases;
 mod local;
 #[cfg(test)]
 mod local_tests;
 mod meta;
+mod metered;
 mod offline;
 mod presence;
 mod ring_shard;
@@ -44,16 +46,18 @@ pub use atomic::write_file_atomic;
 pub use disk::{Disk, Inventory, ShardWriter};
 pub use disk_format::shard_layout::{BLOCK_ALIGN, MAX_BLOCK_SIZE};
 pub use error::DiskError;
-pub use faulty::{Fault, FaultyDisk};
+pub use faulty::{Fault, Faults, FaultyDisk};
 pub use format::{probe_dir, DirState, FormatRecord, Tier, FORMAT_FILE, FORMAT_VERSION};
 pub use heads::{decode_listed_key, decode_listed_key_into, head_versions, HeadVersion};
 pub use io::{at_bulk_priority, become_bulk_thread};
+pub use layered::{DiskLayer, Layered, Op};
 pub use local::{metadata_reserve, LocalDisk, LocalDiskOptions, ShardIoMode};
 pub use messages::{
     DiskHealth, HeadPage, ListStart, PutRecordOutcome, RecordListOptions, RecordPage, RecordPut,
     ShardOptions, ShardSummary, UploadListStart,
 };
 pub use meta::ListingFn;
+pub use metered::{IoCounters, IoStats, MeteredDisk};
 pub use offline::OfflineDisk;
 pub use types::{
     DiskId, HeadEntry, KeyRecords, PartEntry, Piece, Record, ScannedRecord, ScannedUpload,
