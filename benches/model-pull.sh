@@ -7,7 +7,8 @@
 #   BENCH_ONLY="limits clients" CLIENTS="streamer" benches/model-pull.sh
 #
 # Every NAME=BINARY given is run in turn inside each section, so several
-# builds are alternated in one run. Sections (BENCH_ONLY):
+# builds are alternated in one run; the clients section runs ROUNDS times
+# (default 3) and the table shows medians. Sections (BENCH_ONLY):
 #   limits   fio O_DIRECT sequential read of the data disk (LIMITS.md)
 #   clients  each client of CLIENTS (streamer streamer64 s3torch boto3 awscli)
 #            pulls the model from the null server, from each build with the
@@ -17,7 +18,7 @@
 #            GARAGE=path/to/garage, or skipped)
 #   ranks    8 streamer processes pull the model at once (cold)
 #   storm    800 concurrent ranged GETs of 1-16 MiB at random offsets of the
-#            model (cold)
+#            model (cold), with a cache that holds it and with a 1 GiB one
 #   bigger   4 x 512 MiB pulled with 16 MiB ranges through a 1 GiB cache (cold)
 # The model (1.5 GiB of random fp16 tensors, safetensors) is generated here;
 # the clients write nothing to disk. Granary runs on 4 directories of one
@@ -36,6 +37,7 @@ dir=${BENCH_DIR:-/var/tmp/granary-model-bench}
 only=${BENCH_ONLY:-limits clients garage ranks storm bigger}
 clients=${CLIENTS:-streamer streamer64 s3torch boto3 awscli}
 cache_mib=${CACHE_MIB:-2048}
+rounds=${ROUNDS:-3}
 port=9400
 null_port=9401
 garage_port=9402
@@ -45,6 +47,8 @@ export AWS_ACCESS_KEY_ID=benchuser AWS_SECRET_ACCESS_KEY=benchsecret123
 export GRANARY_ROOT_USER=$AWS_ACCESS_KEY_ID GRANARY_ROOT_PASSWORD=$AWS_SECRET_ACCESS_KEY
 export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 export RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING=0 RUNAI_STREAMER_LOG_LEVEL=WARNING
+
+command -v fio > /dev/null || apt-get install -y fio > /dev/null
 
 builds=("$@")
 if [ ${#builds[@]} -eq 0 ]; then
@@ -131,9 +135,13 @@ record() { $py record "$results" "$@"; }
 # measure PHASE CLIENT SERVER ENDPOINT [cold]: one pull, recorded with the
 # bytes the disk read during it and the server's peak RSS.
 measure() {
-    local phase=$1 client=$2 server=$3 ep=$4 before
+    local phase=$1 client=$2 server=$3 ep=$4 before out
     before=$(read_bytes)
-    pull "$client" "$ep" | record phase="$phase" client="$client" server="$server" \
+    if ! out=$(pull "$client" "$ep" 2> "$dir/client.err") || [ -z "$out" ]; then
+        echo "$phase $client $server: FAILED: $(tail -3 "$dir/client.err")"
+        return
+    fi
+    echo "$out" | record phase="$phase" client="$client" server="$server" \
         disk_bytes=$(( $(read_bytes) - before )) model_bytes="$model_bytes" rss_mib="$(rss_mib)"
 }
 
@@ -165,18 +173,20 @@ if want limits; then
 fi
 
 if want clients; then
-    for c in $clients; do
-        start_null
-        pull "$c" http://127.0.0.1:$null_port > /dev/null
-        measure warm "$c" null http://127.0.0.1:$null_port
-        for b in "${builds[@]}"; do
-            name=${b%%=*}
-            start_granary "$name" "${b#*=}" --read-cache-mib "$cache_mib"
-            drop_caches
-            measure cold "$c" "$name" http://127.0.0.1:$port
-            measure warm "$c" "$name" http://127.0.0.1:$port
+    for round in $(seq "$rounds"); do
+        for c in $clients; do
+            start_null
+            pull "$c" http://127.0.0.1:$null_port > /dev/null
+            measure warm "$c" null http://127.0.0.1:$null_port
+            for b in "${builds[@]}"; do
+                name=${b%%=*}
+                start_granary "$name" "${b#*=}" --read-cache-mib "$cache_mib"
+                drop_caches
+                measure cold "$c" "$name" http://127.0.0.1:$port
+                measure warm "$c" "$name" http://127.0.0.1:$port
+            done
+            stop
         done
-        stop
     done
 fi
 
@@ -208,22 +218,27 @@ if want ranks; then
             AWS_ENDPOINT_URL=http://127.0.0.1:$port $py streamer "s3://$bucket/$key" "$start" > "$dir/rank-$r.json" &
         done
         wait $(jobs -p | grep -v "^$pid$")
-        cat "$dir"/rank-*.json | $py ranks "$start" | record phase=ranks client=streamer-x8 server="$name" \
+        out=$(cat "$dir"/rank-*.json | $py ranks "$start")
+        echo "$out" | record phase=ranks client=streamer-x8 server="$name" \
             disk_bytes=$(( $(read_bytes) - before )) model_bytes="$model_bytes" rss_mib="$(rss_mib)"
     done
     stop
 fi
 
 if want storm; then
-    for b in "${builds[@]}"; do
-        name=${b%%=*}
-        start_granary "$name" "${b#*=}" --read-cache-mib "$cache_mib"
-        drop_caches
-        before=$(read_bytes)
-        "$load" --endpoint http://127.0.0.1:$port --bucket $bucket --key "$key" --op storm \
-            --count 800 --concurrency 800 --range-min $((1 << 20)) --range-size $((16 << 20)) \
-            | tail -1 | record phase=storm client=load-800 server="$name" \
-            disk_bytes=$(( $(read_bytes) - before )) model_bytes="$model_bytes" rss_mib="$(rss_mib)"
+    # With a cache that holds the model, and with the default 1 GiB that
+    # does not (there only the memory bound is asked for).
+    for cache in "$cache_mib" 1024; do
+        for b in "${builds[@]}"; do
+            name=${b%%=*}
+            start_granary "$name" "${b#*=}" --read-cache-mib "$cache"
+            drop_caches
+            before=$(read_bytes)
+            out=$("$load" --endpoint http://127.0.0.1:$port --bucket $bucket --key "$key" --op storm \
+                --count 800 --concurrency 800 --range-min $((1 << 20)) --range-size $((16 << 20)) | tail -1)
+            echo "$out" | record phase="storm-cache-$cache" client=load-800 server="$name" \
+                disk_bytes=$(( $(read_bytes) - before )) model_bytes="$model_bytes" rss_mib="$(rss_mib)"
+        done
     done
     stop
 fi
@@ -234,9 +249,9 @@ if want bigger; then
         start_granary "$name" "${b#*=}" --read-cache-mib 1024
         drop_caches
         before=$(read_bytes)
-        "$load" --endpoint http://127.0.0.1:$port --bucket $bucket --prefix big --op pull \
-            --size $((512 << 20)) --objects 4 --range-size $((16 << 20)) --concurrency 16 --no-prepare \
-            | tail -1 | record phase=bigger client=load-pull server="$name" \
+        out=$("$load" --endpoint http://127.0.0.1:$port --bucket $bucket --prefix big --op pull \
+            --size $((512 << 20)) --objects 4 --range-size $((16 << 20)) --concurrency 16 --no-prepare | tail -1)
+        echo "$out" | record phase=bigger client=load-pull server="$name" \
             disk_bytes=$(( $(read_bytes) - before )) model_bytes=$((2048 << 20)) rss_mib="$(rss_mib)"
     done
     stop

@@ -186,28 +186,44 @@ def ranks(start):
 
 
 def summary(path):
-    """The run as a table: each pull against its ceilings."""
+    """The run as a table: for each phase, client and server the median
+    of its rounds, against the client's ceiling (the null server) and the
+    disk (fio)."""
+    from statistics import median
+
     rows = [json.loads(x) for x in open(path) if x.strip()]
-    fio = next((r["mbps"] for r in rows if r["phase"] == "limits"), None)
-    null = {r["client"]: r for r in rows if r.get("server") == "null"}
-    print()
-    print("| phase | client | server | MB/s | / null | / fio | first tensor s | / null | disk read / bytes | peak RSS MiB |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    groups = {}
     for r in rows:
-        if r["phase"] == "limits":
-            print(f"| limits | fio O_DIRECT read | disk | {r['mbps']} | | | | | | |")
+        groups.setdefault((r["phase"], r["client"], r["server"]), []).append(r)
+
+    def med(rs, field):
+        vals = [r[field] for r in rs if r.get(field) is not None]
+        return median(vals) if vals else None
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a and b else ""
+
+    fio = med(groups.get(("limits", "fio", "disk"), []), "mbps")
+    print()
+    print("| phase | client | server | rounds | MB/s | / null | / fio | first tensor s | / null | disk read / bytes | peak RSS MiB |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (phase, client, server), rs in groups.items():
+        mbps, ft = med(rs, "mbps"), med(rs, "first_tensor_s")
+        if phase == "limits":
+            print(f"| limits | fio O_DIRECT read | disk | {len(rs)} | {mbps:.0f} | | | | | | |")
             continue
-        n = null.get(r["client"])
-        ratio = lambda a, b: f"{a / b:.2f}" if a and b else ""
-        ft = r.get("first_tensor_s")
+        null = groups.get(("warm", client, "null"), [])
+        n_mbps, n_ft = med(null, "mbps"), med(null, "first_tensor_s")
+        disk = [r["disk_bytes"] / r["model_bytes"] for r in rs if r.get("model_bytes")]
+        rss = max((r.get("rss_mib") or 0) for r in rs)
         print(
-            f"| {r['phase']} | {r['client']} | {r['server']} | {r['mbps']} "
-            f"| {ratio(r['mbps'], n and n['mbps']) if r['server'] != 'null' else ''} "
-            f"| {ratio(r['mbps'], fio) if r['phase'] != 'warm' else ''} "
-            f"| {'' if ft is None else ft} "
-            f"| {ratio(ft, n and n.get('first_tensor_s')) if r['server'] != 'null' else ''} "
-            f"| {ratio(r.get('disk_bytes'), r.get('model_bytes'))} "
-            f"| {r.get('rss_mib') or ''} |"
+            f"| {phase} | {client} | {server} | {len(rs)} | {mbps:.0f} "
+            f"| {ratio(mbps, n_mbps) if server != 'null' else ''} "
+            f"| {ratio(mbps, fio) if phase != 'warm' else ''} "
+            f"| {'' if ft is None else f'{ft:.2f}'} "
+            f"| {ratio(ft, n_ft) if server != 'null' else ''} "
+            f"| {f'{median(disk):.2f}' if disk and phase != 'warm' else ''} "
+            f"| {rss or ''} |"
         )
 
 

@@ -32,7 +32,7 @@ s3_region = "us-east-1"
 api_bind_addr = "127.0.0.1:$port"
 root_domain = ".s3.garage.localhost"
 TOML
-    g server > "$dir/garage.log" 2>&1 &
+    "$garage" -c "$conf" server > "$dir/garage.log" 2>&1 &
     echo $! > "$dir/pid"
     for _ in $(seq 100); do
         g status > /dev/null 2>&1 && break

@@ -91,7 +91,10 @@ fn load(dir: &Path, base: &Path, out: &mut BTreeMap<String, Bytes>) -> std::io::
             load(&path, base, out)?;
         } else {
             let key = path.strip_prefix(base).expect("under base");
-            out.insert(key.to_string_lossy().into_owned(), std::fs::read(&path)?.into());
+            out.insert(
+                key.to_string_lossy().into_owned(),
+                std::fs::read(&path)?.into(),
+            );
         }
     }
     Ok(())
