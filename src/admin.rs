@@ -75,7 +75,8 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Counters of the running server: hot-object cache (hit rate) and repair.
+    /// Counters of the running server: disk reads and writes, hot-object
+    /// cache (hit rate) and repair.
     Stats {
         /// Print the raw JSON.
         #[arg(long)]
@@ -264,6 +265,15 @@ async fn execute(args: AdminArgs) -> anyhow::Result<()> {
             if *json {
                 println!("{v}");
             } else {
+                let d = &v["disks"];
+                println!(
+                    "disks:  {} MiB read in {} reads, {} MiB written in {} writes, {} errors",
+                    d["readBytes"].as_u64().unwrap_or(0) >> 20,
+                    d["reads"],
+                    d["writtenBytes"].as_u64().unwrap_or(0) >> 20,
+                    d["writes"],
+                    d["errors"],
+                );
                 let c = &v["cache"];
                 println!(
                     "cache:  {:.1}% hit rate ({} hits, {} coalesced, {} disk reads), {} of {} MiB in {} units",

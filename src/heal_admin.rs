@@ -190,7 +190,13 @@ pub async fn status(client: &Client, json: bool) -> anyhow::Result<()> {
             }
             for (d, path) in disks {
                 let detail = if d["state"] == "online" {
-                    format!("{} free of {}", mib(&d["freeBytes"]), mib(&d["totalBytes"]))
+                    format!(
+                        "{} free of {}; {} read, {} written",
+                        mib(&d["freeBytes"]),
+                        mib(&d["totalBytes"]),
+                        mib(&d["io"]["readBytes"]),
+                        mib(&d["io"]["writtenBytes"])
+                    )
                 } else {
                     d["reason"].as_str().unwrap_or("").to_string()
                 };

@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand};
 
 /// The process allocator. glibc malloc spent about a quarter of a
 /// listing's CPU in allocation and its arena locks (benches/RESULTS.md).
+/// Built without transparent huge pages (see the workspace Cargo.toml).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

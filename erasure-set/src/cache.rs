@@ -1,5 +1,6 @@
 //! The hot-object cache: verified object data by read unit (an aligned run
-//! of stripes of one part), with request coalescing.
+//! of stripes of one part), with request coalescing, and the memory budget
+//! of every unit read from disk.
 //!
 //! When many clients read the same object at once (every pod of a job
 //! pulling the same weights), the first reader of a unit reads it from disk
@@ -7,7 +8,15 @@
 //! finished unit then stays in a bounded, size-aware LRU so later readers
 //! are served from memory. Units are keyed by the part's data id, which is
 //! unique per write, so an overwrite can never be served stale bytes: old
-//! units simply age out.
+//! units simply age out (or leave at once when their data is freed).
+//!
+//! One cache serves every set of a store (data ids are unique across
+//! them), so its size is the store's whatever set a hot object lives in.
+//! Every byte read from disk for a request is reserved from one budget,
+//! the cache's capacity plus [`READ_BUFFER_BYTES`], and given back when the
+//! last slice of it is dropped (sent, evicted, or never used): the memory
+//! reads hold is bounded however many requests run and however slowly
+//! their clients take the bytes.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,13 +26,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use crate::error::SetError;
+use crate::read_ahead::ReadAhead;
 
 /// Default cache size.
 pub const DEFAULT_READ_CACHE_BYTES: u64 = 1 << 30;
+/// Bytes read from disk that may be held beyond what the cache holds:
+/// units on their way to clients that the cache did not keep (it is
+/// full, or off), small reads, and units being read.
+pub const READ_BUFFER_BYTES: u64 = 256 << 20;
 /// Largest number of units the LRU indexes (its memory bound is by bytes;
 /// this only sizes the index).
 const MAX_UNITS: usize = 1 << 20;
@@ -40,6 +54,37 @@ pub(crate) struct UnitKey {
 pub(crate) struct Unit {
     pub chunks: Arc<Vec<Bytes>>,
     pub len: u64,
+}
+
+/// Bytes reserved from the read budget, given back when dropped.
+#[derive(Clone, Debug)]
+pub(crate) struct Reserved(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
+
+/// One chunk of bytes read from disk, holding its share of a reservation:
+/// every slice made of it keeps the reservation until the last is dropped.
+struct Held {
+    bytes: Bytes,
+    _reserved: Reserved,
+}
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// `chunks`, each holding `reserved` until it and every slice of it is
+/// dropped.
+pub(crate) fn held(chunks: Vec<Bytes>, reserved: &Reserved) -> Vec<Bytes> {
+    chunks
+        .into_iter()
+        .map(|bytes| {
+            Bytes::from_owner(Held {
+                bytes,
+                _reserved: reserved.clone(),
+            })
+        })
+        .collect()
 }
 
 impl Unit {
@@ -118,10 +163,15 @@ impl State {
     }
 }
 
-/// Bounded cache of verified units with request coalescing.
-pub(crate) struct ReadCache {
+/// Bounded cache of verified units with request coalescing, shared by the
+/// sets of a store.
+pub struct ReadCache {
     capacity: u64,
     state: Mutex<State>,
+    /// Bytes that reads from disk may hold, in permits of one byte.
+    budget: Arc<Semaphore>,
+    /// Sequential readers seen lately, and the permits of reads ahead.
+    pub(crate) ahead: ReadAhead,
     hits: AtomicU64,
     misses: AtomicU64,
     coalesced: AtomicU64,
@@ -130,7 +180,12 @@ pub(crate) struct ReadCache {
 impl ReadCache {
     /// A cache holding at most `capacity` bytes (0: coalescing only).
     pub fn new(capacity: u64) -> ReadCache {
+        let budget = capacity.saturating_add(READ_BUFFER_BYTES);
         ReadCache {
+            budget: Arc::new(Semaphore::new(
+                budget.min(Semaphore::MAX_PERMITS as u64) as usize
+            )),
+            ahead: ReadAhead::default(),
             capacity,
             state: Mutex::new(State {
                 lru: lru::LruCache::new(NonZeroUsize::new(MAX_UNITS).expect("non-zero")),
@@ -144,8 +199,33 @@ impl ReadCache {
         }
     }
 
+    /// Reserves `bytes` of the read budget for a read from disk, waiting
+    /// until enough reads before it are given back.
+    pub(crate) async fn reserve(&self, bytes: u64) -> Reserved {
+        // One read never waits for more than the whole budget.
+        let n = bytes.clamp(1, READ_BUFFER_BYTES.min(u32::MAX as u64)) as u32;
+        let permit = self
+            .budget
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .expect("the budget is never closed");
+        Reserved(Arc::new(permit))
+    }
+
+    /// Most bytes it may hold.
+    pub(crate) fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Whether `key` is cached or being read.
+    pub(crate) fn holds_or_reads(&self, key: UnitKey) -> bool {
+        let st = self.state.lock();
+        st.lru.contains(&key) || st.in_flight.contains_key(&key)
+    }
+
     /// The unit if it is cached (counted as a hit).
-    pub fn cached(&self, key: UnitKey) -> Option<Unit> {
+    pub(crate) fn cached(&self, key: UnitKey) -> Option<Unit> {
         let u = self.state.lock().lru.get(&key).cloned();
         if u.is_some() {
             self.hits.fetch_add(1, Ordering::Relaxed);
@@ -156,7 +236,7 @@ impl ReadCache {
     /// The unit from the cache, from a read already in flight, or from
     /// `read`. If the request that is reading goes away or fails, one of the
     /// waiting requests reads instead.
-    pub async fn get_or_read<F, Fut>(
+    pub(crate) async fn get_or_read<F, Fut>(
         &self,
         key: UnitKey,
         read: F,
@@ -226,7 +306,7 @@ impl ReadCache {
     /// Drops every cached unit of `data_id`: its data was freed (or found
     /// damaged), and the cache must not keep serving what the disks no
     /// longer hold.
-    pub fn forget(&self, data_id: Uuid) {
+    pub(crate) fn forget(&self, data_id: Uuid) {
         let mut st = self.state.lock();
         for unit in st.units_of.remove(&data_id).unwrap_or_default() {
             if let Some(old) = st.lru.pop(&UnitKey { data_id, unit }) {
@@ -344,5 +424,25 @@ mod tests {
         ]);
         let s: Vec<u8> = u.slice(2..5).concat();
         assert_eq!(s, b"cde");
+    }
+
+    #[tokio::test]
+    async fn read_bytes_hold_their_reservation_until_the_last_slice_goes() {
+        let cache = ReadCache::new(0);
+        // The whole budget (no cache: only the read buffers).
+        let reserved = cache.reserve(READ_BUFFER_BYTES).await;
+        let chunks = held(vec![Bytes::from(vec![7u8; 1000])], &reserved);
+        drop(reserved);
+        let slice = chunks[0].slice(10..20);
+        drop(chunks);
+        // A slice of the bytes still holds the budget: another read waits.
+        let waiting =
+            tokio::time::timeout(std::time::Duration::from_millis(50), cache.reserve(1 << 20))
+                .await;
+        assert!(waiting.is_err(), "the budget was given back too early");
+        drop(slice);
+        tokio::time::timeout(std::time::Duration::from_secs(5), cache.reserve(1 << 20))
+            .await
+            .expect("the budget is given back with the last slice");
     }
 }

@@ -8,7 +8,8 @@
 //! and the one place per-disk results become a quorum decision, streaming
 //! writes and reads with reconstruction while at most m shards are missing
 //! or corrupt, on-read repair and its queue, key locks (leased on the disks
-//! when gateways share them), the hot-object cache, packed small objects,
+//! when gateways share them), the hot-object cache (one per store, shared
+//! by its sets) with read coalescing and read-ahead, packed small objects,
 //! listings merged across the disks with the heads agreement and read-ahead,
 //! and the fan-outs of upload and part records.
 //!
@@ -35,6 +36,8 @@ mod merge;
 mod packed;
 mod quorum;
 mod read;
+mod read_ahead;
+mod read_queue;
 mod repair;
 mod repair_queue;
 mod repair_worker;
@@ -50,7 +53,7 @@ pub use record_format::record;
 use record_format::{error, layout, projection};
 
 pub use at_risk::AtRisk;
-pub use cache::{CacheStats, DEFAULT_READ_CACHE_BYTES};
+pub use cache::{CacheStats, ReadCache, DEFAULT_READ_CACHE_BYTES, READ_BUFFER_BYTES};
 pub use codec::Codec;
 pub use commit::{Carried, Committed};
 pub use current::{ObjectPage, Objects};
@@ -65,6 +68,8 @@ pub use pool_layout::{default_parity, default_parity_in, DEFAULT_COLD_PARITY, MA
 pub use projection::{encode as encode_projection, listing_of_body, Etag, SummaryView};
 pub use quorum::{Quorum, Tally};
 pub use read::{ObjectStream, READ_BATCH_BYTES};
+pub use read_ahead::{AHEAD_UNITS, MAX_READ_AHEAD_BYTES};
+pub use read_queue::UNIT_READS_IN_FLIGHT;
 pub use record::{ChecksumValue, ObjectMeta, ObjectRecord, ObjectSummary, PartRef, TierRef};
 pub use repair_queue::{RepairQueue, RepairReceiver, RepairStats};
 pub use repair_worker::RepairWorker;

@@ -5,7 +5,14 @@
 //!
 //! A producer task reads batches of stripes ahead of the consumer through a
 //! bounded channel, so the next batch comes off disk while the current one
-//! is sent. Memory per reader is a few batches whatever the object size.
+//! is sent. Memory per reader is a few batches whatever the object size,
+//! and every byte read from disk is reserved from the cache's read budget.
+//!
+//! Reads go through the hot-object cache in whole read units, however the
+//! requested ranges fall: concurrent readers of a unit share one disk read,
+//! and a unit read for one range serves every later range in it. Only a
+//! small range alone in its request, whose unit no one reads, is read by
+//! itself. Sequential ranged readers have their next range read ahead.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -13,6 +20,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures::future::join_all;
@@ -20,10 +28,11 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::cache::{Source, Unit, UnitKey};
+use crate::cache::{held, Source, Unit, UnitKey};
 use crate::error::SetError;
 use crate::layout::{ErasureLayout, PartGeometry, StripeRun};
 use crate::packed;
+use crate::read_ahead::AHEAD_UNITS;
 use crate::record::ObjectRecord;
 use crate::set::ErasureSet;
 
@@ -68,6 +77,84 @@ impl Stream for ObjectStream {
 /// Which disks failed while reading a part: reported for repair.
 type Damage = Vec<usize>;
 
+/// A range shorter than this share of a read unit, when it is all its
+/// request reads and no one else is reading its unit, is read by itself
+/// (the latency of one small read: a safetensors or tar header) instead of
+/// as its whole unit.
+const SMALL_READ_SHARE: u64 = 8;
+
+/// One read unit an object range touches: which part, which unit of it,
+/// and the bytes of the range in it (part-relative).
+struct UnitRef {
+    data_id: Uuid,
+    geo: PartGeometry,
+    unit: u64,
+    per_unit: u64,
+    want: Range<u64>,
+}
+
+impl UnitRef {
+    fn key(&self) -> UnitKey {
+        UnitKey {
+            data_id: self.data_id,
+            unit: self.unit,
+        }
+    }
+
+    /// The unit's stripes and their bytes (part-relative).
+    fn stripes(&self) -> (Range<u64>, Range<u64>) {
+        let stripe = self.geo.layout.stripe_size();
+        let stripes =
+            self.unit * self.per_unit..((self.unit + 1) * self.per_unit).min(self.geo.stripes());
+        let bytes = stripes.start * stripe..(stripes.end * stripe).min(self.geo.size);
+        (stripes, bytes)
+    }
+
+    /// The run of shard bytes that holds the unit.
+    fn run(&self) -> StripeRun {
+        self.geo
+            .runs(self.stripes().0, self.per_unit)
+            .pop()
+            .expect("a unit holds at least one stripe")
+    }
+}
+
+/// The read units that bytes `range` of `object` touch, in order.
+fn units_of(object: &ObjectRecord, range: &Range<u64>) -> Vec<UnitRef> {
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    for part in &object.parts {
+        let base = offset;
+        offset += part.size;
+        let (a, z) = (range.start.max(base), range.end.min(offset));
+        let Some(data_id) = part.data_id.filter(|_| a < z) else {
+            continue;
+        };
+        let geo = part.geometry(object.layout);
+        let local = a - base..z - base;
+        let stripe = geo.layout.stripe_size();
+        let per_unit = (READ_BATCH_BYTES / stripe).max(1);
+        let unit_bytes = per_unit * stripe;
+        for unit in local.start / unit_bytes..=(local.end - 1) / unit_bytes {
+            let here = local.start.max(unit * unit_bytes)..local.end.min((unit + 1) * unit_bytes);
+            out.push(UnitRef {
+                data_id,
+                geo,
+                unit,
+                per_unit,
+                want: here,
+            });
+        }
+    }
+    out
+}
+
+/// The identity of an object's data, for telling streams of reads apart:
+/// its first part's data id (unique per write).
+fn identity(object: &ObjectRecord) -> Option<Uuid> {
+    object.parts.iter().find_map(|p| p.data_id)
+}
+
 /// The same byte run of every shard of one part.
 struct ShardRun {
     data_id: Uuid,
@@ -86,7 +173,9 @@ struct Gather {
 
 impl ErasureSet {
     /// Streams bytes `range` of `object` (stored under `ns/key`). The range
-    /// must lie within the object.
+    /// must lie within the object. A range that continues a stream of
+    /// ranged reads of the object has the range after it read ahead once
+    /// its own bytes are read (see `read_ahead.rs`).
     pub fn read_object(
         self: &Arc<Self>,
         ns: &str,
@@ -97,54 +186,44 @@ impl ErasureSet {
         let (tx, rx) = mpsc::channel(READ_AHEAD_BATCHES);
         let set = self.clone();
         let (ns, key) = (ns.to_string(), key.to_string());
+        // Read-ahead only where the cache keeps what is read ahead until
+        // it is asked for.
+        let since = Instant::now();
+        let ahead = identity(&object)
+            .filter(|_| self.cache.capacity() >= AHEAD_UNITS as u64 * READ_BATCH_BYTES)
+            .and_then(|id| self.cache.ahead.note(id, &range, object.size));
         tokio::spawn(async move {
             let mut damaged: Vec<(Uuid, usize)> = Vec::new();
             // Units served from memory touched no disk: their shards are
             // checked in the background like unread parity.
             let mut from_memory = false;
-            let mut offset = 0u64;
-            for part in &object.parts {
-                let part_range = range.start.max(offset)..range.end.min(offset + part.size);
-                offset += part.size;
-                if part_range.start >= part_range.end {
-                    continue;
-                }
-                let Some(data_id) = part.data_id else {
-                    continue;
-                };
-                let geo = part.geometry(object.layout);
-                let local = (part_range.start - (offset - part.size))
-                    ..(part_range.end - (offset - part.size));
-                let stripe = geo.layout.stripe_size();
-                let per_unit = (READ_BATCH_BYTES / stripe).max(1);
-                let first = local.start / stripe / per_unit;
-                let last = (local.end - 1) / stripe / per_unit;
-                for unit in first..=last {
-                    let read = set.read_unit(data_id, &geo, unit, per_unit, &local).await;
-                    match read {
-                        Ok((chunks, damage, cached)) => {
-                            from_memory |= cached;
-                            for slot in damage {
-                                if !damaged.contains(&(data_id, slot)) {
-                                    damaged.push((data_id, slot));
-                                }
-                            }
-                            if tx.send(Ok(chunks)).await.is_err() {
-                                // The reader went away: stop reading.
-                                if !damaged.is_empty() {
-                                    set.repair.request(&ns, &key, damaged);
-                                }
-                                return;
+            let units = units_of(&object, &range);
+            let lone = units.len() == 1;
+            for u in &units {
+                match set.read_unit(u, lone, since).await {
+                    Ok((chunks, damage, cached)) => {
+                        from_memory |= cached;
+                        for slot in damage {
+                            if !damaged.contains(&(u.data_id, slot)) {
+                                damaged.push((u.data_id, slot));
                             }
                         }
-                        Err(err) => {
-                            let _ = tx.send(Err(err)).await;
-                            set.repair.request(&ns, &key, damaged);
+                        if tx.send(Ok(chunks)).await.is_err() {
+                            // The reader went away: stop reading.
+                            if !damaged.is_empty() {
+                                set.repair.request(&ns, &key, damaged);
+                            }
                             return;
                         }
                     }
+                    Err(err) => {
+                        let _ = tx.send(Err(err)).await;
+                        set.repair.request(&ns, &key, damaged);
+                        return;
+                    }
                 }
             }
+            drop(tx);
             if damaged.is_empty() {
                 // A read served from memory checks every shard, one read
                 // in CACHED_READS_PER_CHECK (a hot object is read often).
@@ -158,6 +237,9 @@ impl ErasureSet {
             } else {
                 set.repair.request(&ns, &key, damaged);
             }
+            if let Some(ahead) = ahead {
+                set.read_units_ahead(&ns, &key, &object, ahead).await;
+            }
         });
         ObjectStream {
             rx,
@@ -165,46 +247,90 @@ impl ErasureSet {
         }
     }
 
-    /// The bytes of `want` (part-relative) that fall in read unit `unit` of
-    /// a part: from the cache, from a concurrent read of the same unit, or
-    /// from disk. A read covering most of a unit reads and caches the whole
-    /// unit; a small one reads only the stripes and shards it needs.
+    /// Reads the units of bytes `range` of `object` into the cache, those
+    /// no one holds or reads yet, while read-ahead permits last; damage
+    /// found is reported for repair as a request's would be.
+    async fn read_units_ahead(
+        &self,
+        ns: &str,
+        key: &str,
+        object: &ObjectRecord,
+        range: Range<u64>,
+    ) {
+        let mut reads = Vec::new();
+        for u in units_of(object, &range) {
+            if self.cache.holds_or_reads(u.key()) {
+                continue;
+            }
+            let Some(permit) = self.cache.ahead.permit() else {
+                break;
+            };
+            let since = Instant::now();
+            reads.push(async move {
+                let read = self.read_unit(&u, false, since).await;
+                drop(permit);
+                read.map(|(_, damage, _)| (u.data_id, damage))
+            });
+        }
+        let damaged: Vec<(Uuid, usize)> = join_all(reads)
+            .await
+            .into_iter()
+            .flatten()
+            .flat_map(|(id, damage)| damage.into_iter().map(move |slot| (id, slot)))
+            .collect();
+        if !damaged.is_empty() {
+            self.repair.request(ns, key, damaged);
+        }
+    }
+
+    /// The bytes of `u.want` (part-relative) in read unit `u`: from the
+    /// cache, from a concurrent read of the same unit, or from disk. A read
+    /// from disk reads and caches the whole unit, unless it is a small
+    /// range that is all its request reads (`lone`) and no one else reads
+    /// the unit: that reads only the stripes and shards it needs. A unit
+    /// read waits for its turn in the set's read queue as a read for a
+    /// request that arrived at `since`. Returns the bytes, the disks found
+    /// damaged, and whether they came from memory.
     async fn read_unit(
         &self,
-        data_id: Uuid,
-        geo: &PartGeometry,
-        unit: u64,
-        per_unit: u64,
-        want: &Range<u64>,
+        u: &UnitRef,
+        lone: bool,
+        since: Instant,
     ) -> Result<(Vec<Bytes>, Damage, bool), SetError> {
-        let stripe = geo.layout.stripe_size();
-        let stripes = unit * per_unit..((unit + 1) * per_unit).min(geo.stripes());
-        let unit_range = stripes.start * stripe..(stripes.end * stripe).min(geo.size);
-        let here = want.start.max(unit_range.start)..want.end.min(unit_range.end);
-        let in_unit = here.start - unit_range.start..here.end - unit_range.start;
-        let key = UnitKey { data_id, unit };
-        if let Some(u) = self.cache.cached(key) {
-            return Ok((u.slice(in_unit), Vec::new(), true));
+        let (_, unit_range) = u.stripes();
+        let in_unit = u.want.start - unit_range.start..u.want.end - unit_range.start;
+        let key = u.key();
+        if let Some(unit) = self.cache.cached(key) {
+            return Ok((unit.slice(in_unit), Vec::new(), true));
         }
-        let run = geo
-            .runs(stripes, per_unit)
-            .pop()
-            .expect("a unit holds at least one stripe");
-        if (here.end - here.start) * 2 < unit_range.end - unit_range.start {
-            let (chunks, damage) = self.read_stripes(data_id, geo, &run, &here).await?;
-            return Ok((chunks, damage, false));
+        let unit_len = unit_range.end - unit_range.start;
+        let small = (u.want.end - u.want.start) * SMALL_READ_SHARE < unit_len;
+        if lone && small && !self.cache.holds_or_reads(key) {
+            let block = u.geo.layout.block_size as u64;
+            let reserved = self
+                .cache
+                .reserve(u.want.end - u.want.start + 2 * block * u.geo.layout.data as u64)
+                .await;
+            let (chunks, damage) = self
+                .read_stripes(u.data_id, &u.geo, &u.run(), &u.want)
+                .await?;
+            return Ok((held(chunks, &reserved), damage, false));
         }
         let mut damage = Vec::new();
         let found = &mut damage;
-        let (u, source) = self
+        let (unit, source) = self
             .cache
             .get_or_read(key, move || async move {
-                let (chunks, d) = self.read_stripes(data_id, geo, &run, &unit_range).await?;
+                let reserved = self.cache.reserve(unit_len).await;
+                let _turn = self.reads.slot(since).await;
+                let (chunks, d) = self
+                    .read_stripes(u.data_id, &u.geo, &u.run(), &unit_range)
+                    .await?;
                 *found = d;
-                Ok(Unit::new(chunks))
+                Ok(Unit::new(held(chunks, &reserved)))
             })
             .await?;
-        Ok((u.slice(in_unit), damage, source == Source::Hit))
+        Ok((unit.slice(in_unit), damage, source == Source::Hit))
     }
 
     /// Reads the stripes of `run` of one part and returns the slices of object

@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use disk_engine::{
-    Disk, DiskError, DiskHealth, Record, ShardId, ShardOptions, ShardWriter, Stamp, VersionId,
+    Disk, DiskError, DiskHealth, IoCounters, IoStats, MeteredDisk, Record, ShardId, ShardOptions,
+    ShardWriter, Stamp, VersionId,
 };
 use futures::future::join_all;
 use uuid::Uuid;
@@ -21,6 +22,7 @@ use crate::layout::ErasureLayout;
 use crate::list_ahead::ListAhead;
 use crate::locks::KeyLocks;
 use crate::quorum::Quorum;
+use crate::read_queue::{ReadQueue, UNIT_READS_IN_FLIGHT};
 pub use crate::record::version_key;
 use crate::record::{self, version_order, ObjectRecord, ObjectSummary, TierRef};
 use crate::repair_queue::RepairQueue;
@@ -38,7 +40,10 @@ pub type LockPlace = Arc<dyn Fn(&str, &str) -> Option<Arc<ErasureSet>> + Send + 
 
 /// An erasure set of `k + m` disks.
 pub struct ErasureSet {
+    /// The disks in slot order, each counted (see `disk_io`).
     pub(crate) disks: Vec<Arc<dyn Disk>>,
+    /// What reached each disk, by slot.
+    io: Vec<Arc<IoCounters>>,
     pub(crate) data: usize,
     pub(crate) parity: usize,
     pub(crate) block_size: u32,
@@ -48,8 +53,11 @@ pub struct ErasureSet {
     pub(crate) codec: Arc<Codec>,
     pub(crate) locks: KeyLocks,
     pub(crate) repair: RepairQueue,
-    /// Hot-object cache and read coalescing.
-    pub(crate) cache: ReadCache,
+    /// Hot-object cache, read coalescing and read-ahead (the store's, shared
+    /// by its sets).
+    pub(crate) cache: Arc<ReadCache>,
+    /// The order in which the set's disks read units (oldest request first).
+    pub(crate) reads: Arc<ReadQueue>,
     /// Permits for background checks of shards reads did not touch.
     pub(crate) presence_checks: Arc<tokio::sync::Semaphore>,
     /// Where tier objects go once no version refers to them any more (the
@@ -183,12 +191,13 @@ fn agreed_records(results: &[Result<Vec<Record>, DiskError>]) -> Option<usize> {
 pub(crate) use crate::clock::now_ns;
 
 impl ErasureSet {
-    /// Builds a set over `disks` (in slot order) with `parity` parity shards.
+    /// Builds a set over `disks` (in slot order) with `parity` parity
+    /// shards, reading through `cache`.
     pub fn new(
         disks: Vec<Arc<dyn Disk>>,
         parity: usize,
         block_size: u32,
-        read_cache_bytes: u64,
+        cache: Arc<ReadCache>,
         pack_threshold: u64,
         repair: RepairQueue,
     ) -> Result<ErasureSet, SetError> {
@@ -199,6 +208,12 @@ impl ErasureSet {
             )));
         }
         let data = n - parity;
+        let metered: Vec<MeteredDisk> = disks.into_iter().map(MeteredDisk::metered).collect();
+        let io = metered.iter().map(|d| d.layer().clone()).collect();
+        let disks: Vec<Arc<dyn Disk>> = metered
+            .into_iter()
+            .map(|d| Arc::new(d) as Arc<dyn Disk>)
+            .collect();
         let at_risk = Arc::new(AtRisk::default());
         let agreement = Arc::new(Agreement::new(disks.clone(), at_risk.clone()));
         Ok(ErasureSet {
@@ -207,13 +222,15 @@ impl ErasureSet {
             codec: Arc::new(Codec::new(data, parity)?),
             quorum: Quorum::for_layout(data, parity),
             disks,
+            io,
             data,
             parity,
             block_size,
             // A packed object is one stripe.
             pack_threshold: pack_threshold.min(data as u64 * block_size as u64),
             locks: KeyLocks::new(),
-            cache: ReadCache::new(read_cache_bytes),
+            cache,
+            reads: ReadQueue::new(UNIT_READS_IN_FLIGHT),
             repair,
             presence_checks: Arc::new(tokio::sync::Semaphore::new(
                 crate::repair_queue::PRESENCE_CHECKS,
@@ -249,6 +266,12 @@ impl ErasureSet {
     /// The disks in slot order.
     pub fn disks(&self) -> &[Arc<dyn Disk>] {
         &self.disks
+    }
+
+    /// What reached each disk since the set was opened, by slot: data
+    /// reads and writes and their bytes, and disk failures.
+    pub fn disk_io(&self) -> Vec<IoStats> {
+        self.io.iter().map(|c| c.stats()).collect()
     }
 
     /// Bytes per shard block of new objects.
@@ -307,11 +330,6 @@ impl ErasureSet {
     /// to agree).
     pub fn one_disk_pages(&self) -> u64 {
         self.agreement.one_disk_pages()
-    }
-
-    /// The hot-object cache's counters.
-    pub fn cache_stats(&self) -> crate::cache::CacheStats {
-        self.cache.stats()
     }
 
     /// Listing pages served from read-ahead.

@@ -8,7 +8,7 @@
 //! | DELETE | `/granary/admin/v1/users/{accessKey}` | delete a user |
 //! | PUT | `/granary/admin/v1/users/{accessKey}/policy` | set the user's policy (JSON body) |
 //! | DELETE | `/granary/admin/v1/users/{accessKey}/policy` | remove the user's policy |
-//! | GET | `/granary/admin/v1/stats` | hot-object cache and repair counters |
+//! | GET | `/granary/admin/v1/stats` | disk reads and writes, hot-object cache and repair counters |
 //! | POST | `/granary/admin/v1/gc` | collect garbage now: unreferenced shard files and pieces, and the space of deleted packed objects |
 //! | GET | `/granary/admin/v1/gc` | the garbage collector's counters |
 //! | GET | `/granary/admin/v1/lifecycle/status` | per bucket and rule: passes, progress, counters, failures |
@@ -124,14 +124,25 @@ fn policy_text(v: Option<Value>) -> Option<String> {
     }
 }
 
-/// Counters of the store: the hot-object cache (with its hit rate) and
-/// repair.
+/// Counters of the store: what reached its disks (all of them together),
+/// the hot-object cache (with its hit rate) and repair.
 fn stats(store: &placement::Store) -> Value {
     use std::sync::atomic::Ordering::Relaxed;
     let c = store.cache_stats();
     let lookups = c.hits + c.misses + c.coalesced;
     let r = store.repair_stats();
+    let disks = store.disk_io_by_pool().into_iter().flatten().fold(
+        placement::IoStats::default(),
+        |a, d| placement::IoStats {
+            reads: a.reads + d.reads,
+            read_bytes: a.read_bytes + d.read_bytes,
+            writes: a.writes + d.writes,
+            written_bytes: a.written_bytes + d.written_bytes,
+            errors: a.errors + d.errors,
+        },
+    );
     json!({
+        "disks": io(&disks),
         "cache": {
             "hits": c.hits,
             "misses": c.misses,
@@ -153,6 +164,17 @@ fn stats(store: &placement::Store) -> Value {
     })
 }
 
+/// What reached one disk since the server started.
+fn io(io: &placement::IoStats) -> Value {
+    json!({
+        "reads": io.reads,
+        "readBytes": io.read_bytes,
+        "writes": io.writes,
+        "writtenBytes": io.written_bytes,
+        "errors": io.errors,
+    })
+}
+
 /// The pools' erasure sets (one entry each, numbered from 1 within their
 /// pool) with their disks' state, the store's background workers, the
 /// heal pass and the repair backlog.
@@ -170,15 +192,19 @@ async fn status(store: &Arc<placement::Store>) -> Value {
             };
             let disks: Vec<Value> = disks
                 .into_iter()
-                .map(|d| match d.health {
-                    placement::DiskHealth::Online {
-                        total_bytes,
-                        free_bytes,
-                    } => json!({"slot": d.slot + 1, "disk": d.label, "state": "online",
-                        "totalBytes": total_bytes, "freeBytes": free_bytes}),
-                    placement::DiskHealth::Offline { reason } => {
-                        json!({"slot": d.slot + 1, "disk": d.label, "state": "offline", "reason": reason})
-                    }
+                .map(|d| {
+                    let mut v = match d.health {
+                        placement::DiskHealth::Online {
+                            total_bytes,
+                            free_bytes,
+                        } => json!({"slot": d.slot + 1, "disk": d.label, "state": "online",
+                            "totalBytes": total_bytes, "freeBytes": free_bytes}),
+                        placement::DiskHealth::Offline { reason } => {
+                            json!({"slot": d.slot + 1, "disk": d.label, "state": "offline", "reason": reason})
+                        }
+                    };
+                    v["io"] = io(&d.io);
+                    v
                 })
                 .collect();
             json!({

@@ -1,6 +1,7 @@
 //! Prometheus metrics (text exposition format): the lifecycle scanner per
 //! bucket and rule (passes, lag since the last finished pass, transitioned,
-//! expired, aborted, pending and failed), the hot-object cache and repair.
+//! expired, aborted, pending and failed), the hot-object cache, repair, and
+//! what reached each disk (reads, writes, their bytes, failures).
 //! Served at `/granary/metrics` to scrapers holding the `--metrics-token`
 //! bearer token, and in the admin API to the root key.
 
@@ -107,6 +108,53 @@ pub fn render(gw: &Gateway) -> String {
             ],
             pool.objects_at_risk as f64,
         );
+    }
+    type DiskField = fn(&placement::IoStats) -> u64;
+    let per_disk: [(&str, &str, DiskField); 5] = [
+        (
+            "granary_disk_reads_total",
+            "Shard ranges and packed pieces read, by pool, erasure set and disk slot.",
+            |d| d.reads,
+        ),
+        (
+            "granary_disk_read_bytes_total",
+            "Bytes of object data read from the disk.",
+            |d| d.read_bytes,
+        ),
+        (
+            "granary_disk_writes_total",
+            "Writes of blocks, pieces, records and uploads.",
+            |d| d.writes,
+        ),
+        (
+            "granary_disk_written_bytes_total",
+            "Bytes of object data written to the disk.",
+            |d| d.written_bytes,
+        ),
+        (
+            "granary_disk_errors_total",
+            "Calls that failed because the disk could not be used.",
+            |d| d.errors,
+        ),
+    ];
+    let io = gw.store.disk_io_by_pool();
+    for (name, help, field) in per_disk {
+        o.family(name, "counter", help);
+        for (pool, disks) in pools.iter().zip(&io) {
+            let set = (pool.set + 1).to_string();
+            for (slot, d) in disks.iter().enumerate() {
+                let slot = (slot + 1).to_string();
+                o.sample(
+                    name,
+                    &[
+                        ("pool", pool.tier.as_deref().unwrap_or("hot")),
+                        ("set", &set),
+                        ("slot", &slot),
+                    ],
+                    field(d) as f64,
+                );
+            }
+        }
     }
     o.family(
         "granary_sets_offline",

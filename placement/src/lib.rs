@@ -71,7 +71,7 @@ pub use collector::GcProgress;
 pub use disk_engine::failpoint;
 pub use disk_engine::rpc::accept;
 pub use disk_engine::{
-    at_bulk_priority, become_bulk_thread, DiskHealth, ListStart, Tier, UploadListStart,
+    at_bulk_priority, become_bulk_thread, DiskHealth, IoStats, ListStart, Tier, UploadListStart,
 };
 pub use erasure_set::{
     clock, instance, listing_of_body, open_local_set, BodyError, BodyStream, ChecksumValue, Etag,

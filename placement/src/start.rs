@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use background_work::{Worker, Workers};
 use disk_engine::Disk;
-use erasure_set::{ErasureSet, LocalSet, RepairQueue, RepairWorker};
+use erasure_set::{ErasureSet, LocalSet, ReadCache, RepairQueue, RepairWorker};
 use parking_lot::Mutex;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
@@ -73,13 +73,10 @@ impl Store {
         let (release, released) = tokio::sync::mpsc::unbounded_channel();
         let count = sets.len();
         let mut first = Vec::with_capacity(count);
-        // The hot-object cache's size is the store's, shared by its sets.
-        let per_set = StoreOptions {
-            read_cache_bytes: opts.read_cache_bytes / count as u64,
-            ..opts
-        };
+        // One hot-object cache for every set of every pool.
+        let cache = Arc::new(ReadCache::new(opts.read_cache_bytes));
         for (index, (disks, parity, offline)) in sets.into_iter().enumerate() {
-            let (set, repair) = open_set(disks, parity, per_set)?;
+            let (set, repair) = open_set(disks, parity, opts, &cache)?;
             if let Some(why) = offline {
                 set.mark_offline(why);
             }
@@ -117,6 +114,7 @@ impl Store {
                 commits: TaskTracker::new(),
                 collector,
                 opts,
+                cache,
                 tier_release: release,
             }
         }))
@@ -176,9 +174,8 @@ impl Store {
         }
     }
 
-    /// Opens an attached pool's sets with this store's tunables (a
-    /// hot-object cache of the store's size, divided between them as the
-    /// first pool's is between its sets), their locks
+    /// Opens an attached pool's sets with this store's tunables (and its
+    /// hot-object cache), their locks
     /// shared if the store's are (before any request can reach them); an
     /// offline set answers why to every request that needs it.
     fn open_pool(
@@ -188,13 +185,9 @@ impl Store {
         if pool.is_empty() {
             return Err(Error::InvalidArgument("a pool has at least one set".into()));
         }
-        let per_set = StoreOptions {
-            read_cache_bytes: self.opts.read_cache_bytes / pool.len() as u64,
-            ..self.opts
-        };
         let mut out = Vec::with_capacity(pool.len());
         for s in pool {
-            let (set, repair) = open_set(s.disks, s.parity, per_set)?;
+            let (set, repair) = open_set(s.disks, s.parity, self.opts, &self.cache)?;
             if let Some(why) = s.offline {
                 set.mark_offline(why);
             }
@@ -244,19 +237,20 @@ fn spawn_named(workers: &Workers, suffix: Option<String>, worker: impl Worker) {
     }
 }
 
-/// A set of `disks` with `parity` parity shards and the worker draining
-/// its repair queue (not started yet).
+/// A set of `disks` with `parity` parity shards reading through `cache`,
+/// and the worker draining its repair queue (not started yet).
 fn open_set(
     disks: Vec<Arc<dyn Disk>>,
     parity: usize,
     opts: StoreOptions,
+    cache: &Arc<ReadCache>,
 ) -> Result<(Arc<ErasureSet>, RepairWorker), Error> {
     let (queue, rx) = RepairQueue::new();
     let set = Arc::new(ErasureSet::new(
         disks,
         parity,
         opts.block_size,
-        opts.read_cache_bytes,
+        cache.clone(),
         opts.pack_threshold,
         queue,
     )?);

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 
 use background_work::{Worker, WorkerInfo, Workers};
-use disk_engine::DiskHealth;
+use disk_engine::{DiskHealth, IoStats};
 use erasure_set::{
     CacheStats, ErasureSet, KeyGuard, RepairStats, DEFAULT_BLOCK_SIZE, DEFAULT_PACK_THRESHOLD,
     DEFAULT_READ_CACHE_BYTES,
@@ -55,6 +55,8 @@ pub struct Store {
     /// Where the key sets send the tier objects no version refers to any
     /// more (the tier release worker's queue).
     pub(crate) tier_release: tokio::sync::mpsc::UnboundedSender<erasure_set::record::TierRef>,
+    /// The hot-object cache every set reads through.
+    pub(crate) cache: Arc<erasure_set::ReadCache>,
 }
 
 /// Tunables of a store.
@@ -89,6 +91,8 @@ pub struct DiskStatus {
     pub label: String,
     /// Online with space figures, or offline with a reason.
     pub health: DiskHealth,
+    /// What reached the disk since the store opened it.
+    pub io: IoStats,
 }
 
 /// One erasure set of a pool as admins see it.
@@ -142,19 +146,9 @@ impl Store {
         self.pools.system().offline_reason()
     }
 
-    /// Hot-object cache counters, over every set of every hot pool.
+    /// Hot-object cache counters (one cache serves every set).
     pub fn cache_stats(&self) -> CacheStats {
-        let mut total = CacheStats::default();
-        for set in self.pools.key_sets() {
-            let c = set.cache_stats();
-            total.hits += c.hits;
-            total.misses += c.misses;
-            total.coalesced += c.coalesced;
-            total.bytes += c.bytes;
-            total.capacity += c.capacity;
-            total.units += c.units;
-        }
-        total
+        self.cache.stats()
     }
 
     /// Reclaims the space of deleted and overwritten packed objects on
@@ -250,6 +244,17 @@ impl Store {
         out
     }
 
+    /// What reached each disk of every set since the store opened it, as
+    /// [`Store::disk_status_by_pool`] orders them (without asking the
+    /// disks anything).
+    pub fn disk_io_by_pool(&self) -> Vec<Vec<IoStats>> {
+        self.pools
+            .every()
+            .into_iter()
+            .map(|(_, set)| set.disk_io())
+            .collect()
+    }
+
     /// Whether the deployment has a cold pool (cold storage classes can
     /// be stored).
     pub fn has_cold_pool(&self) -> bool {
@@ -299,11 +304,13 @@ async fn disk_status(set: &ErasureSet) -> Vec<DiskStatus> {
     let health = set.health().await;
     health
         .into_iter()
+        .zip(set.disk_io())
         .enumerate()
-        .map(|(slot, health)| DiskStatus {
+        .map(|(slot, (health, io))| DiskStatus {
             slot,
             label: set.disks()[slot].label().to_string(),
             health,
+            io,
         })
         .collect()
 }
