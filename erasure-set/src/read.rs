@@ -288,9 +288,9 @@ impl ErasureSet {
     /// from disk reads and caches the whole unit, unless it is a small
     /// range that is all its request reads (`lone`) and no one else reads
     /// the unit: that reads only the stripes and shards it needs. A unit
-    /// read waits for its turn in the set's read queue as a read for a
-    /// request that arrived at `since`. Returns the bytes, the disks found
-    /// damaged, and whether they came from memory.
+    /// read of shard files waits for its turn in the set's read queue as a
+    /// read for a request that arrived at `since`. Returns the bytes, the
+    /// disks found damaged, and whether they came from memory.
     async fn read_unit(
         &self,
         u: &UnitRef,
@@ -322,7 +322,13 @@ impl ErasureSet {
             .cache
             .get_or_read(key, move || async move {
                 let reserved = self.cache.reserve(unit_len).await;
-                let _turn = self.reads.slot(since).await;
+                // Packed objects are one lookup in the disks' metadata
+                // stores, not a disk read to queue.
+                let _turn = if u.geo.packed {
+                    None
+                } else {
+                    Some(self.reads.slot(since).await)
+                };
                 let (chunks, d) = self
                     .read_stripes(u.data_id, &u.geo, &u.run(), &unit_range)
                     .await?;
