@@ -78,13 +78,21 @@ stop() {
     pid=
 }
 trap 'stop' EXIT
+# wait_http URL: waits for the server just started (pid) to answer there.
 wait_http() {
     for _ in $(seq 300); do
+        kill -0 "$pid" 2> /dev/null || { echo "the server for $1 exited"; exit 1; }
         curl -s -o /dev/null "$1" && return
         sleep 0.1
     done
     echo "no answer from $1"; exit 1
 }
+# A server left on one of the ports would answer in place of the one started.
+for p in $port $null_port $garage_port; do
+    if curl -s -o /dev/null "http://127.0.0.1:$p/"; then
+        echo "port $p is in use: stop what listens there first"; exit 1
+    fi
+done
 # Bytes the server process caused to be read from the block device (its
 # O_DIRECT reads included; the clients' own reads, such as PyTorch's
 # libraries after the page cache is dropped, are not counted).
