@@ -29,6 +29,8 @@
 # fio, and a release build; the clients' virtualenv (about 5.6 GB, PyTorch's
 # CUDA wheels) is made once by benches/model-pull/venv.sh. Results: one JSON
 # line per measurement in $BENCH_DIR/results.jsonl, and the table at the end.
+# Each build's server directories (about 7 GB) are removed at the end
+# unless KEEP_DATA=1.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,7 +79,15 @@ stop() {
     if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
     pid=
 }
-trap 'stop' EXIT
+# The servers' directories (the model and 2 GiB more per build, twice over
+# at 2+2) go at the end unless KEEP_DATA=1; the model and results stay.
+cleanup() {
+    stop
+    [ "${KEEP_DATA:-0}" = 1 ] && return
+    for b in "${builds[@]}"; do rm -rf "${dir:?}/${b%%=*}"; done
+    rm -rf "${dir:?}/garage"
+}
+trap 'cleanup' EXIT
 # wait_http URL: waits for the server just started (pid) to answer there.
 wait_http() {
     for _ in $(seq 300); do
