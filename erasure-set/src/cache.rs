@@ -225,6 +225,7 @@ impl ReadCache {
     }
 
     /// The unit if it is cached (counted as a hit).
+    #[cfg(test)]
     pub(crate) fn cached(&self, key: UnitKey) -> Option<Unit> {
         let u = self.state.lock().lru.get(&key).cloned();
         if u.is_some() {

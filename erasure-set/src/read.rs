@@ -300,11 +300,9 @@ impl ErasureSet {
         let (_, unit_range) = u.stripes();
         let in_unit = u.want.start - unit_range.start..u.want.end - unit_range.start;
         let key = u.key();
-        if let Some(unit) = self.cache.cached(key) {
-            return Ok((unit.slice(in_unit), Vec::new(), true));
-        }
         let unit_len = unit_range.end - unit_range.start;
         let small = (u.want.end - u.want.start) * SMALL_READ_SHARE < unit_len;
+        // A cached unit is found by `get_or_read` below.
         if lone && small && !self.cache.holds_or_reads(key) {
             let block = u.geo.layout.block_size as u64;
             let reserved = self
